@@ -1,0 +1,116 @@
+"""The HTTP side of the ML backend: the protocol Label Studio 1.23 speaks.
+
+``GET /health`` and ``POST /setup`` answer at once (Label Studio gives them 1 s and 3 s);
+``POST /predict`` returns one prediction per task, in order; ``POST /webhook`` takes
+annotation events. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
+Label Studio's ML connection supports.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from backend import __version__
+from backend.annotators.registry import make_annotator
+from backend.label_config import LabelConfigError
+from backend.model import Annotator, JudgelabModel
+from backend.settings import BackendSettings
+
+log = logging.getLogger("judgelab.backend")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"status": "error", "error": message}, status_code=status)
+
+
+def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
+    settings = settings or BackendSettings.from_env()
+    annotator = annotator or make_annotator(settings.annotator)
+    app = FastAPI(title="judgelab ML backend", version=__version__)
+    models: dict[tuple[str, str], JudgelabModel] = {}
+
+    def model_for(project: Any, label_config: Any) -> JudgelabModel:
+        if not isinstance(label_config, str) or not label_config.strip():
+            raise LabelConfigError("request has no label config ('schema' or 'label_config')")
+        project_id = str(project or "").split(".")[0]
+        key = (project_id, label_config)
+        if key not in models:
+            models[key] = JudgelabModel(project_id, label_config, annotator)
+            log.info("project %s: schema %s", project_id, models[key].schema_name)
+        return models[key]
+
+    @app.middleware("http")
+    async def basic_auth(request: Request, call_next):
+        if settings.basic_auth_user and request.url.path != "/health":
+            expected = base64.b64encode(f"{settings.basic_auth_user}:{settings.basic_auth_pass or ''}".encode()).decode()
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Basic {expected}".encode()):
+                return JSONResponse({"status": "error", "error": "unauthorized"}, status_code=401,
+                                    headers={"WWW-Authenticate": 'Basic realm="judgelab"'})
+        return await call_next(request)
+
+    async def body(request: Request) -> dict[str, Any]:
+        try:
+            payload = json.loads(await request.body() or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"request body is not JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise ValueError("request body must be a JSON object")
+        return payload
+
+    @app.get("/health")
+    @app.get("/")
+    def health() -> dict[str, Any]:
+        return {"status": "UP", "model_class": "JudgelabModel", "annotator": annotator.name, "version": __version__}
+
+    @app.post("/setup")
+    async def setup(request: Request):
+        try:
+            payload = await body(request)
+            model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
+        except (ValueError, LabelConfigError) as exc:
+            return _error(400, str(exc))
+        return {"model_version": model.setup(), "schema": model.schema_name}
+
+    @app.post("/predict")
+    async def predict(request: Request):
+        try:
+            payload = await body(request)
+            tasks = payload.get("tasks")
+            if not isinstance(tasks, list):
+                raise ValueError("'tasks' must be a list")
+            model = model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
+        except (ValueError, LabelConfigError) as exc:
+            return _error(400, str(exc))
+        params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
+        results = model.predict(tasks, context=params.get("context"))
+        return {"results": results, "model_version": model.model_version}
+
+    @app.post("/webhook")
+    async def webhook(request: Request):
+        try:
+            payload = await body(request)
+        except ValueError as exc:
+            return _error(400, str(exc))
+        event = str(payload.get("action", "unknown"))
+        project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
+        config = project.get("label_config")
+        if not isinstance(config, str):
+            return {"status": "ignored", "event": event}
+        try:
+            return model_for(project.get("id"), config).fit(event, payload)
+        except LabelConfigError as exc:
+            return _error(400, str(exc))
+
+    @app.post("/train")
+    async def train(request: Request):
+        return {"status": "ok", "message": "judgelab does not train; annotations are counted"}
+
+    return app

@@ -1,0 +1,41 @@
+"""Which of the known schemas a project's label config is.
+
+Compares structural fingerprints (controls, their targets and label values, data-bound
+objects; see :attr:`LabelConfig.fingerprint`), so renamed titles, new colours, edited
+instructions or added styling do not change the answer. A config that shares too little with
+every schema is "custom" (``None``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backend.label_config import parse_label_config
+from backend.schemas import Schema
+
+MIN_SIMILARITY = 0.6
+
+
+@dataclass(frozen=True)
+class Detection:
+    schema: Schema | None
+    similarity: float
+
+    @property
+    def name(self) -> str:
+        return self.schema.name if self.schema else "custom"
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity of two fingerprints."""
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def detect_schema(label_config: str, schemas: dict[str, Schema]) -> Detection:
+    fingerprint = parse_label_config(label_config).fingerprint
+    best: Detection = Detection(None, 0.0)
+    for schema in schemas.values():
+        score = similarity(fingerprint, parse_label_config(schema.config_xml).fingerprint)
+        if score > best.similarity:
+            best = Detection(schema, score)
+    return best if best.similarity >= MIN_SIMILARITY else Detection(None, best.similarity)

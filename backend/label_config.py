@@ -1,0 +1,208 @@
+"""A project's label config, parsed once and asked questions.
+
+Wraps ``label_studio_sdk.label_interface.LabelInterface`` and adds what it lacks:
+``Repeater`` expansion (``verdict_{{idx}}`` becomes ``verdict_0``, ``verdict_1``... from the
+task's list) and resolution of an object's text from task data (``$lines[{{idx}}].text``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from label_studio_sdk.label_interface import LabelInterface
+from lxml import etree
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_VALUE_PATH = re.compile(r"^\$([\w-]+)((?:\[\d+\]|\.[\w-]+)*)$")
+_PATH_PART = re.compile(r"\[(\d+)\]|\.([\w-]+)")
+
+# Control tags whose results judgelab reads and writes.
+SUPPORTED_TAGS = {"Labels", "Choices", "Rating", "Number", "TextArea", "ParagraphLabels", "HyperTextLabels"}
+
+
+class LabelConfigError(ValueError):
+    """The label config does not parse."""
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str
+    tag: str
+    to_name: str
+    labels: tuple[str, ...] = ()
+    attrs: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    repeater: str | None = None  # the data key of the enclosing Repeater (``lines``)
+    flag: str | None = None  # the Repeater's index flag (``idx``)
+
+    @property
+    def per_region(self) -> bool:
+        return self.attrs.get("perRegion", "").lower() == "true"
+
+    @property
+    def dynamic(self) -> str | None:
+        """The data key of dynamic labels/choices (``value="$options"``), if any."""
+        value = self.attrs.get("value", "")
+        return value[1:] if value.startswith("$") else None
+
+    @property
+    def required(self) -> bool:
+        return self.attrs.get("required", "").lower() == "true"
+
+    def expand(self, index: int) -> Control:
+        if not self.flag:
+            return self
+        token = "{{" + self.flag + "}}"
+        return Control(
+            name=self.name.replace(token, str(index)),
+            tag=self.tag,
+            to_name=self.to_name.replace(token, str(index)),
+            labels=self.labels,
+            attrs=self.attrs,
+            repeater=self.repeater,
+            flag=None,
+        )
+
+
+@dataclass(frozen=True)
+class TextObject:
+    name: str
+    tag: str
+    value: str  # "$summary", "$lines[{{idx}}].text", or a literal
+    flag: str | None = None
+
+    def expand(self, index: int) -> TextObject:
+        if not self.flag:
+            return self
+        token = "{{" + self.flag + "}}"
+        return TextObject(self.name.replace(token, str(index)), self.tag, self.value.replace(token, str(index)))
+
+    def resolve(self, data: dict[str, Any]) -> Any:
+        """The object's content for a task, or None if the data lacks it."""
+        match = _VALUE_PATH.match(self.value)
+        if not match:
+            return None if self.value.startswith("$") else self.value
+        current: Any = data.get(match.group(1))
+        for index, key in _PATH_PART.findall(match.group(2)):
+            try:
+                current = current[int(index)] if index else current[key]
+            except (KeyError, IndexError, TypeError):
+                return None
+        return current
+
+
+@dataclass
+class LabelConfig:
+    xml: str
+    controls: list[Control]
+    objects: dict[str, TextObject]
+    repeaters: dict[str, str]  # flag -> data key
+
+    @property
+    def fingerprint(self) -> frozenset[str]:
+        """What identifies the config's structure, independent of titles, colours, instructions:
+        each control's tag, name and target, and each label value."""
+        tokens = set()
+        for c in self.controls:
+            tokens.add(f"control:{c.tag}:{c.name}->{c.to_name}")
+            tokens.update(f"label:{c.name}:{label}" for label in c.labels)
+            if c.dynamic:
+                tokens.add(f"dynamic:{c.name}:{c.dynamic}")
+        for o in self.objects.values():
+            if o.value.startswith("$"):
+                tokens.add(f"object:{o.tag}:{o.name}={o.value}")
+        return frozenset(tokens)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256("\n".join(sorted(self.fingerprint)).encode()).hexdigest()[:10]
+
+    def expanded_controls(self, data: dict[str, Any]) -> dict[str, Control]:
+        """Controls by name for one task, Repeater controls expanded over the task's list."""
+        out: dict[str, Control] = {}
+        for c in self.controls:
+            if c.flag:
+                items = data.get(c.repeater or "")
+                for i in range(len(items) if isinstance(items, list) else 0):
+                    e = c.expand(i)
+                    out[e.name] = e
+            else:
+                out[c.name] = c
+        return out
+
+    def object_for(self, name: str) -> TextObject | None:
+        """The object called ``name`` (``line_3`` finds the ``line_{{idx}}`` template)."""
+        if name in self.objects:
+            return self.objects[name]
+        for obj in self.objects.values():
+            if obj.flag:
+                pattern = re.escape(obj.name).replace(re.escape("{{" + obj.flag + "}}"), r"(\d+)")
+                m = re.fullmatch(pattern, name)
+                if m:
+                    return obj.expand(int(m.group(1)))
+        return None
+
+    def object_text(self, name: str, data: dict[str, Any]) -> str | None:
+        obj = self.object_for(name)
+        value = obj.resolve(data) if obj else None
+        return value if isinstance(value, str) else None
+
+    def data_keys(self) -> set[str]:
+        """Top-level task data keys that the config reads."""
+        keys = set()
+        for obj in self.objects.values():
+            m = _VALUE_PATH.match(obj.value)
+            if m:
+                keys.add(m.group(1))
+        keys.update(self.repeaters.values())
+        keys.update(c.dynamic for c in self.controls if c.dynamic)
+        return keys
+
+
+def _repeaters(root: etree._Element) -> dict[str, tuple[str, str]]:
+    """Map each element name inside a Repeater to (flag, data key)."""
+    found: dict[str, tuple[str, str]] = {}
+    for rep in root.iter("Repeater"):
+        on = rep.get("on", "")
+        flag = _PLACEHOLDER.fullmatch(rep.get("indexFlag", "{{idx}}"))
+        if not on.startswith("$") or not flag:
+            continue
+        for el in rep.iter():
+            if el.get("name"):
+                found[el.get("name")] = (flag.group(1), on[1:])
+    return found
+
+
+@lru_cache(maxsize=64)
+def parse_label_config(xml: str) -> LabelConfig:
+    """Parse a label config (cached by its text)."""
+    try:
+        root = etree.fromstring(xml.encode("utf-8"), parser=etree.XMLParser(resolve_entities=False))
+        interface = LabelInterface(xml)
+    except Exception as exc:  # LabelInterface raises many kinds of errors on bad XML
+        raise LabelConfigError(f"label config does not parse: {exc}") from exc
+    in_repeater = _repeaters(root)
+    controls = []
+    for c in interface.controls:
+        flag, key = in_repeater.get(c.name, (None, None))
+        labels = tuple(str(v) for v in (c.labels or []))
+        controls.append(
+            Control(
+                name=c.name,
+                tag=c.tag,
+                to_name=(c.to_name or [""])[0],
+                labels=labels,
+                attrs={k: str(v) for k, v in (c.attr or {}).items()},
+                repeater=key,
+                flag=flag,
+            )
+        )
+    objects = {}
+    for o in interface.objects:
+        flag = in_repeater.get(o.name, (None, None))[0]
+        objects[o.name] = TextObject(name=o.name, tag=o.tag, value=str(o.value or ""), flag=flag)
+    repeaters = {flag: key for flag, key in in_repeater.values()}
+    return LabelConfig(xml=xml, controls=controls, objects=objects, repeaters=repeaters)

@@ -1,0 +1,120 @@
+"""The study schemas defined in ``configs/``: label config, metadata and sample tasks.
+
+A schema is a folder ``configs/<name>/`` with ``config.xml`` (the Label Studio labeling
+config), ``schema.yaml`` (metadata: data fields, scales, label sets, items, targets) and
+``samples.json`` (sample tasks). Everything else in judgelab reads schemas from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class SchemaError(ValueError):
+    """A schema folder is incomplete or its files do not parse."""
+
+
+@dataclass(frozen=True)
+class Schema:
+    name: str
+    folder: Path
+    config_xml: str
+    meta: dict[str, Any] = field(hash=False, compare=False)
+
+    @property
+    def title(self) -> str:
+        return str(self.meta.get("title", self.name))
+
+    @property
+    def language(self) -> str:
+        return str(self.meta.get("language", "en"))
+
+    @property
+    def data_fields(self) -> dict[str, dict[str, Any]]:
+        return dict(self.meta.get("data_fields") or {})
+
+    @property
+    def meta_fields(self) -> list[str]:
+        return list(self.meta.get("meta_fields") or [])
+
+    @property
+    def span_controls(self) -> dict[str, dict[str, Any]]:
+        return dict(self.meta.get("span_controls") or {})
+
+    @property
+    def scales(self) -> dict[str, dict[str, Any]]:
+        return dict(self.meta.get("scales") or {})
+
+    def samples(self) -> list[dict[str, Any]]:
+        path = self.folder / "samples.json"
+        if not path.exists():
+            return []
+        try:
+            tasks = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"{path}: line {exc.lineno}: {exc.msg}") from exc
+        if not isinstance(tasks, list):
+            raise SchemaError(f"{path}: expected a JSON list of tasks")
+        return tasks
+
+    def prompt_template(self, name: str = "prompt.txt") -> str | None:
+        path = self.folder / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def configs_dir() -> Path:
+    """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else the repository's ``configs/``,
+    else the copy shipped inside the wheel."""
+    env = os.environ.get("JUDGELAB_CONFIGS_DIR")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parent.parent / "configs"
+    if repo.is_dir():
+        return repo
+    return Path(__file__).resolve().parent / "_configs"
+
+
+def load_schema(folder: Path) -> Schema:
+    xml_path, meta_path = folder / "config.xml", folder / "schema.yaml"
+    for path in (xml_path, meta_path):
+        if not path.exists():
+            raise SchemaError(f"{folder}: missing {path.name}")
+    try:
+        meta = yaml.safe_load(meta_path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise SchemaError(f"{meta_path}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise SchemaError(f"{meta_path}: expected a mapping")
+    name = str(meta.get("name") or folder.name)
+    return Schema(name=name, folder=folder, config_xml=xml_path.read_text(encoding="utf-8"), meta=meta)
+
+
+@cache
+def _load_all(root: str) -> dict[str, Schema]:
+    folder = Path(root)
+    if not folder.is_dir():
+        raise SchemaError(f"configs folder not found: {folder}")
+    schemas = {}
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "config.xml").exists()):
+        schema = load_schema(sub)
+        schemas[schema.name] = schema
+    return schemas
+
+
+def all_schemas(root: Path | None = None) -> dict[str, Schema]:
+    """All schemas by name (cached per folder)."""
+    return _load_all(str(root or configs_dir()))
+
+
+def get_schema(name: str, root: Path | None = None) -> Schema:
+    schemas = all_schemas(root)
+    if name not in schemas:
+        raise SchemaError(f"unknown schema {name!r}; known: {', '.join(schemas)}")
+    return schemas[name]

@@ -1,0 +1,117 @@
+"""Pull projects out of Label Studio and write the tidy tables to a local folder.
+
+Uses a snapshot export with full predictions (the quick export lists predictions as ids
+only). Reading the export never makes Label Studio call the ML backend.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from label_studio_sdk import LabelStudio
+from label_studio_sdk.core.api_error import ApiError
+
+from backend.schemas import all_schemas
+from sync.client import SyncError, api_error_message
+from sync.projects import project_schema_name
+from sync.tidy import TidyTables, concat_tables, tidy_from_export
+
+EXPORT_POLL_SECONDS = 0.5
+EXPORT_TIMEOUT_SECONDS = 600
+
+
+def export_project_json(client: LabelStudio, project_id: int) -> list[dict[str, Any]]:
+    """All tasks of a project with annotations and full predictions."""
+    try:
+        export = client.projects.exports.create(
+            id=project_id,
+            title=f"judgelab sync {time.strftime('%Y-%m-%d %H:%M:%S')}",
+            serialization_options={
+                "predictions": {"only_id": False},
+                "annotations__completed_by": {"only_id": True},
+            },
+            task_filter_options={"view": None},
+        )
+        deadline = time.monotonic() + EXPORT_TIMEOUT_SECONDS
+        while True:
+            status = client.projects.exports.get(id=project_id, export_pk=export.id).status
+            if status == "completed":
+                break
+            if status == "failed":
+                raise SyncError(f"Label Studio's export of project {project_id} failed")
+            if time.monotonic() > deadline:
+                raise SyncError(f"Label Studio's export of project {project_id} did not finish in time")
+            time.sleep(EXPORT_POLL_SECONDS)
+        payload = b"".join(client.projects.exports.download(id=project_id, export_pk=export.id, export_type="JSON"))
+        client.projects.exports.delete(id=project_id, export_pk=export.id)
+    except ApiError as exc:
+        raise SyncError(f"export of project {project_id} failed: {api_error_message(exc)}") from None
+    return json.loads(payload)
+
+
+def user_emails(client: LabelStudio) -> dict[int, str]:
+    return {u.id: (u.email or u.username or str(u.id)) for u in client.users.list()}
+
+
+def pull_tables(client: LabelStudio, project_ids: list[int] | None = None) -> TidyTables:
+    """Tidy tables for the given projects (default: every judgelab project)."""
+    schemas = all_schemas()
+    users = user_emails(client)
+    parts = []
+    for project in client.projects.list():
+        name = project_schema_name(project)
+        if project_ids is not None and project.id not in project_ids:
+            continue
+        if project_ids is None and name is None:
+            continue
+        exported = export_project_json(client, project.id)
+        parts.append(tidy_from_export(project.id, name or "custom", schemas.get(name or ""), exported, users))
+    return concat_tables(parts)
+
+
+def write_tables(tables: TidyTables, out_dir: Path, fmt: str = "parquet") -> list[Path]:
+    """Write the tables as Parquet files or one SQLite database; returns the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    if fmt == "parquet":
+        for name, frame in tables.as_dict().items():
+            path = out_dir / f"{name}.parquet"
+            _storable(frame).to_parquet(path, index=False)
+            written.append(path)
+    elif fmt == "sqlite":
+        path = out_dir / "judgelab.sqlite"
+        with sqlite3.connect(path) as db:
+            for name, frame in tables.as_dict().items():
+                _storable(frame).to_sql(name, db, if_exists="replace", index=False)
+        written.append(path)
+    else:
+        raise SyncError(f"unknown table format {fmt!r} (use parquet or sqlite)")
+    return written
+
+
+def read_tables(folder: Path) -> TidyTables:
+    folder = Path(folder)
+    if (folder / "tasks.parquet").exists():
+        return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in ("tasks", "judgments", "spans")))
+    db_path = folder / "judgelab.sqlite"
+    if db_path.exists():
+        with sqlite3.connect(db_path) as db:
+            return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in ("tasks", "judgments", "spans")))
+    raise SyncError(f"{folder}: no tidy tables (tasks.parquet or judgelab.sqlite); run 'judgelab sync' first")
+
+
+def _storable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns with mixed types become strings so Parquet and SQLite accept them."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            kinds = {type(v) for v in out[column].dropna()}
+            if len(kinds) > 1 or (kinds and not kinds <= {str, bool}):
+                out[column] = out[column].map(lambda v: None if v is None or v is pd.NA else str(v))
+    return out

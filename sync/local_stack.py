@@ -1,0 +1,152 @@
+"""Start (or reuse) a local Label Studio on SQLite and the judgelab ML backend.
+
+Both run as background processes whose pids, logs and the preset admin login live in one
+state folder (``.judgelab/`` by default). Running again finds them healthy and reuses them;
+:func:`stop_stack` ends them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from sync.client import SyncError
+
+LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
+
+
+@dataclass
+class StackSettings:
+    home: Path
+    ls_port: int = 8080
+    backend_port: int = 9090
+    host: str = "127.0.0.1"
+    annotator: str = "offline"
+
+    @property
+    def ls_url(self) -> str:
+        return f"http://{self.host}:{self.ls_port}"
+
+    @property
+    def backend_url(self) -> str:
+        return f"http://{self.host}:{self.backend_port}"
+
+
+@dataclass
+class Credentials:
+    username: str
+    password: str
+    token: str
+
+
+def load_credentials(home: Path) -> Credentials:
+    """The preset admin login (created once per state folder)."""
+    path = home / "credentials.json"
+    if path.exists():
+        return Credentials(**json.loads(path.read_text()))
+    home.mkdir(parents=True, exist_ok=True)
+    creds = Credentials(
+        username="admin@judgelab.local", password=secrets.token_urlsafe(12), token=secrets.token_hex(20)
+    )
+    path.write_text(json.dumps(asdict(creds)))
+    path.chmod(0o600)
+    return creds
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if healthy(url):
+            return
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise SyncError(f"{what} exited with code {proc.returncode}; end of {log}:\n{tail}")
+        time.sleep(1.0)
+    raise SyncError(f"{what} did not answer at {url}/health within {timeout:.0f} s (log: {log})")
+
+
+def _spawn(cmd: list[str], env: dict[str, str], log: Path, pid_file: Path) -> subprocess.Popen:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    pid_file.write_text(str(proc.pid))
+    return proc
+
+
+def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "LABEL_STUDIO_BASE_DATA_DIR": str(settings.home / "label-studio"),
+        "LABEL_STUDIO_USERNAME": creds.username,
+        "LABEL_STUDIO_PASSWORD": creds.password,
+        "LABEL_STUDIO_USER_TOKEN": creds.token,
+        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+        # the backend listens on 127.0.0.1, which Label Studio's SSRF guard refuses by default
+        "USE_DEFAULT_BANNED_SUBNETS": "false",
+        "SSRF_PROTECTION_ENABLED": "false",
+        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+        "DJANGO_DB": "sqlite",
+    })
+    return env
+
+
+def start_label_studio(settings: StackSettings, creds: Credentials) -> bool:
+    """Start Label Studio unless it already answers; returns True when it was started now."""
+    if healthy(settings.ls_url):
+        return False
+    exe = shutil.which("label-studio", path=str(Path(sys.executable).parent)) or shutil.which("label-studio")
+    if not exe:
+        raise SyncError("the label-studio command is not installed: pip install 'judgelab[server]'")
+    log = settings.home / "label-studio.log"
+    cmd = [exe, "start", "--no-browser", "--port", str(settings.ls_port), "--internal-host", settings.host]
+    proc = _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
+    _wait_healthy(settings.ls_url, proc, LS_FIRST_BOOT_TIMEOUT, log, "Label Studio")
+    return True
+
+
+def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = None) -> bool:
+    if healthy(settings.backend_url):
+        return False
+    env = dict(os.environ)
+    env.update({
+        "JUDGELAB_BACKEND_HOST": settings.host,
+        "JUDGELAB_BACKEND_PORT": str(settings.backend_port),
+        "JUDGELAB_ANNOTATOR": settings.annotator,
+    })
+    env.update(extra_env or {})
+    log = settings.home / "backend.log"
+    proc = _spawn([sys.executable, "-m", "backend"], env, log, settings.home / "backend.pid")
+    _wait_healthy(settings.backend_url, proc, 60, log, "judgelab backend")
+    return True
+
+
+def stop_stack(home: Path) -> list[str]:
+    stopped = []
+    for name in ("backend", "label-studio"):
+        pid_file = home / f"{name}.pid"
+        if not pid_file.exists():
+            continue
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+            stopped.append(name)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+        pid_file.unlink(missing_ok=True)
+    return stopped

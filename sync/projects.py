@@ -1,0 +1,114 @@
+"""Projects from ``configs/``, idempotent task imports, and the link to the ML backend."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from label_studio_sdk import LabelStudio
+from label_studio_sdk.core.api_error import ApiError
+
+from backend.schemas import Schema
+from sync.client import SyncError, api_error_message
+from sync.importers import KEY_FIELD, TaskRow
+
+log = logging.getLogger("judgelab.sync")
+IMPORT_BATCH = 500
+
+
+def schema_marker(schema_name: str) -> str:
+    return f"[judgelab:{schema_name}]"
+
+
+def project_schema_name(project: Any) -> str | None:
+    """The schema a project was created from (its description carries a marker)."""
+    description = getattr(project, "description", None) or ""
+    start = description.find("[judgelab:")
+    if start < 0:
+        return None
+    end = description.find("]", start)
+    return description[start + len("[judgelab:") : end] if end > start else None
+
+
+@dataclass
+class EnsuredProject:
+    id: int
+    title: str
+    schema: str
+    created: bool
+
+
+def find_project(client: LabelStudio, schema: Schema, title: str | None = None) -> Any | None:
+    wanted = title or schema.title
+    by_marker = None
+    for project in client.projects.list():
+        if project_schema_name(project) == schema.name:
+            if project.title == wanted:
+                return project
+            by_marker = by_marker or (project if title is None else None)
+    return by_marker
+
+
+MAX_TITLE = 50  # Label Studio refuses longer project titles
+
+
+def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None) -> EnsuredProject:
+    """The project for ``schema`` (created from its config if absent; never duplicated)."""
+    if len(title or schema.title) > MAX_TITLE:
+        raise SyncError(f"project title {title or schema.title!r} is longer than {MAX_TITLE} characters")
+    existing = find_project(client, schema, title)
+    if existing is not None:
+        return EnsuredProject(existing.id, existing.title, schema.name, created=False)
+    description = f"{schema.meta.get('description', '').strip()}\n\n{schema_marker(schema.name)}"
+    try:
+        project = client.projects.create(
+            title=title or schema.title,
+            label_config=schema.config_xml,
+            description=description,
+            expert_instruction=f"<pre>{schema.meta.get('instructions', '')}</pre>",
+            show_instruction=True,
+            show_collab_predictions=True,
+        )
+    except ApiError as exc:
+        raise SyncError(
+            f"Label Studio rejected the project for schema {schema.name} ({schema.folder}): {api_error_message(exc)}"
+        ) from None
+    log.info("created project %s (%s)", project.id, schema.name)
+    return EnsuredProject(project.id, project.title, schema.name, created=True)
+
+
+def existing_keys(client: LabelStudio, project_id: int) -> set[str]:
+    keys = set()
+    for task in client.tasks.list(project=project_id, fields="all"):
+        meta = getattr(task, "meta", None) or {}
+        if isinstance(meta, dict) and meta.get(KEY_FIELD):
+            keys.add(str(meta[KEY_FIELD]))
+    return keys
+
+
+@dataclass
+class ImportReport:
+    imported: int
+    skipped_existing: int
+    task_ids: list[int]
+
+
+def import_rows(client: LabelStudio, project_id: int, rows: list[TaskRow]) -> ImportReport:
+    """Import the rows whose key the project does not have yet, in batches."""
+    have = existing_keys(client, project_id)
+    new = [row for row in rows if row.key not in have]
+    ids: list[int] = []
+    for start in range(0, len(new), IMPORT_BATCH):
+        batch = new[start : start + IMPORT_BATCH]
+        try:
+            response = client.projects.import_tasks(
+                id=project_id, request=[row.as_import() for row in batch], return_task_ids=True
+            )
+        except ApiError as exc:
+            raise SyncError(
+                f"Label Studio refused tasks {batch[0].where} .. {batch[-1].where}: {api_error_message(exc)}; "
+                f"{len(ids)} task(s) of this file were imported before; re-run to import the rest"
+            ) from None
+        ids.extend(response.task_ids or [])
+    return ImportReport(imported=len(new), skipped_existing=len(rows) - len(new), task_ids=ids)

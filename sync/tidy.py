@@ -1,0 +1,178 @@
+"""Label Studio's exported tasks into the tidy tables (the contract with ``analysis/``).
+
+- ``tasks``: project, task_id, schema, key, the task's data fields, its meta fields.
+- ``judgments``: one row per judgment: project, task_id, annotation_id, annotator, source
+  (``human`` or ``model:<version>``), item, value, created_at, updated_at, lead_time,
+  was_cancelled, ground_truth.
+- ``spans``: project, task_id, annotation_id, annotator, source, field, start, end, text, label,
+  note.
+
+Items are named by the schema's ``items`` table (``verdict_{i}`` -> ``line_{i}``), else by the
+control's name. A per-region TextArea becomes the ``note`` of its span.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from backend.schemas import Schema
+
+TASK_COLUMNS = ["project", "task_id", "schema", "key"]
+JUDGMENT_COLUMNS = [
+    "project", "task_id", "annotation_id", "annotator", "source", "item", "value",
+    "created_at", "updated_at", "lead_time", "was_cancelled", "ground_truth",
+]
+SPAN_COLUMNS = ["project", "task_id", "annotation_id", "annotator", "source", "field", "start", "end", "text", "label", "note"]
+SPAN_TYPES = {"labels", "hypertextlabels", "paragraphlabels"}
+
+
+@dataclass
+class TidyTables:
+    tasks: pd.DataFrame
+    judgments: pd.DataFrame
+    spans: pd.DataFrame
+
+    def as_dict(self) -> dict[str, pd.DataFrame]:
+        return {"tasks": self.tasks, "judgments": self.judgments, "spans": self.spans}
+
+
+@dataclass
+class ItemNamer:
+    """Maps control names to item names using the schema's ``items`` patterns."""
+
+    patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+
+    @classmethod
+    def for_schema(cls, schema: Schema | None) -> ItemNamer:
+        patterns = []
+        for control, spec in ((schema.meta.get("items") or {}) if schema else {}).items():
+            target = spec.get("item") if isinstance(spec, dict) else None
+            if not target:
+                continue
+            regex = "^" + re.escape(str(control)).replace(re.escape("{i}"), r"(?P<i>\d+)") + "$"
+            patterns.append((re.compile(regex), str(target)))
+        return cls(patterns)
+
+    def __call__(self, control: str) -> str:
+        for regex, target in self.patterns:
+            m = regex.match(control)
+            if m:
+                return target.replace("{i}", m.group("i")) if "i" in regex.groupindex else target
+        return control
+
+
+def _user_label(completed_by: Any, users: dict[int, str]) -> str:
+    if isinstance(completed_by, dict):
+        return str(completed_by.get("email") or completed_by.get("id"))
+    if isinstance(completed_by, int):
+        return users.get(completed_by, f"user:{completed_by}")
+    return str(completed_by)
+
+
+def _cell(value: Any) -> Any:
+    """Task data as a table cell: scalars as they are, lists and objects as JSON."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _result_rows(
+    result: list[dict[str, Any]], base: dict[str, Any], name_item: ItemNamer
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    judgments, spans = [], []
+    notes: dict[str, str] = {}
+    for region in result or []:
+        if region.get("type") == "textarea" and "start" in (region.get("value") or {}):
+            notes[str(region.get("id"))] = " ".join(map(str, region["value"].get("text") or []))
+    for region in result or []:
+        kind, value = region.get("type"), region.get("value") or {}
+        control = str(region.get("from_name", ""))
+        if kind in SPAN_TYPES:
+            for label in value.get(kind) or [None]:
+                spans.append({
+                    **base, "field": region.get("to_name"), "start": value.get("start"), "end": value.get("end"),
+                    "text": value.get("text"), "label": label, "note": notes.get(str(region.get("id"))),
+                })
+        elif kind == "choices":
+            for choice in value.get("choices") or []:
+                judgments.append({**base, "item": name_item(control), "value": str(choice)})
+        elif kind == "rating":
+            judgments.append({**base, "item": name_item(control), "value": str(value.get("rating"))})
+        elif kind == "number":
+            judgments.append({**base, "item": name_item(control), "value": str(value.get("number"))})
+        elif kind == "textarea" and "start" not in value:
+            text = " ".join(map(str, value.get("text") or []))
+            if text.strip():
+                judgments.append({**base, "item": name_item(control), "value": text})
+    return judgments, spans
+
+
+def tidy_from_export(
+    project_id: int,
+    schema_name: str,
+    schema: Schema | None,
+    exported: list[dict[str, Any]],
+    users: dict[int, str] | None = None,
+) -> TidyTables:
+    """Tidy tables for one project's exported tasks (annotations and full predictions)."""
+    users = users or {}
+    name_item = ItemNamer.for_schema(schema)
+    task_rows, judgment_rows, span_rows = [], [], []
+    for task in exported:
+        task_id = task.get("id")
+        meta = task.get("meta") or {}
+        row = {"project": project_id, "task_id": task_id, "schema": schema_name, "key": meta.get("judgelab_key")}
+        row.update({k: _cell(v) for k, v in (task.get("data") or {}).items() if k not in row})
+        task_rows.append(row)
+        for ann in task.get("annotations") or []:
+            base = {
+                "project": project_id, "task_id": task_id, "annotation_id": str(ann.get("id")),
+                "annotator": _user_label(ann.get("completed_by"), users), "source": "human",
+                "created_at": ann.get("created_at"), "updated_at": ann.get("updated_at"),
+                "lead_time": ann.get("lead_time"), "was_cancelled": bool(ann.get("was_cancelled")),
+                "ground_truth": bool(ann.get("ground_truth")),
+            }
+            j, s = _result_rows(ann.get("result") or [], base, name_item)
+            if not j and not s:  # a skipped (cancelled) or empty annotation still counts as one
+                j = [{**base, "item": None, "value": None}] if base["was_cancelled"] else []
+            judgment_rows.extend(j)
+            span_rows.extend({k: v for k, v in r.items() if k in SPAN_COLUMNS} for r in s)
+        for pred in task.get("predictions") or []:
+            if not isinstance(pred, dict):
+                continue
+            version = str(pred.get("model_version") or "unknown")
+            base = {
+                "project": project_id, "task_id": task_id, "annotation_id": f"prediction:{pred.get('id')}",
+                "annotator": version, "source": f"model:{version}", "created_at": pred.get("created_at"),
+                "updated_at": pred.get("updated_at"), "lead_time": None, "was_cancelled": False,
+                "ground_truth": False,
+            }
+            j, s = _result_rows(pred.get("result") or [], base, name_item)
+            judgment_rows.extend(j)
+            span_rows.extend({k: v for k, v in r.items() if k in SPAN_COLUMNS} for r in s)
+    tasks = pd.DataFrame(task_rows)
+    for column in TASK_COLUMNS:
+        if column not in tasks:
+            tasks[column] = pd.Series(dtype="object")
+    judgments = pd.DataFrame(judgment_rows, columns=JUDGMENT_COLUMNS)
+    spans = pd.DataFrame(span_rows, columns=SPAN_COLUMNS)
+    spans["start"] = spans["start"].astype("Int64")
+    spans["end"] = spans["end"].astype("Int64")
+    return TidyTables(tasks=tasks, judgments=judgments, spans=spans)
+
+
+def concat_tables(parts: list[TidyTables]) -> TidyTables:
+    def cat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+        frames = [f for f in frames if not f.empty]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+    return TidyTables(
+        tasks=cat([p.tasks for p in parts], TASK_COLUMNS),
+        judgments=cat([p.judgments for p in parts], JUDGMENT_COLUMNS),
+        spans=cat([p.spans for p in parts], SPAN_COLUMNS),
+    )
