@@ -49,11 +49,16 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
     @app.middleware("http")
     async def basic_auth(request: Request, call_next):
         if settings.basic_auth_user and request.url.path != "/health":
-            expected = base64.b64encode(f"{settings.basic_auth_user}:{settings.basic_auth_pass or ''}".encode()).decode()
+            expected = base64.b64encode(
+                f"{settings.basic_auth_user}:{settings.basic_auth_pass or ''}".encode()
+            ).decode()
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Basic {expected}".encode()):
-                return JSONResponse({"status": "error", "error": "unauthorized"}, status_code=401,
-                                    headers={"WWW-Authenticate": 'Basic realm="judgelab"'})
+                return JSONResponse(
+                    {"status": "error", "error": "unauthorized"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Basic realm="judgelab"'},
+                )
         return await call_next(request)
 
     async def body(request: Request) -> dict[str, Any]:

@@ -99,7 +99,7 @@ class LabelConfig:
     xml: str
     controls: list[Control]
     objects: dict[str, TextObject]
-    repeaters: dict[str, str]  # flag -> data key
+    repeater_keys: frozenset[str]  # data keys that Repeaters iterate over
 
     @property
     def fingerprint(self) -> frozenset[str]:
@@ -157,7 +157,7 @@ class LabelConfig:
             m = _VALUE_PATH.match(obj.value)
             if m:
                 keys.add(m.group(1))
-        keys.update(self.repeaters.values())
+        keys.update(self.repeater_keys)
         keys.update(c.dynamic for c in self.controls if c.dynamic)
         return keys
 
@@ -204,5 +204,5 @@ def parse_label_config(xml: str) -> LabelConfig:
     for o in interface.objects:
         flag = in_repeater.get(o.name, (None, None))[0]
         objects[o.name] = TextObject(name=o.name, tag=o.tag, value=str(o.value or ""), flag=flag)
-    repeaters = {flag: key for flag, key in in_repeater.values()}
-    return LabelConfig(xml=xml, controls=controls, objects=objects, repeaters=repeaters)
+    repeater_keys = frozenset(key for _, key in in_repeater.values())
+    return LabelConfig(xml=xml, controls=controls, objects=objects, repeater_keys=repeater_keys)

@@ -105,7 +105,8 @@ def prepare_task_data(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
     """Return a checked copy of ``data`` with defaults, coerced types and derived fields.
 
     >>> from backend.schemas import get_schema
-    >>> out = prepare_task_data(get_schema("hotel_spans"), {"descriptions": "Near the sea.", "summary": "By the sea.", "group": "B"})
+    >>> data = {"descriptions": "Near the sea.", "summary": "By the sea.", "group": "B"}
+    >>> out = prepare_task_data(get_schema("hotel_spans"), data)
     >>> out["no_errors_options"]
     [{'value': 'There were no errors in the summary'}]
     """

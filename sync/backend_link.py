@@ -60,7 +60,13 @@ def connect_backend(
             created = False
         else:
             ml = client.ml.create(
-                url=url, project=project_id, title=version, is_interactive=False, auto_update=True, timeout=timeout, **extra
+                url=url,
+                project=project_id,
+                title=version,
+                is_interactive=False,
+                auto_update=True,
+                timeout=timeout,
+                **extra,
             )
             created = True
     except ApiError as exc:
@@ -89,7 +95,8 @@ def prediction_counts(client: LabelStudio, project_id: int, model_version: str) 
     for task in client.tasks.list(project=project_id, fields="all"):
         tasks += 1
         predictions = getattr(task, "predictions", None) or []
-        versions = {p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None)
-                    for p in predictions}
+        versions = {
+            p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None) for p in predictions
+        }
         with_prediction += model_version in versions
     return tasks, with_prediction

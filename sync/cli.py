@@ -54,13 +54,20 @@ def _schemas(names: tuple[str, ...]) -> list[Schema]:
 @click.group(cls=_Cli)
 @click.option("--url", envvar="JUDGELAB_LS_URL", help="Label Studio URL (default http://127.0.0.1:8080).")
 @click.option("--token", envvar="JUDGELAB_LS_TOKEN", help="Legacy token or personal access token.")
-@click.option("--home", type=click.Path(path_type=Path), default=DEFAULT_HOME, show_default=True,
-              help="State folder of the local stack (logs, pids, preset login).")
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_HOME,
+    show_default=True,
+    help="State folder of the local stack (logs, pids, preset login).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log what happens.")
 @click.pass_context
 def main(ctx: click.Context, url: str | None, token: str | None, home: Path, verbose: bool) -> None:
     """judgelab: Label Studio studies of generated text, pre-annotated and analysed."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     ctx.obj = {"url": url, "token": token, "home": home}
 
 
@@ -163,7 +170,9 @@ def sync_cmd(ctx: click.Context, out: Path, fmt: str, project_ids: tuple[int, ..
 
 
 @main.command("report")
-@click.option("--tables", "tables_dir", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True)
+@click.option(
+    "--tables", "tables_dir", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True
+)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-report"), show_default=True)
 def report_cmd(tables_dir: Path, out: Path) -> None:
     """Agreement and quality report (HTML, Markdown, CSV) from synced tables."""

@@ -55,7 +55,9 @@ def connect(conn: Connection, timeout: float = 60.0) -> LabelStudio:
         raise SyncError(f"cannot reach Label Studio at {conn.url}: {exc}") from None
     except ApiError as exc:
         if exc.status_code in (401, 403):
-            raise SyncError(f"Label Studio at {conn.url} refused the token (HTTP {exc.status_code}): check --token") from None
+            raise SyncError(
+                f"Label Studio at {conn.url} refused the token (HTTP {exc.status_code}): check --token"
+            ) from None
         raise SyncError(f"Label Studio at {conn.url}: {api_error_message(exc)}") from None
     except httpx.HTTPError as exc:
         raise SyncError(f"Label Studio at {conn.url}: {exc}") from None

@@ -35,7 +35,6 @@ def export_project_json(client: LabelStudio, project_id: int) -> list[dict[str, 
                 "predictions": {"only_id": False},
                 "annotations__completed_by": {"only_id": True},
             },
-            task_filter_options={"view": None},
         )
         deadline = time.monotonic() + EXPORT_TIMEOUT_SECONDS
         while True:

@@ -92,18 +92,20 @@ def _spawn(cmd: list[str], env: dict[str, str], log: Path, pid_file: Path) -> su
 
 def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "LABEL_STUDIO_BASE_DATA_DIR": str(settings.home / "label-studio"),
-        "LABEL_STUDIO_USERNAME": creds.username,
-        "LABEL_STUDIO_PASSWORD": creds.password,
-        "LABEL_STUDIO_USER_TOKEN": creds.token,
-        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-        # the backend listens on 127.0.0.1, which Label Studio's SSRF guard refuses by default
-        "USE_DEFAULT_BANNED_SUBNETS": "false",
-        "SSRF_PROTECTION_ENABLED": "false",
-        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-        "DJANGO_DB": "sqlite",
-    })
+    env.update(
+        {
+            "LABEL_STUDIO_BASE_DATA_DIR": str(settings.home / "label-studio"),
+            "LABEL_STUDIO_USERNAME": creds.username,
+            "LABEL_STUDIO_PASSWORD": creds.password,
+            "LABEL_STUDIO_USER_TOKEN": creds.token,
+            "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+            # the backend listens on 127.0.0.1, which Label Studio's SSRF guard refuses by default
+            "USE_DEFAULT_BANNED_SUBNETS": "false",
+            "SSRF_PROTECTION_ENABLED": "false",
+            "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+            "DJANGO_DB": "sqlite",
+        }
+    )
     return env
 
 
@@ -125,11 +127,13 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
     if healthy(settings.backend_url):
         return False
     env = dict(os.environ)
-    env.update({
-        "JUDGELAB_BACKEND_HOST": settings.host,
-        "JUDGELAB_BACKEND_PORT": str(settings.backend_port),
-        "JUDGELAB_ANNOTATOR": settings.annotator,
-    })
+    env.update(
+        {
+            "JUDGELAB_BACKEND_HOST": settings.host,
+            "JUDGELAB_BACKEND_PORT": str(settings.backend_port),
+            "JUDGELAB_ANNOTATOR": settings.annotator,
+        }
+    )
     env.update(extra_env or {})
     log = settings.home / "backend.log"
     proc = _spawn([sys.executable, "-m", "backend"], env, log, settings.home / "backend.pid")

@@ -24,10 +24,32 @@ from backend.schemas import Schema
 
 TASK_COLUMNS = ["project", "task_id", "schema", "key"]
 JUDGMENT_COLUMNS = [
-    "project", "task_id", "annotation_id", "annotator", "source", "item", "value",
-    "created_at", "updated_at", "lead_time", "was_cancelled", "ground_truth",
+    "project",
+    "task_id",
+    "annotation_id",
+    "annotator",
+    "source",
+    "item",
+    "value",
+    "created_at",
+    "updated_at",
+    "lead_time",
+    "was_cancelled",
+    "ground_truth",
 ]
-SPAN_COLUMNS = ["project", "task_id", "annotation_id", "annotator", "source", "field", "start", "end", "text", "label", "note"]
+SPAN_COLUMNS = [
+    "project",
+    "task_id",
+    "annotation_id",
+    "annotator",
+    "source",
+    "field",
+    "start",
+    "end",
+    "text",
+    "label",
+    "note",
+]
 SPAN_TYPES = {"labels", "hypertextlabels", "paragraphlabels"}
 
 
@@ -94,10 +116,17 @@ def _result_rows(
         control = str(region.get("from_name", ""))
         if kind in SPAN_TYPES:
             for label in value.get(kind) or [None]:
-                spans.append({
-                    **base, "field": region.get("to_name"), "start": value.get("start"), "end": value.get("end"),
-                    "text": value.get("text"), "label": label, "note": notes.get(str(region.get("id"))),
-                })
+                spans.append(
+                    {
+                        **base,
+                        "field": region.get("to_name"),
+                        "start": value.get("start"),
+                        "end": value.get("end"),
+                        "text": value.get("text"),
+                        "label": label,
+                        "note": notes.get(str(region.get("id"))),
+                    }
+                )
         elif kind == "choices":
             for choice in value.get("choices") or []:
                 judgments.append({**base, "item": name_item(control), "value": str(choice)})
@@ -131,10 +160,15 @@ def tidy_from_export(
         task_rows.append(row)
         for ann in task.get("annotations") or []:
             base = {
-                "project": project_id, "task_id": task_id, "annotation_id": str(ann.get("id")),
-                "annotator": _user_label(ann.get("completed_by"), users), "source": "human",
-                "created_at": ann.get("created_at"), "updated_at": ann.get("updated_at"),
-                "lead_time": ann.get("lead_time"), "was_cancelled": bool(ann.get("was_cancelled")),
+                "project": project_id,
+                "task_id": task_id,
+                "annotation_id": str(ann.get("id")),
+                "annotator": _user_label(ann.get("completed_by"), users),
+                "source": "human",
+                "created_at": ann.get("created_at"),
+                "updated_at": ann.get("updated_at"),
+                "lead_time": ann.get("lead_time"),
+                "was_cancelled": bool(ann.get("was_cancelled")),
                 "ground_truth": bool(ann.get("ground_truth")),
             }
             j, s = _result_rows(ann.get("result") or [], base, name_item)
@@ -147,9 +181,15 @@ def tidy_from_export(
                 continue
             version = str(pred.get("model_version") or "unknown")
             base = {
-                "project": project_id, "task_id": task_id, "annotation_id": f"prediction:{pred.get('id')}",
-                "annotator": version, "source": f"model:{version}", "created_at": pred.get("created_at"),
-                "updated_at": pred.get("updated_at"), "lead_time": None, "was_cancelled": False,
+                "project": project_id,
+                "task_id": task_id,
+                "annotation_id": f"prediction:{pred.get('id')}",
+                "annotator": version,
+                "source": f"model:{version}",
+                "created_at": pred.get("created_at"),
+                "updated_at": pred.get("updated_at"),
+                "lead_time": None,
+                "was_cancelled": False,
                 "ground_truth": False,
             }
             j, s = _result_rows(pred.get("result") or [], base, name_item)

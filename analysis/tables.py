@@ -1,0 +1,287 @@
+"""From tidy ``judgments`` to reliability matrices and a per-item agreement table.
+
+A reliability matrix for one project and one item has one row per task and one column
+per annotator (see ``analysis.agreement``). Building it makes four choices, all here:
+
+- Only rows of one ``source`` (``"human"`` by default) that were not cancelled count.
+- An annotator with several annotations of the same task counts once, with the most
+  recent annotation (``updated_at``, else ``created_at``, else table order).
+- Values are normalised per item kind: ordinal values become numbers (``"3"`` and
+  ``"3.0"`` agree); nominal values are stripped strings, several values of one
+  annotation (a multi-choice answer) become one sorted ``" | "``-joined category;
+  a flag is ``"checked"`` when its row exists and ``"unchecked"`` when the annotator
+  annotated the task without ticking it (Label Studio stores no row for an unticked box).
+- Empty values are missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.agreement import AgreementResult, cohen_kappa, exact_agreement, fleiss_kappa
+from analysis.item_kinds import item_kind
+
+HUMAN_SOURCE = "human"
+MODEL_SOURCE_PREFIX = "model:"
+FLAG_CHECKED = "checked"
+FLAG_UNCHECKED = "unchecked"
+MULTI_VALUE_SEPARATOR = " | "
+
+AGREEMENT_COLUMNS = [
+    "project",
+    "item",
+    "kind",
+    "n_units",
+    "n_annotators",
+    "n_annotations",
+    "exact_agreement",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "reason",
+]
+
+
+def natural_key(text: object) -> tuple[object, ...]:
+    """Sort key that puts ``line_2`` before ``line_10``."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
+
+
+def usable_judgments(judgments: pd.DataFrame, *, source: str | None = HUMAN_SOURCE) -> pd.DataFrame:
+    """Judgments of one ``source`` (all sources when ``None``) that were not cancelled.
+
+    Rows without an annotator get ``"annotation <id>"`` as annotator, so that two unnamed
+    annotations are never merged into one rater.
+    """
+    frame = judgments
+    if source is not None and "source" in frame.columns:
+        frame = frame[frame["source"] == source]
+    frame = frame[~cancelled_mask(frame)]
+    frame = frame.copy()
+    if "annotator" not in frame.columns:
+        frame["annotator"] = None
+    unnamed = frame["annotator"].isna() | (frame["annotator"].astype(str).str.strip() == "")
+    frame.loc[unnamed, "annotator"] = "annotation " + frame.loc[unnamed, "annotation_id"].astype(str)
+    return frame
+
+
+def cancelled_mask(frame: pd.DataFrame) -> pd.Series:
+    """True for rows of cancelled (skipped) annotations; all False without ``was_cancelled``.
+
+    Booleans are taken as they are; other values count as true when they are the strings
+    ``true``/``1``/``yes`` (any case) or truthy non-strings; missing values are false.
+    """
+    if "was_cancelled" not in frame.columns:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    column = frame["was_cancelled"]
+    if pd.api.types.is_bool_dtype(column):
+        return column.fillna(False).astype(bool)
+    return column.map(_is_true).astype(bool)
+
+
+def latest_annotations(annotation_rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (task_id, annotator): the annotator's most recent annotation of the task.
+
+    ``annotation_rows`` needs ``task_id``, ``annotator``, ``annotation_id`` and may have
+    ``updated_at`` / ``created_at``. Returns columns ``task_id, annotator, annotation_id``.
+    """
+    columns = ["task_id", "annotator", "annotation_id"]
+    if annotation_rows.empty:
+        return pd.DataFrame(columns=columns)
+    frame = annotation_rows.reset_index(drop=True)
+    frame = frame.assign(_order=np.arange(len(frame)), _time=_annotation_time(frame))
+    frame = frame.sort_values(["_time", "_order"], na_position="first", kind="stable")
+    latest = frame.drop_duplicates(subset=["task_id", "annotator"], keep="last")
+    return latest[columns].reset_index(drop=True)
+
+
+def ratings_matrix(
+    judgments: pd.DataFrame,
+    project: object,
+    item: str,
+    *,
+    kind: str = "nominal",
+    source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Tasks x annotators matrix of one item's values in one project.
+
+    Rows are ``task_id``, columns ``annotator``; a cell is the normalised value (see the
+    module docstring) or NaN/None when the annotator did not rate the task. ``kind`` picks
+    the normalisation (``item_kind`` gives it). ``annotations`` (columns ``task_id``,
+    ``annotator``, ``annotation_id``) lists who annotated what; for flags it decides where an
+    absent row means ``"unchecked"``. By default it is every annotation of the project in
+    ``judgments``.
+    """
+    project_rows = usable_judgments(judgments[judgments["project"] == project], source=source)
+    if annotations is None:
+        annotations = latest_annotations(project_rows)
+    return _matrix_from_rows(project_rows[project_rows["item"] == item], annotations, kind)
+
+
+def per_item_agreement(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    *,
+    spans: pd.DataFrame | None = None,
+    source: str | None = HUMAN_SOURCE,
+) -> pd.DataFrame:
+    """Agreement per (project, item) for every non-text item in ``judgments``.
+
+    Columns: ``project, item, kind, n_units`` (tasks rated by two or more annotators: what
+    the coefficients rest on), ``n_annotators, n_annotations`` (ratings counted), then
+    ``exact_agreement``, ``cohen_kappa`` (only when exactly two annotators rated the shared
+    tasks), ``fleiss_kappa`` (any number of annotators; with two it equals Scott's pi) and
+    ``reason`` (why a coefficient is NaN, ``"; "``-joined, or empty). ``spans`` adds the
+    annotations that have spans but no judgment row, so that flags are counted as unticked
+    there. Coefficients treat every value as a category (unweighted), ordinal items too.
+    """
+    rows: list[dict[str, object]] = []
+    if judgments.empty:
+        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    for project in sorted(judgments["project"].dropna().unique(), key=natural_key):
+        project_rows = usable_judgments(judgments[judgments["project"] == project], source=source)
+        annotations = latest_annotations(_annotation_rows(judgments, spans, project, source))
+        rows_per_item = dict(list(project_rows.groupby("item", sort=False)))
+        for item in sorted(rows_per_item, key=natural_key):
+            kind = item_kind(schema_meta, str(item))
+            if kind == "text":
+                continue
+            matrix = _matrix_from_rows(rows_per_item[item], annotations, kind)
+            rows.append({"project": project, "item": item, "kind": kind, **item_agreement(matrix)})
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def item_agreement(matrix: pd.DataFrame) -> dict[str, object]:
+    """The agreement columns of ``per_item_agreement`` for one tasks x annotators matrix."""
+    values = matrix.to_numpy(dtype=object)
+    rated = ~pd.isna(values)
+    exact = exact_agreement(values)
+    cohen = _cohen_on_shared_units(matrix, rated)
+    fleiss = fleiss_kappa(values)
+    if exact.reason:  # nothing was rated twice: one reason explains every NaN
+        reason = exact.reason
+    else:
+        reason = "; ".join(
+            f"{name}: {result.reason}"
+            for name, result in (("Cohen's kappa", cohen), ("Fleiss' kappa", fleiss))
+            if result.reason
+        )
+    return {
+        "n_units": exact.n_units,
+        "n_annotators": int(rated.any(axis=0).sum()),
+        "n_annotations": int(rated.sum()),
+        "exact_agreement": exact.value,
+        "cohen_kappa": cohen.value,
+        "fleiss_kappa": fleiss.value,
+        "reason": reason,
+    }
+
+
+def _cohen_on_shared_units(matrix: pd.DataFrame, rated: np.ndarray) -> AgreementResult:
+    shared_units = rated.sum(axis=1) >= 2
+    if not shared_units.any():
+        return AgreementResult(float("nan"), 0, "no unit was rated by two or more raters")
+    raters_on_shared = np.flatnonzero(rated[shared_units].any(axis=0))
+    if len(raters_on_shared) != 2:
+        return AgreementResult(
+            float("nan"),
+            int(shared_units.sum()),
+            f"{len(raters_on_shared)} annotators rated the shared tasks; it needs exactly two (see Fleiss' kappa)",
+        )
+    first, second = (matrix.iloc[:, column].to_numpy(dtype=object) for column in raters_on_shared)
+    return cohen_kappa(first, second)
+
+
+def _annotation_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame | None, project: object, source: str | None
+) -> pd.DataFrame:
+    """Who annotated which task in ``project``: usable judgment rows plus span rows.
+
+    Span rows of an annotation the judgments mark as cancelled are dropped too.
+    """
+    raw = judgments[judgments["project"] == project]
+    frames = [usable_judgments(raw, source=source)]
+    if spans is not None and not spans.empty:
+        cancelled = set(raw.loc[cancelled_mask(raw), "annotation_id"])
+        span_rows = spans[(spans["project"] == project) & ~spans["annotation_id"].isin(cancelled)]
+        frames.append(usable_judgments(span_rows, source=source))
+    columns = ["task_id", "annotator", "annotation_id", "created_at", "updated_at"]
+    rows = pd.concat([frame.reindex(columns=columns) for frame in frames], ignore_index=True)
+    return rows.drop_duplicates(subset=["annotation_id"], keep="first")
+
+
+def _matrix_from_rows(item_rows: pd.DataFrame, annotations: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """Tasks x annotators matrix from one item's usable rows and the kept annotations."""
+    kept_rows = item_rows[item_rows["annotation_id"].isin(set(annotations["annotation_id"]))]
+    cells = annotations.merge(_values_per_annotation(kept_rows, kind), on="annotation_id", how="left")
+    if kind == "flag":
+        cells["value"] = cells["value"].fillna(FLAG_UNCHECKED)
+    cells = cells.dropna(subset=["value"])
+    matrix = cells.pivot(index="task_id", columns="annotator", values="value")
+    matrix = matrix.reindex(columns=sorted(matrix.columns, key=str))
+    if pd.api.types.is_numeric_dtype(matrix.index):
+        matrix = matrix.sort_index()
+    else:
+        matrix = matrix.reindex(index=sorted(matrix.index, key=natural_key))
+    return matrix.astype(object)
+
+
+def _values_per_annotation(item_rows: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """One normalised value per annotation: columns ``annotation_id, value`` (object)."""
+    values = pd.DataFrame(
+        {
+            "annotation_id": item_rows["annotation_id"].to_numpy(dtype=object),
+            "value": normalised_values(item_rows["value"], kind).to_numpy(dtype=object),
+        }
+    )
+    values = values.dropna(subset=["value"]).drop_duplicates()
+    if kind == "flag":
+        return values.drop_duplicates(subset=["annotation_id"]).assign(value=FLAG_CHECKED)
+    repeated = values["annotation_id"].duplicated(keep=False)
+    if not repeated.any():
+        return values
+    joined = (
+        values[repeated]
+        .assign(value=values.loc[repeated, "value"].astype(str))
+        .sort_values("value")
+        .groupby("annotation_id", sort=False)["value"]
+        .agg(MULTI_VALUE_SEPARATOR.join)
+        .reset_index()
+    )
+    return pd.concat([values[~repeated], joined], ignore_index=True).astype({"value": object})
+
+
+def normalised_values(values: pd.Series, kind: str) -> pd.Series:
+    """Values as compared by the agreement code: stripped strings, numbers for ordinal items
+    (non-numeric ordinal values stay strings), and missing (None) for empty values.
+
+    >>> normalised_values(pd.Series([" 3", "3.0", "", None, "n/a"]), "ordinal").tolist()
+    [3.0, 3.0, None, None, 'n/a']
+    """
+    present = values.notna().to_numpy()
+    text = values.astype(object).where(present, "").astype(str).str.strip()
+    result = text.astype(object).where(text != "", None)
+    if kind == "ordinal":
+        numbers = pd.to_numeric(text.where(text != "", None), errors="coerce")
+        result = result.where(numbers.isna(), numbers.astype(object))
+    return result
+
+
+def _annotation_time(frame: pd.DataFrame) -> pd.Series:
+    time = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns, UTC]")
+    for column in ("created_at", "updated_at"):
+        if column in frame.columns:
+            parsed = pd.to_datetime(frame[column], errors="coerce", utc=True, format="ISO8601")
+            time = parsed.where(parsed.notna(), time)
+    return time
+
+
+def _is_true(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"true", "1", "yes"}
+    return bool(value) if value is not None and not pd.isna(value) else False

@@ -1,0 +1,246 @@
+"""The whole study flow against a real Label Studio and the real backend.
+
+Create the five projects from configs/, import their samples (twice: nothing duplicated),
+connect the backend, retrieve predictions with Label Studio's own action, post annotations as
+two users, sync into tidy tables, and check the tables and the report's figures exactly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from backend.label_config import parse_label_config
+from backend.schemas import all_schemas
+from sync.backend_link import connect_backend, retrieve_predictions
+from sync.export import pull_tables, read_tables, write_tables
+from sync.importers import rows_from_records
+from sync.projects import ensure_project, import_rows
+
+pytestmark = pytest.mark.integration
+
+
+def _sample_rows(schema):
+    return rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
+
+
+@pytest.fixture(scope="module")
+def study(live_stack):
+    """The five projects with their samples, connected to the backend and pre-annotated."""
+    client = live_stack.client
+    projects, versions = {}, {}
+    for schema in all_schemas().values():
+        project = ensure_project(client, schema)
+        import_rows(client, project.id, _sample_rows(schema))
+        link = connect_backend(client, project.id, live_stack.backend_url)
+        retrieve_predictions(client, project.id)
+        projects[schema.name], versions[schema.name] = project.id, link.model_version
+    return {"projects": projects, "versions": versions, "client": client, "stack": live_stack}
+
+
+def _tasks(client, project_id):
+    return list(client.tasks.list(project=project_id, fields="all"))
+
+
+def test_five_projects_with_their_samples_and_no_duplicates_on_rerun(study):
+    client = study["client"]
+    assert set(study["projects"]) == {
+        "summary_flaws",
+        "augmentation_quality",
+        "story_consistency",
+        "likert_rubric_es",
+        "hotel_spans",
+    }
+    for name, schema in all_schemas().items():
+        again = ensure_project(client, schema)
+        assert again.id == study["projects"][name] and not again.created
+        report = import_rows(client, again.id, _sample_rows(schema))
+        assert report.imported == 0 and report.skipped_existing == len(schema.samples())
+        assert len(_tasks(client, again.id)) == len(schema.samples()) >= 8
+    judgelab_projects = [p for p in client.projects.list() if "[judgelab:" in (p.description or "")]
+    assert len(judgelab_projects) == 5
+
+
+def _check_prediction(schema_name, config, task, prediction):
+    data = task.data
+    regions = prediction["result"]
+    controls = config.expanded_controls(data)
+    for region in regions:
+        control = controls[region["from_name"]]
+        value = region["value"]
+        if region["type"] == "labels":
+            text = config.object_text(region["to_name"], data)
+            assert value["text"] == text[value["start"] : value["end"]]
+            assert set(value["labels"]) <= set(control.labels)
+        elif region["type"] == "choices":
+            allowed = {o["value"] for o in data[control.dynamic]} if control.dynamic else set(control.labels)
+            assert set(value["choices"]) <= allowed
+        elif region["type"] == "rating":
+            assert 1 <= value["rating"] <= int(control.attrs["maxRating"])
+    names = {r["from_name"] for r in regions}
+    if schema_name == "story_consistency":
+        assert {f"verdict_{i}" for i in range(len(data["lines"]))} <= names, "a verdict for every line"
+        assert {f"swap_{k}" for k in range(len(data["alternates"]))} <= names
+    if schema_name == "likert_rubric_es":
+        assert {"Coherence", "Consistency", "Fluency", "Relevance", "5W"} <= names
+    if schema_name == "augmentation_quality":
+        assert {"SP", "SC"} <= names
+    if schema_name == "hotel_spans":
+        assert "impression" in names
+        assert ("no_errors" in names) != any(r["type"] == "labels" for r in regions)
+    if schema_name == "summary_flaws":
+        assert ("none_identified" in names) != any(r["type"] == "labels" for r in regions)
+
+
+def test_retrieve_predictions_gives_every_task_one_valid_prediction(study):
+    client = study["client"]
+    schemas = all_schemas()
+    for name, project_id in study["projects"].items():
+        config = parse_label_config(schemas[name].config_xml)
+        version = study["versions"][name]
+        assert client.projects.get(id=project_id).model_version == version
+        for task in _tasks(client, project_id):
+            predictions = [p for p in client.predictions.list(task=task.id)]
+            assert [p.model_version for p in predictions] == [version], f"{name} task {task.id}"
+            _check_prediction(name, config, task, {"result": predictions[0].result})
+
+
+def test_retrieving_again_adds_no_prediction(study):
+    client = study["client"]
+    project_id = study["projects"]["hotel_spans"]
+    before = sum(len(list(client.predictions.list(task=t.id))) for t in _tasks(client, project_id))
+    retrieve_predictions(client, project_id)
+    after = sum(len(list(client.predictions.list(task=t.id))) for t in _tasks(client, project_id))
+    assert before == after == len(_tasks(client, project_id))
+
+
+def _second_user(client):
+    for user in client.users.list():
+        if user.email == "second.annotator@judgelab.local":
+            return user
+    return client.users.create(
+        username="second",
+        email="second.annotator@judgelab.local",
+        password="second-pass-123",
+        first_name="Second",
+        last_name="Annotator",
+    )
+
+
+def _choice(from_name, to_name, value):
+    return {"from_name": from_name, "to_name": to_name, "type": "choices", "value": {"choices": [value]}}
+
+
+@pytest.fixture(scope="module")
+def annotated(study):
+    """Two annotators on the first three Likert tasks and on two hotel tasks, chosen so the
+    agreement figures can be computed by hand."""
+    client = study["client"]
+    admin = client.users.whoami()
+    second = _second_user(client)
+    likert = sorted(t.id for t in _tasks(client, study["projects"]["likert_rubric_es"]))[:3]
+    # (admin, second) ratings of Coherence for the three tasks: agree, agree, disagree
+    coherence = [("5", "5"), ("3", "3"), ("4", "2")]
+    for task_id, (a, b) in zip(likert, coherence, strict=True):
+        for user, value in ((admin, a), (second, b)):
+            result = [_choice("Coherence", "summary", value)]
+            result += [_choice(c, "summary", "4") for c in ("Consistency", "Fluency", "Relevance", "5W")]
+            client.annotations.create(id=task_id, result=result, completed_by=user.id, lead_time=12.5)
+    hotel_tasks = sorted(_tasks(client, study["projects"]["hotel_spans"]), key=lambda t: t.id)[:2]
+    span_task = hotel_tasks[0]
+    summary = span_task.data["summary"]
+    words = summary.split()
+    phrase = " ".join(words[1:3])
+    start = summary.index(phrase)
+    region = {
+        "id": "r1",
+        "from_name": "error",
+        "to_name": "summary",
+        "type": "labels",
+        "value": {"start": start, "end": start + len(phrase), "text": phrase, "labels": ["Incorrect"]},
+    }
+    note = {
+        "id": "r1",
+        "from_name": "reason",
+        "to_name": "summary",
+        "type": "textarea",
+        "value": {"start": start, "end": start + len(phrase), "text": ["contradicts the description"]},
+    }
+    rating = {"from_name": "impression", "to_name": "summary", "type": "rating", "value": {"rating": 2}}
+    client.annotations.create(id=span_task.id, result=[region, note, rating], completed_by=admin.id)
+    client.annotations.create(id=span_task.id, result=[{**rating, "value": {"rating": 3}}], completed_by=second.id)
+    return {
+        "likert": likert,
+        "coherence": coherence,
+        "span_task": span_task,
+        "phrase": phrase,
+        "start": start,
+        "admin": admin,
+        "second": second,
+    }
+
+
+def test_sync_writes_tidy_tables_with_annotations_and_predictions(study, annotated, tmp_path):
+    client = study["client"]
+    tables = pull_tables(client)
+    write_tables(tables, tmp_path / "tables", "parquet")
+    write_tables(tables, tmp_path / "sqlite", "sqlite")
+    for folder in ("tables", "sqlite"):
+        loaded = read_tables(tmp_path / folder)
+        assert len(loaded.tasks) == len(tables.tasks) == sum(len(s.samples()) for s in all_schemas().values())
+        assert len(loaded.judgments) == len(tables.judgments)
+        assert len(loaded.spans) == len(tables.spans)
+
+    j = tables.judgments
+    human = j[j.source == "human"]
+    likert_project = study["projects"]["likert_rubric_es"]
+    coherence = human[(human.project == likert_project) & (human.item == "Coherence")]
+    assert len(coherence) == 6
+    assert set(coherence.annotator) == {annotated["admin"].email, annotated["second"].email}
+    by_task = coherence.pivot(index="task_id", columns="annotator", values="value")
+    expected = {t: pair for t, pair in zip(annotated["likert"], annotated["coherence"], strict=True)}
+    for task_id, (a, b) in expected.items():
+        assert by_task.loc[task_id, annotated["admin"].email] == a
+        assert by_task.loc[task_id, annotated["second"].email] == b
+    assert set(coherence.lead_time) == {12.5}
+
+    spans = tables.spans[(tables.spans.source == "human")]
+    assert len(spans) == 1
+    span = spans.iloc[0]
+    assert (span.start, span.end, span.text, span.label, span.note) == (
+        annotated["start"],
+        annotated["start"] + len(annotated["phrase"]),
+        annotated["phrase"],
+        "Incorrect",
+        "contradicts the description",
+    )
+    impressions = human[(human.item == "impression")].sort_values("annotator")
+    assert sorted(impressions.value) == ["2", "3"]
+
+    predicted = j[j.source.str.startswith("model:")]
+    for name, project_id in study["projects"].items():
+        assert set(predicted[predicted.project == project_id].source) == {f"model:{study['versions'][name]}"}
+    story = predicted[predicted.project == study["projects"]["story_consistency"]]
+    tasks = tables.tasks[tables.tasks.project == study["projects"]["story_consistency"]]
+    expected_lines = sum(len(json.loads(lines)) for lines in tasks["lines"])
+    assert story.item.str.fullmatch(r"line_\d+").sum() == expected_lines
+
+
+def test_report_figures_match_the_annotations(study, annotated, tmp_path):
+    from analysis.report import build_report
+
+    tables = pull_tables(study["client"])
+    schemas = {name: s.meta for name, s in all_schemas().items()}
+    build_report(tables.as_dict(), schemas, tmp_path / "report")
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    agreement = pd.read_csv(tmp_path / "report" / "agreement.csv")
+    row = agreement[(agreement.project == study["projects"]["likert_rubric_es"]) & (agreement["item"] == "Coherence")]
+    assert len(row) == 1
+    # 2 of 3 tasks agree exactly; kappa by hand: p_o = 2/3, categories 5,3,4 (admin) and 5,3,2 (second):
+    # p_e = sum_k p_a(k) p_b(k) = (1/3*1/3) [5] + (1/3*1/3) [3] = 2/9, kappa = (2/3 - 2/9) / (1 - 2/9) = 4/7
+    assert row["exact_agreement"].iloc[0] == pytest.approx(2 / 3)
+    assert row["cohen_kappa"].iloc[0] == pytest.approx(4 / 7)
+    assert "Coherence" in markdown
+    assert (tmp_path / "report" / "report.html").exists()
