@@ -244,3 +244,62 @@ def test_report_figures_match_the_annotations(study, annotated, tmp_path):
     assert row["cohen_kappa"].iloc[0] == pytest.approx(4 / 7)
     assert "Coherence" in markdown
     assert (tmp_path / "report" / "report.html").exists()
+
+
+def test_personal_access_token_works_and_a_wrong_token_is_refused(study):
+    from sync.client import Connection, SyncError, connect
+
+    client, stack = study["client"], study["stack"]
+    for token in client.tokens.list():  # one personal access token per user: start from none
+        client.tokens.blacklist(refresh=token.token)
+    pat = client.tokens.create().token
+    assert pat.count(".") == 2, "a personal access token is a JWT"
+    with_pat = connect(Connection(url=stack.url, token=pat))
+    assert {p.id for p in with_pat.projects.list()} == {p.id for p in client.projects.list()}
+    with pytest.raises(SyncError, match="refused the token"):
+        connect(Connection(url=stack.url, token="not-a-token"))
+
+
+def test_a_config_label_studio_rejects_is_reported_with_its_folder(study, tmp_path):
+    from backend.schemas import load_schema
+    from sync.client import SyncError
+
+    folder = tmp_path / "broken_schema"
+    folder.mkdir()
+    (folder / "config.xml").write_text(
+        '<View><Text name="text" value="$text"/><Labels name="l" toName="nowhere"><Label value="A"/></Labels></View>'
+    )
+    (folder / "schema.yaml").write_text("name: broken_schema\ntitle: Broken schema\n")
+    with pytest.raises(SyncError) as err:
+        ensure_project(study["client"], load_schema(folder))
+    assert "broken_schema" in str(err.value) and str(folder) in str(err.value)
+    assert "nowhere" in str(err.value)
+    assert not [p for p in study["client"].projects.list() if p.title == "Broken schema"]
+
+
+def test_cli_import_refuses_a_bad_csv_whole_and_reruns_without_duplicates(study, tmp_path):
+    from click.testing import CliRunner
+
+    from sync.cli import main
+
+    stack = study["stack"]
+    project_id = study["projects"]["likert_rubric_es"]
+    before = len(_tasks(study["client"], project_id))
+    header = "id,title,article,summary,model\n"
+    good = 'csv-1,Titular,"El ayuntamiento aprobó el plan.",Resumen uno.,gpt-4o\n'
+    bad = "csv-2,Titular,,Resumen sin noticia.,gpt-4o\n"
+    path = tmp_path / "nuevas.csv"
+    path.write_text(header + good + bad, encoding="utf-8")
+    args = ["--url", stack.url, "--token", stack.creds.token, "import", "--schema", "likert_rubric_es", str(path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "nuevas.csv line 3" in result.output and "article" in result.output
+    assert len(_tasks(study["client"], project_id)) == before, "nothing of a bad file is imported"
+
+    path.write_text(header + good + bad.replace(",,", ',"La noticia completa.",'), encoding="utf-8")
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert "2 imported" in first.output
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0 and "0 imported, 2 already" in again.output
+    assert len(_tasks(study["client"], project_id)) == before + 2
