@@ -15,8 +15,8 @@ fi
 stamp="server $(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -x .venv/bin/label-studio ] || ! grep -qs "$stamp" .venv/.judgelab-installed; then
   echo "Installing judgelab and Label Studio into .venv (2-5 minutes the first time) ..."
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[server]'
+  .venv/bin/python -m pip install -qq --upgrade pip
+  .venv/bin/python -m pip install -qq -e '.[server]'
   echo "$stamp" >> .venv/.judgelab-installed
 fi
 exec .venv/bin/judgelab up "$@"

@@ -114,7 +114,7 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
         stripped = line.strip()
         if not current and (not stripped or stripped.startswith("#")):
             continue
-        current += " " + stripped.removesuffix("\\") if current else stripped.removesuffix("\\")
+        current = (current + " " + stripped.removesuffix("\\")).strip()
         if not stripped.endswith("\\"):
             keyword, _, args = current.strip().partition(" ")
             instructions.append((keyword.upper(), args.strip()))
@@ -127,17 +127,15 @@ def test_dockerfile_copies_only_files_in_the_repository():
     assert copies, "the Dockerfile copies nothing"
     sources = []
     for args in copies:
-        words = [w for w in shlex.split(args) if not w.startswith("--")]
-        assert not any(w.startswith("--from") for w in shlex.split(args)), "no multi-stage copies expected"
-        sources += words[:-1]
-    ignored = {line.strip().rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()}
+        words = shlex.split(args)
+        assert not any(w.startswith("--from") for w in words), "a copy from another stage or image"
+        sources += [w for w in words if not w.startswith("--")][:-1]  # the last word is the destination
+    ignored = dockerignore_patterns()
     for source in sources:
         assert not source.startswith(("http://", "https://", "/", "..")), source
         assert (ROOT / source).exists(), f"COPY source {source} is not in the repository"
         assert source.rstrip("/") not in ignored, f"COPY source {source} is excluded by .dockerignore"
-    assert {"pyproject.toml", "README.md", "backend", "sync", "analysis", "configs"} <= {
-        s.rstrip("/") for s in sources
-    }
+    assert {"pyproject.toml", "README.md", "backend", "sync", "analysis", "configs"} <= {s.rstrip("/") for s in sources}
 
 
 def test_dockerfile_runtime_settings():
@@ -156,7 +154,12 @@ def test_dockerfile_runtime_settings():
         assert setting in text
 
 
+def dockerignore_patterns() -> set[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return {line.strip().removeprefix("**/").rstrip("/") for line in lines if line.strip() and line[0] != "#"}
+
+
 def test_dockerignore_keeps_local_state_out():
-    patterns = {line.strip().removeprefix("**/").rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    patterns = dockerignore_patterns()
     expected = {".venv", ".judgelab", "test-artifacts", "__pycache__", ".git", "judgelab-data", "judgelab-report"}
     assert expected <= patterns, expected - patterns
