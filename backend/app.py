@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from backend import __version__
 from backend.annotators.registry import make_annotator
@@ -32,7 +33,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
     settings = settings or BackendSettings.from_env()
-    annotator = annotator or make_annotator(settings.annotator)
+    annotator = annotator or make_annotator(settings.annotator, settings)
     app = FastAPI(title="judgelab ML backend", version=__version__)
     models: dict[tuple[str, str], JudgelabModel] = {}
 
@@ -42,7 +43,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         project_id = str(project or "").split(".")[0]
         key = (project_id, label_config)
         if key not in models:
-            models[key] = JudgelabModel(project_id, label_config, annotator)
+            models[key] = JudgelabModel(project_id, label_config, annotator, deadline_s=settings.predict_deadline)
             log.info("project %s: schema %s", project_id, models[key].schema_name)
         return models[key]
 
@@ -95,7 +96,8 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         except (ValueError, LabelConfigError) as exc:
             return _error(400, str(exc))
         params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
-        results = model.predict(tasks, context=params.get("context"))
+        # in a worker thread: a long batch must not block /health (1 s) and /setup (3 s) meanwhile
+        results = await run_in_threadpool(model.predict, tasks, params.get("context"))
         return {"results": results, "model_version": model.model_version}
 
     @app.post("/webhook")

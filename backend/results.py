@@ -104,11 +104,17 @@ def _classification_region(control: Control, kind: str, value: dict[str, Any]) -
     }
 
 
+def _span_order(span: SpanDraft) -> tuple[str, float, float]:
+    """Sort key that tolerates odd offsets (``None``, text): they sort first and are then dropped."""
+    start, end = (v if isinstance(v, int | float) else -1 for v in (span.start, span.end))
+    return (str(span.control), start, end)
+
+
 def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> BuiltResult:
     """Regions for one task, valid for ``config`` and ``data``; invalid parts are dropped and counted."""
     controls = config.expanded_controls(data)
     out = BuiltResult(regions=[])
-    for span in sorted(draft.spans, key=lambda s: (s.control, s.start, s.end)):
+    for span in sorted(draft.spans, key=_span_order):
         out.regions.extend(_span_regions(span, controls, config, data, out.dropped))
 
     for name, values in draft.choices.items():
@@ -118,7 +124,8 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
             continue
         allowed = _allowed_values(control, data)
         chosen = [str(v) for v in values if allowed is None or str(v) in allowed]
-        out.dropped["unknown choice"] += len(values) - len(chosen)
+        if len(chosen) < len(values):
+            out.dropped["unknown choice"] += len(values) - len(chosen)
         if not chosen:
             continue
         if control.attrs.get("choice", "single") != "multiple":

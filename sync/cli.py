@@ -86,8 +86,9 @@ def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> Non
     """Create a project per schema (idempotent)."""
     from sync.projects import ensure_project, import_rows
 
+    schemas = _schemas(names)  # an unknown name is reported before connecting
     client = connect(_connection(ctx))
-    for schema in _schemas(names):
+    for schema in schemas:
         project = ensure_project(client, schema)
         line = f"{schema.name}: project {project.id} {'created' if project.created else 'exists'}"
         if samples:
@@ -125,9 +126,10 @@ def connect_cmd(ctx: click.Context, backend_url: str, names: tuple[str, ...], ba
     from sync.backend_link import connect_backend
     from sync.projects import ensure_project
 
+    schemas = _schemas(names)
     client = connect(_connection(ctx))
     auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
-    for schema in _schemas(names):
+    for schema in schemas:
         project = ensure_project(client, schema)
         link = connect_backend(client, project.id, backend_url, auth=auth)  # type: ignore[arg-type]
         click.echo(f"{schema.name}: project {project.id} -> {backend_url} ({link.model_version})")
@@ -142,8 +144,9 @@ def preannotate_cmd(ctx: click.Context, names: tuple[str, ...], backend_url: str
     from sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
     from sync.projects import ensure_project
 
+    schemas = _schemas(names)
     client = connect(_connection(ctx))
-    for schema in _schemas(names):
+    for schema in schemas:
         project = ensure_project(client, schema)
         link = connect_backend(client, project.id, backend_url)
         retrieve_predictions(client, project.id)
