@@ -138,20 +138,53 @@ def connect_cmd(ctx: click.Context, backend_url: str, names: tuple[str, ...], ba
 @main.command("preannotate")
 @click.option("--schema", "names", multiple=True)
 @click.option("--backend-url", default="http://127.0.0.1:9090", show_default=True)
+@click.option(
+    "--push",
+    is_flag=True,
+    help="Big projects: call the backend in chunks and import the predictions "
+    "through the SDK (resumable) instead of Label Studio's one-request 'Retrieve predictions'.",
+)
+@click.option("--chunk-size", default=50, show_default=True, help="Tasks per backend request with --push.")
+@click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
 @click.pass_context
-def preannotate_cmd(ctx: click.Context, names: tuple[str, ...], backend_url: str) -> None:
-    """Ask Label Studio to retrieve predictions from the backend for every task."""
+def preannotate_cmd(
+    ctx: click.Context, names: tuple[str, ...], backend_url: str, push: bool, chunk_size: int, basic_auth: str | None
+) -> None:
+    """Pre-annotate every task that has no prediction of the backend's current model version."""
+    from tqdm import tqdm
+
     from sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from sync.bulk_predict import push_predictions, tasks_missing_version
     from sync.projects import ensure_project
 
     schemas = _schemas(names)
     client = connect(_connection(ctx))
+    auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
     for schema in schemas:
         project = ensure_project(client, schema)
-        link = connect_backend(client, project.id, backend_url)
-        retrieve_predictions(client, project.id)
-        total, done = prediction_counts(client, project.id, link.model_version)
-        click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {link.model_version}")
+        link = connect_backend(client, project.id, backend_url, auth=auth)  # type: ignore[arg-type]
+        if not push:
+            retrieve_predictions(client, project.id)
+            total, done = prediction_counts(client, project.id, link.model_version)
+            click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {link.model_version}")
+            continue
+        missing, total = tasks_missing_version(client, project.id, link.model_version)
+        with tqdm(total=len(missing), desc=schema.name, unit="task") as bar:
+            report = push_predictions(
+                client,
+                project.id,
+                backend_url,
+                link.model_version,
+                chunk_size=chunk_size,
+                auth=auth,  # type: ignore[arg-type]
+                progress=bar.update,
+            )
+        click.echo(
+            f"{schema.name}: {report.already + report.pushed}/{report.tasks} tasks have a prediction of "
+            f"{report.model_version} ({report.pushed} new, {report.unfinished} unfinished"
+            + (f", failures {report.failures}" if report.failures else "")
+            + ")"
+        )
 
 
 @main.command("sync")
