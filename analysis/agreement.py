@@ -115,6 +115,43 @@ def exact_agreement(matrix: ArrayLike) -> AgreementResult:
     return AgreementResult(value=float(agreeing_pairs.sum() / pairs.sum()), n_units=n_units)
 
 
+def adjacent_agreement(matrix: ArrayLike, within: float = 1.0) -> AgreementResult:
+    """Share of rater pairs whose values for the same unit differ by at most ``within``.
+
+    The pairs are those of :func:`exact_agreement` (every pair of ratings of a unit, units with
+    two or more ratings, pooled), and a pair agrees when ``|x - y| <= within``: with the default
+    ``within=1`` a 4 and a 5 on a 1-5 scale agree, a 3 and a 5 do not. ``within=0`` is exact
+    agreement. Values must be numbers (``ValueError`` otherwise). In counts, with ``v_c`` the
+    value of category ``c``::
+
+        adjacent = sum_u sum_ck n_uc (n_uk - [c == k]) [|v_c - v_k| <= within] / sum_u m_u (m_u - 1)
+
+    >>> matrix = [[3, 3], [2, 3], [1, 3], [3, None]]  # 2 of the 3 jointly rated units
+    >>> adjacent_agreement(matrix)
+    AgreementResult(value=0.6666666666666666, n_units=3, reason=None)
+    >>> adjacent_agreement([[1, 2, 3]]).value  # pairs (1, 2) and (2, 3) agree, (1, 3) does not
+    0.6666666666666666
+    """
+    values = np.asarray(matrix, dtype=object)
+    codes, categories = encode_categories(values)
+    numeric_kinds = {"integer", "floating", "mixed-integer-float", "boolean", "empty"}
+    if pd.api.types.infer_dtype(categories, skipna=False) not in numeric_kinds:
+        raise ValueError("adjacent agreement needs numeric ratings")
+    counts = np.zeros((codes.shape[0], len(categories)), dtype=np.float64)
+    units, raters = np.nonzero(codes >= 0)
+    np.add.at(counts, (units, codes[units, raters]), 1.0)
+    ratings_per_unit = counts.sum(axis=1)
+    pairable = ratings_per_unit >= 2
+    n_units = int(pairable.sum())
+    if n_units == 0:
+        return _undefined(0, _no_pairable_units_reason(values))
+    numbers = categories.astype(np.float64)
+    close = (np.abs(np.subtract.outer(numbers, numbers)) <= within + 1e-9).astype(np.float64)
+    paired, m = counts[pairable], ratings_per_unit[pairable]
+    agreeing_pairs = float(((paired @ close) * paired).sum() - m.sum())
+    return AgreementResult(value=agreeing_pairs / float((m * (m - 1)).sum()), n_units=n_units)
+
+
 def cohen_kappa(a: Sequence[object] | np.ndarray, b: Sequence[object] | np.ndarray) -> AgreementResult:
     """Cohen's (1960) unweighted kappa between two raters.
 

@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementResult, cohen_kappa, exact_agreement, fleiss_kappa
+from analysis.agreement import AgreementResult, adjacent_agreement, cohen_kappa, exact_agreement, fleiss_kappa
+from analysis.bootstrap import bootstrap_alpha_ci
+from analysis.chance_agreement import bennett_s, gwet_ac1, gwet_ac2, light_kappa, scott_pi, weighted_cohen_kappa
 from analysis.item_kinds import item_kind
+from analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
 
 HUMAN_SOURCE = "human"
 MODEL_SOURCE_PREFIX = "model:"
@@ -43,7 +46,21 @@ AGREEMENT_COLUMNS = [
     "cohen_kappa",
     "fleiss_kappa",
     "reason",
+    # added later: after ``reason`` so that the original columns keep their positions
+    "adjacent_agreement",
+    "cohen_kappa_linear",
+    "cohen_kappa_quadratic",
+    "light_kappa",
+    "scott_pi",
+    "bennett_s",
+    "gwet_ac1",
+    "gwet_ac2",
+    "alpha_level",
+    "krippendorff_alpha",
+    "alpha_ci_low",
+    "alpha_ci_high",
 ]
+MAX_SCALE_POINTS = 101
 
 
 def natural_key(text: object) -> tuple[object, ...]:
@@ -129,20 +146,29 @@ def per_item_agreement(
     *,
     spans: pd.DataFrame | None = None,
     source: str | None = HUMAN_SOURCE,
+    alpha_levels: Mapping[str, str] | None = None,
+    n_boot: int = 1000,
+    ci_level: float = 0.95,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Agreement per (project, item) for every non-text item in ``judgments``.
 
     Columns: ``project, item, kind, n_units`` (tasks rated by two or more annotators: what
-    the coefficients rest on), ``n_annotators, n_annotations`` (ratings counted), then
-    ``exact_agreement``, ``cohen_kappa`` (only when exactly two annotators rated the shared
-    tasks), ``fleiss_kappa`` (any number of annotators; with two it equals Scott's pi) and
-    ``reason`` (why a coefficient is NaN, ``"; "``-joined, or empty). ``spans`` adds the
-    annotations that have spans but no judgment row, so that flags are counted as unticked
-    there. Coefficients treat every value as a category (unweighted), ordinal items too.
+    the coefficients rest on), ``n_annotators, n_annotations`` (ratings counted), the
+    coefficients of :func:`item_agreement` and ``reason`` (why a coefficient is NaN,
+    ``"; "``-joined, or empty). ``spans`` adds the annotations that have spans but no judgment
+    row, so that flags are counted as unticked there.
+
+    ``alpha_levels`` maps an item to the level of Krippendorff's alpha (``"interval"`` for a
+    numeric scale whose points are equally spaced, say); by default ordinal items get
+    ``"ordinal"`` and the others ``"nominal"``. ``n_boot`` (0 to skip), ``ci_level`` and
+    ``seed`` set the bootstrap interval of alpha.
     """
     rows: list[dict[str, object]] = []
     if judgments.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    levels = alpha_levels or {}
+    scales = (schema_meta or {}).get("scales") or {}
     for project in sorted(judgments["project"].dropna().unique(), key=natural_key):
         project_rows = usable_judgments(judgments[judgments["project"] == project], source=source)
         annotations = latest_annotations(_annotation_rows(judgments, spans, project, source))
@@ -152,48 +178,179 @@ def per_item_agreement(
             if kind == "text":
                 continue
             matrix = _matrix_from_rows(rows_per_item[item], annotations, kind)
-            rows.append({"project": project, "item": item, "kind": kind, **item_agreement(matrix)})
+            agreement = item_agreement(
+                matrix,
+                kind,
+                scale=scales.get(item),
+                alpha_level=levels.get(str(item)),
+                n_boot=n_boot,
+                ci_level=ci_level,
+                seed=seed,
+            )
+            rows.append({"project": project, "item": item, "kind": kind, **agreement})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
-def item_agreement(matrix: pd.DataFrame) -> dict[str, object]:
-    """The agreement columns of ``per_item_agreement`` for one tasks x annotators matrix."""
+def item_agreement(
+    matrix: pd.DataFrame,
+    kind: str = "nominal",
+    *,
+    scale: Mapping[str, Any] | None = None,
+    alpha_level: str | None = None,
+    n_boot: int = 1000,
+    ci_level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, object]:
+    """The agreement columns of ``per_item_agreement`` for one tasks x annotators matrix.
+
+    Every kind: ``exact_agreement``; ``cohen_kappa`` (only when exactly two annotators rated
+    the shared tasks); ``light_kappa`` (mean pairwise Cohen's kappa, any number of
+    annotators); ``fleiss_kappa`` and ``scott_pi`` (the same coefficient, irrCAC's
+    generalisation); ``bennett_s``; ``gwet_ac1``; ``krippendorff_alpha`` at ``alpha_level``
+    with its percentile bootstrap interval over tasks ``alpha_ci_low``/``alpha_ci_high``
+    (``n_boot`` replicates of the tasks rated twice or more, ``seed``; NaN with ``n_boot=0``).
+
+    Ordinal items with numeric values add ``adjacent_agreement`` (within one point),
+    ``cohen_kappa_linear``/``cohen_kappa_quadratic`` (two annotators) and ``gwet_ac2`` (irrCAC's
+    ordinal weights); alpha defaults to the ordinal level. For an ordinal item, ``scale``
+    (``{"min": 1, "max": 5}``) gives the categories nobody used, which Bennett's S and Gwet's
+    AC1/AC2 count. Coefficients that do not apply to the kind are NaN without a reason.
+    """
     values = matrix.to_numpy(dtype=object)
     rated = ~pd.isna(values)
+    numeric = pd.api.types.infer_dtype(values[rated], skipna=False) in NUMERIC_INFERRED_TYPES
+    ordinal = kind == "ordinal"
+    level = alpha_level or ("ordinal" if ordinal else "nominal")
+    if level not in LEVELS:
+        raise ValueError(f"unknown alpha level {level!r} for an item; use one of {', '.join(LEVELS)}")
+    if numeric:
+        data = np.where(rated, values, np.nan).astype(np.float64)
+    else:  # category codes: every nominal coefficient is unchanged by relabelling
+        data = value_codes(values).codes.astype(np.float64)
+        data[~rated] = np.nan
+    categories = _scale_categories(scale, data) if ordinal and numeric else None
+    nan = AgreementResult(float("nan"), 0)
+    not_numeric = AgreementResult(float("nan"), 0, "the item has values that are not numbers")
+
     exact = exact_agreement(values)
     cohen = _cohen_on_shared_units(matrix, rated)
-    fleiss = fleiss_kappa(values)
-    if exact.reason:  # nothing was rated twice: one reason explains every NaN
-        reason = exact.reason
-    else:
-        reason = "; ".join(
-            f"{name}: {result.reason}"
-            for name, result in (("Cohen's kappa", cohen), ("Fleiss' kappa", fleiss))
-            if result.reason
-        )
+    results: dict[str, AgreementResult] = {
+        "adjacent_agreement": nan,
+        "cohen_kappa": cohen,
+        "cohen_kappa_linear": nan,
+        "cohen_kappa_quadratic": nan,
+        "light_kappa": light_kappa(data),
+        "fleiss_kappa": fleiss_kappa(values),
+        "scott_pi": scott_pi(data),
+        "bennett_s": bennett_s(data, categories=categories),
+        "gwet_ac1": gwet_ac1(data, categories=categories),
+        "gwet_ac2": nan,
+        "krippendorff_alpha": not_numeric,
+    }
+    if ordinal:
+        results |= dict.fromkeys(["adjacent_agreement", "gwet_ac2"], not_numeric)
+        if numeric:
+            results["adjacent_agreement"] = adjacent_agreement(data)
+            results["gwet_ac2"] = gwet_ac2(data, "ordinal", categories=categories)
+        pair = _shared_pair(rated)
+        for weights in ("linear", "quadratic"):
+            if isinstance(pair, str):
+                results[f"cohen_kappa_{weights}"] = AgreementResult(float("nan"), cohen.n_units, pair)
+            elif numeric:
+                results[f"cohen_kappa_{weights}"] = weighted_cohen_kappa(
+                    data[:, pair[0]], data[:, pair[1]], weights, categories=categories
+                )
+            else:
+                results[f"cohen_kappa_{weights}"] = not_numeric
+    if numeric or level == "nominal":
+        results["krippendorff_alpha"] = krippendorff_alpha(data, level)
+    low = high = float("nan")
+    alpha = results["krippendorff_alpha"]
+    if n_boot > 0 and alpha.is_defined:
+        pairable = rated.sum(axis=1) >= 2
+        low, high = bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
     return {
         "n_units": exact.n_units,
         "n_annotators": int(rated.any(axis=0).sum()),
         "n_annotations": int(rated.sum()),
         "exact_agreement": exact.value,
-        "cohen_kappa": cohen.value,
-        "fleiss_kappa": fleiss.value,
-        "reason": reason,
+        **{name: result.value for name, result in results.items() if name != "krippendorff_alpha"},
+        "alpha_level": level,
+        "krippendorff_alpha": alpha.value,
+        "alpha_ci_low": low,
+        "alpha_ci_high": high,
+        "reason": exact.reason or _single_value_reason(values[rated]) or _joined_reasons(results),
     }
 
 
-def _cohen_on_shared_units(matrix: pd.DataFrame, rated: np.ndarray) -> AgreementResult:
+COEFFICIENT_NAMES = {
+    "adjacent_agreement": "adjacent agreement",
+    "cohen_kappa": "Cohen's kappa",
+    "cohen_kappa_linear": "linear weighted kappa",
+    "cohen_kappa_quadratic": "quadratic weighted kappa",
+    "light_kappa": "Light's kappa",
+    "fleiss_kappa": "Fleiss' kappa",
+    "scott_pi": "Scott's pi",
+    "bennett_s": "Bennett's S",
+    "gwet_ac1": "Gwet's AC1",
+    "gwet_ac2": "Gwet's AC2",
+    "krippendorff_alpha": "Krippendorff's alpha",
+}
+
+
+def _joined_reasons(results: Mapping[str, AgreementResult]) -> str:
+    """``"Cohen's kappa, Scott's pi: why; Krippendorff's alpha: why"`` for the NaN coefficients."""
+    names_per_reason: dict[str, list[str]] = {}
+    for column, result in results.items():
+        if result.reason and not result.is_defined:
+            names_per_reason.setdefault(result.reason, []).append(COEFFICIENT_NAMES[column])
+    return "; ".join(f"{', '.join(names)}: {reason}" for reason, names in names_per_reason.items())
+
+
+def _single_value_reason(ratings: np.ndarray) -> str:
+    """One reason for all the chance-corrected NaNs when every rating is the same value."""
+    distinct = pd.unique(ratings)
+    if len(distinct) != 1:
+        return ""
+    value = distinct[0]
+    shown = int(value) if isinstance(value, float) and value.is_integer() else value
+    return (
+        f"every rating has the same value ({shown!r}), so kappa, pi and alpha are undefined "
+        "(chance agreement is 1); Bennett's S and Gwet's AC1/AC2 are defined when the scale names other values"
+    )
+
+
+def _scale_categories(scale: Mapping[str, Any] | None, data: np.ndarray) -> np.ndarray | None:
+    """Every point of an integer scale ``{min, max}`` plus any value used outside it."""
+    try:
+        low, high = int(scale["min"]), int(scale["max"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not 0 < high - low < MAX_SCALE_POINTS:
+        return None
+    observed = data[~np.isnan(data)]
+    return np.union1d(np.arange(low, high + 1, dtype=np.float64), observed)
+
+
+def _shared_pair(rated: np.ndarray) -> tuple[int, int] | str:
+    """The two columns that rated the shared tasks, or why there are not exactly two."""
     shared_units = rated.sum(axis=1) >= 2
     if not shared_units.any():
-        return AgreementResult(float("nan"), 0, "no unit was rated by two or more raters")
+        return "no unit was rated by two or more raters"
     raters_on_shared = np.flatnonzero(rated[shared_units].any(axis=0))
     if len(raters_on_shared) != 2:
-        return AgreementResult(
-            float("nan"),
-            int(shared_units.sum()),
-            f"{len(raters_on_shared)} annotators rated the shared tasks; it needs exactly two (see Fleiss' kappa)",
+        return (
+            f"{len(raters_on_shared)} annotators rated the shared tasks; it needs exactly two "
+            "(see Light's and Fleiss' kappa)"
         )
-    first, second = (matrix.iloc[:, column].to_numpy(dtype=object) for column in raters_on_shared)
+    return int(raters_on_shared[0]), int(raters_on_shared[1])
+
+
+def _cohen_on_shared_units(matrix: pd.DataFrame, rated: np.ndarray) -> AgreementResult:
+    pair = _shared_pair(rated)
+    if isinstance(pair, str):
+        return AgreementResult(float("nan"), int((rated.sum(axis=1) >= 2).sum()), pair)
+    first, second = (matrix.iloc[:, column].to_numpy(dtype=object) for column in pair)
     return cohen_kappa(first, second)
 
 

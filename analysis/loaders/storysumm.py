@@ -1,0 +1,284 @@
+"""StorySumm (Subbiah et al. 2024) and its judges' predictions as tidy tables.
+
+``storysumm.json`` maps a summary id to ``{story, summary, errors, label, explanations,
+split, model, difficulty, story-id, ...}``: ``summary`` is a list of lines (or the string
+repr of one), ``errors`` a 0/1 per line (1 = consistent), ``label`` 1 faithful / 0 unfaithful.
+
+- ``tasks``: one row per summary (schema ``story_consistency``): ``story``, ``lines`` (JSON
+  list), ``n_lines``, ``model``, ``split``, ``difficulty``, ``story_id``, ``label``,
+  ``explanations`` (JSON list).
+- ``judgments``: the gold labels, ``source`` and ``annotator`` ``"gold"``: item ``faithful``
+  (``Faithful`` / ``Unfaithful``) and ``line_<i>`` (``Consistent`` / ``Inconsistent``).
+- ``problems``: an item whose line count differs from its ``errors`` count (its line labels
+  are skipped, with a :class:`LoaderWarning`), an item whose ``label`` contradicts its line
+  labels (kept, noted), unreadable fields.
+
+Judges' outputs ``predictions/<judge>.json`` map an id to ``{label, sentence_labels?,
+probs?}``; :func:`load_storysumm_predictions` turns each into judgments of source
+``model:<file stem>``: ``faithful`` from ``label``, ``line_<i>`` from ``sentence_labels``
+(1 = consistent), ``faithful_score`` from a numeric ``probs`` and ``faithful.explanation``
+from a textual one (a chain-of-thought answer). Per-line ``probs`` lists are not kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.loaders.common import (
+    CONSISTENT,
+    FAITHFUL,
+    FAITHFUL_ITEM,
+    GOLD,
+    INCONSISTENT,
+    UNFAITHFUL,
+    Collector,
+    LoaderError,
+    concat_loaded,
+    is_missing,
+    judgment_base,
+    read_json,
+)
+
+SCHEMA = "story_consistency"
+# a space after . ! ? (or after one followed by a closing quote or bracket), not before a lower-case word
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’')]))\s+(?![a-zà-ÿ])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Lines of a summary given as one string: split after ``.``, ``!`` or ``?`` and a space,
+    unless the next word starts in lower case.
+
+    >>> split_sentences('He ran. "Stop!" she said. Done?  Yes')
+    ['He ran.', '"Stop!" she said.', 'Done?', 'Yes']
+    """
+    return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
+
+
+def parse_lines(value: object) -> tuple[list[str] | None, str]:
+    """A summary's lines from a list, the string repr of a list, or plain text.
+
+    Returns ``(lines, how)`` with ``how`` one of ``list``, ``repr``, ``text``, or
+    ``(None, reason)`` when the value is neither.
+
+    >>> parse_lines(["A.", "B."])
+    (['A.', 'B.'], 'list')
+    >>> parse_lines("['A.', 'B.']")
+    (['A.', 'B.'], 'repr')
+    >>> parse_lines("A. B.")
+    (['A.', 'B.'], 'text')
+    """
+    if isinstance(value, list):
+        return [str(line) for line in value], "list"
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            parsed = _literal(stripped)
+            if isinstance(parsed, list):
+                return [str(line) for line in parsed], "repr"
+        return split_sentences(value), "text"
+    return None, f"expected a list of lines or a string, got {type(value).__name__}"
+
+
+def _literal(text: str) -> Any:
+    for parse in (ast.literal_eval, json.loads):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return None
+
+
+def _line_labels(value: object) -> list[object] | None:
+    if isinstance(value, str):
+        value = _literal(value.strip())
+    return list(value) if isinstance(value, list) else None
+
+
+def _binary(value: object) -> int | None:
+    """0/1 (also ``"0"``, ``True``, ``1.0``) as an int; anything else ``None``."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and not is_missing(value) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str) and value.strip() in ("0", "1"):
+        return int(value.strip())
+    return None
+
+
+def load_storysumm(
+    path: str | Path,
+    *,
+    predictions: str | Path | Iterable[str | Path] | None = None,
+    project: str = "storysumm",
+) -> dict[str, pd.DataFrame]:
+    """Tidy tables of ``storysumm.json`` (gold labels), plus judges' predictions if given.
+
+    ``predictions`` is a folder of ``<judge>.json`` files or a list of such files. Returns
+    ``{"tasks", "judgments", "spans", "problems"}`` (``spans`` is empty).
+    """
+    path = Path(path)
+    data = read_json(path, strict=False)
+    if not isinstance(data, dict):
+        raise LoaderError(f"{path}: expected a JSON object mapping summary ids to items, got {type(data).__name__}")
+    out = Collector()
+    for task_id, item in data.items():
+        if not isinstance(item, dict):
+            out.problem(path, None, task_id, "bad_item", f"item {task_id!r} is not an object; skipped", warn=True)
+            continue
+        _add_storysumm_item(out, path, project, str(task_id), item)
+    loaded = out.frames()
+    if predictions is None:
+        return loaded
+    line_counts = dict(zip(loaded["tasks"]["task_id"], loaded["tasks"]["n_lines"], strict=True))
+    predicted = load_storysumm_predictions(predictions, project=project, line_counts=line_counts)
+    merged = concat_loaded([loaded, predicted])
+    merged["tasks"] = loaded["tasks"]
+    return merged
+
+
+def _add_storysumm_item(out: Collector, path: Path, project: str, task_id: str, item: Mapping[str, Any]) -> None:
+    lines, how = parse_lines(item.get("summary"))
+    if lines is None:
+        out.problem(path, None, task_id, "bad_summary", f"summary: {how}; line labels skipped", warn=True)
+    out.tasks.append(
+        {
+            "project": project,
+            "task_id": task_id,
+            "schema": SCHEMA,
+            "key": task_id,
+            "title": f"story {item.get('story-id')}" if item.get("story-id") is not None else None,
+            "story": item.get("story"),
+            "lines": json.dumps(lines, ensure_ascii=False) if lines is not None else None,
+            "n_lines": len(lines) if lines is not None else None,
+            "model": item.get("model"),
+            "split": item.get("split"),
+            "difficulty": item.get("difficulty"),
+            "story_id": item.get("story-id"),
+            "label": _binary(item.get("label")),
+            "explanations": json.dumps(item.get("explanations"), ensure_ascii=False)
+            if item.get("explanations") is not None
+            else None,
+        }
+    )
+    base = judgment_base(project, task_id, f"gold:{task_id}", GOLD, GOLD)
+    label = _binary(item.get("label"))
+    if label is None:
+        out.problem(path, None, task_id, "bad_label", f"label {item.get('label')!r} is not 0/1; summary label skipped")
+    else:
+        out.judgment(base, FAITHFUL_ITEM, FAITHFUL if label == 1 else UNFAITHFUL)
+    errors = _line_labels(item.get("errors"))
+    if lines is None:
+        return
+    if errors is None:
+        out.problem(path, None, task_id, "bad_errors", "errors is not a list of 0/1; line labels skipped", warn=True)
+        return
+    if len(errors) != len(lines):
+        out.problem(
+            path,
+            None,
+            task_id,
+            "line_count_mismatch",
+            f"{len(lines)} summary lines but {len(errors)} line labels in errors; line labels skipped",
+            warn=True,
+        )
+        return
+    verdicts = [_binary(e) for e in errors]
+    for index, verdict in enumerate(verdicts):
+        if verdict is None:
+            out.problem(path, None, task_id, "bad_line_label", f"errors[{index}] = {errors[index]!r} is not 0/1")
+            continue
+        out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
+    known = [v for v in verdicts if v is not None]
+    if label is not None and known and label != int(all(known)):
+        said = "faithful" if label == 1 else "unfaithful"
+        lines_say = "every line is consistent" if all(known) else f"{known.count(0)} line(s) are inconsistent"
+        out.problem(
+            path,
+            None,
+            task_id,
+            "label_contradicts_lines",
+            f"label says {said} but {lines_say}; kept as given",
+        )
+
+
+def prediction_files(predictions: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The ``*.json`` files of a folder (sorted), or the given files."""
+    if isinstance(predictions, (str, Path)):
+        folder = Path(predictions)
+        if folder.is_dir():
+            return sorted(folder.glob("*.json"))
+        return [folder]
+    return [Path(p) for p in predictions]
+
+
+def load_storysumm_predictions(
+    predictions: str | Path | Iterable[str | Path],
+    *,
+    project: str = "storysumm",
+    line_counts: Mapping[str, int | None] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Judgments of the judges in ``predictions`` (a folder or files), one source per file.
+
+    ``line_counts`` (task id -> number of summary lines) lets sentence labels whose count
+    differs from the summary's be skipped (recorded in ``problems``); without it they are
+    kept as given. ``tasks`` is empty: the summaries come from :func:`load_storysumm`.
+    """
+    out = Collector()
+    for path in prediction_files(predictions):
+        data = read_json(path, strict=False)
+        if not isinstance(data, dict):
+            raise LoaderError(f"{path}: expected a JSON object mapping summary ids to predictions")
+        judge = path.stem
+        for task_id, prediction in data.items():
+            task_id = str(task_id)
+            if not isinstance(prediction, dict):
+                out.problem(path, None, task_id, "bad_prediction", "prediction is not an object; skipped")
+                continue
+            if line_counts is not None and task_id not in line_counts:
+                out.problem(path, None, task_id, "unknown_task", "id not in storysumm.json; kept")
+            base = judgment_base(project, task_id, f"{judge}:{task_id}", judge, f"model:{judge}")
+            _add_prediction(out, path, base, task_id, prediction, (line_counts or {}).get(task_id))
+    return out.frames()
+
+
+def _add_prediction(
+    out: Collector, path: Path, base: dict[str, Any], task_id: str, prediction: Mapping[str, Any], n_lines: int | None
+) -> None:
+    if "label" in prediction and not is_missing(prediction["label"]):
+        label = _binary(prediction["label"])
+        if label is None:
+            out.problem(path, None, task_id, "bad_label", f"label {prediction['label']!r} is not 0/1; skipped")
+        else:
+            out.judgment(base, FAITHFUL_ITEM, FAITHFUL if label == 1 else UNFAITHFUL)
+    probs = prediction.get("probs")
+    if isinstance(probs, (int, float)) and not isinstance(probs, bool) and not is_missing(probs):
+        out.judgment(base, f"{FAITHFUL_ITEM}_score", repr(float(probs)))
+    elif isinstance(probs, str) and probs.strip():
+        out.judgment(base, f"{FAITHFUL_ITEM}.explanation", probs)
+    sentence_labels = prediction.get("sentence_labels")
+    if sentence_labels is None:
+        return
+    labels = _line_labels(sentence_labels)
+    if labels is None:
+        out.problem(path, None, task_id, "bad_sentence_labels", "sentence_labels is not a list; skipped")
+        return
+    if n_lines is not None and not pd.isna(n_lines) and len(labels) != int(n_lines):
+        out.problem(
+            path,
+            None,
+            task_id,
+            "line_count_mismatch",
+            f"{len(labels)} sentence labels for {int(n_lines)} summary lines; sentence labels skipped",
+        )
+        return
+    for index, value in enumerate(labels):
+        verdict = _binary(value)
+        if verdict is not None:
+            out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)

@@ -1,0 +1,520 @@
+"""Quality control for span annotation of hotel summaries (seed 004, HotelCheckSpan).
+
+The tidy tables of the ``hotel_spans`` schema: ``spans`` with labels ``Not Checkable``,
+``Misleading``, ``Incorrect``; ``judgments`` items ``impression`` (1-7) and ``no_errors``
+(a row exists when the box was ticked); ``tasks`` with ``descriptions``, ``summary``,
+``group`` (A/B: the wording of the no-errors box), ``check`` (``error_free`` /
+``obvious_incorrect`` attention checks) and optionally a reference error
+(``reference_start``/``reference_end`` offsets into the summary, or ``reference_text``;
+``reference_label``) and ``qualification`` (truthy for qualification examples).
+
+- :func:`annotation_table`: one row per annotation (spans per label, box, impression, time).
+- :func:`attention_checks`: pass/fail of every annotation of a check task, rates per annotator.
+- :func:`qualification_scores`: 0-5 qualification score, pass at 3.
+- :func:`quick_submissions`: implausibly quick annotations, for manual review.
+- :func:`group_comparison`: group A vs B (spans per summary, share of no-error answers).
+- :func:`impression_vs_errors`: impression with and without errors, per error type, and its
+  correlation with the number of errors (the paper's section 6.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.qc_likert import welch_t_test
+from analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+
+ERROR_FREE = "error_free"
+OBVIOUS_INCORRECT = "obvious_incorrect"
+INCORRECT = "Incorrect"
+IMPRESSION_ITEM = "impression"
+NO_ERRORS_ITEM = "no_errors"
+KEYS = ["project", "task_id", "annotation_id"]
+
+
+def _truthy(value: object) -> bool:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "y", "x", "checked"}
+    return bool(value)
+
+
+def _ensure(frame: pd.DataFrame | None, columns: Sequence[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns=list(columns)) if frame is None else frame.copy()
+    for column in columns:
+        if column not in frame.columns:
+            frame[column] = None
+    if "project" in frame.columns:
+        frame["project"] = frame["project"].fillna("")
+    return frame
+
+
+def annotation_table(
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    source: str | None = HUMAN_SOURCE,
+    impression_item: str = IMPRESSION_ITEM,
+    no_errors_item: str = NO_ERRORS_ITEM,
+) -> pd.DataFrame:
+    """One row per annotation of ``source``: ``project, task_id, annotation_id, annotator,
+    n_spans, labels`` (the labels used, ``; ``-joined, sorted), ``n_<label>`` per label,
+    ``no_errors_box`` (ticked), ``impression`` (number or NaN), ``lead_time``, ``created_at``.
+
+    An annotation is anything with a judgment row or a span; cancelled annotations (and
+    their spans) are left out.
+    """
+    base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
+    judgment_rows = _ensure(judgments, base_columns)
+    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
+    if source is not None:
+        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
+        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
+    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
+    judgment_rows = judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)]
+    span_rows = span_rows[~span_rows["annotation_id"].isin(cancelled)]
+    ids = pd.concat(
+        [judgment_rows[[*KEYS, "annotator"]], span_rows[[*KEYS, "annotator"]]], ignore_index=True
+    ).drop_duplicates(subset=KEYS)
+    if ids.empty:
+        return pd.DataFrame(
+            columns=[*KEYS, "annotator", "n_spans", "labels", "no_errors_box", "impression", "lead_time", "created_at"]
+        )
+    labels = span_rows["label"].fillna("(no label)").astype(str)
+    per_label = (
+        span_rows.assign(label=labels).groupby([*KEYS, "label"]).size().unstack("label", fill_value=0)
+        if not span_rows.empty
+        else pd.DataFrame()
+    )
+    table = ids.set_index(KEYS)
+    table["n_spans"] = per_label.sum(axis=1) if not per_label.empty else 0
+    table["n_spans"] = table["n_spans"].fillna(0).astype(int)
+    for label in sorted(per_label.columns, key=natural_key):
+        table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
+    used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
+    table["labels"] = (
+        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
+    )
+    box = judgment_rows[(judgment_rows["item"] == no_errors_item) & judgment_rows["value"].map(_box_ticked)]
+    table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
+    impressions = judgment_rows[judgment_rows["item"] == impression_item]
+    impressions = impressions.assign(_score=pd.to_numeric(impressions["value"], errors="coerce"))
+    table["impression"] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
+    times = judgment_rows.groupby(KEYS).agg(
+        lead_time=("lead_time", lambda s: pd.to_numeric(s, errors="coerce").max()),
+        created_at=("created_at", "first"),
+    )
+    table["lead_time"] = times["lead_time"].reindex(table.index)
+    table["created_at"] = times["created_at"].reindex(table.index)
+    return table.reset_index()
+
+
+def _box_ticked(value: object) -> bool:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return False
+    text = str(value).strip().lower()
+    return bool(text) and text not in {"false", "0", "no", "unchecked"}
+
+
+def _task_meta(tasks: pd.DataFrame | None, columns: Sequence[str]) -> pd.DataFrame:
+    tasks = _ensure(tasks, ["project", "task_id", *columns])
+    return tasks[["project", "task_id", *columns]].drop_duplicates(subset=["project", "task_id"])
+
+
+def reference_span(task: pd.Series) -> tuple[int, int] | None:
+    """The task's reference error as ``(start, end)`` in its summary, if it has one:
+    ``reference_start``/``reference_end``, else ``reference_text`` found in ``summary``."""
+    start, end = task.get("reference_start"), task.get("reference_end")
+    if start is not None and end is not None and not pd.isna(start) and not pd.isna(end):
+        return int(start), int(end)
+    text, summary = task.get("reference_text"), task.get("summary")
+    if isinstance(text, str) and text and isinstance(summary, str):
+        at = summary.find(text)
+        if at >= 0:
+            return at, at + len(text)
+    return None
+
+
+def _found_error(annotation_spans: pd.DataFrame, reference: tuple[int, int] | None, label: str | None) -> bool:
+    rows = annotation_spans
+    if label:
+        rows = rows[rows["label"] == label]
+    if reference is None:
+        return not rows.empty
+    start, end = reference
+    starts = pd.to_numeric(rows["start"], errors="coerce")
+    ends = pd.to_numeric(rows["end"], errors="coerce")
+    return bool(((starts < end) & (ends > start)).any())
+
+
+@dataclass(frozen=True)
+class AttentionChecks:
+    """``per_annotation``: every annotation of a check task with ``check``, ``passed``,
+    ``reason``; ``per_annotator``: ``n_checks``, ``n_passed``, ``pass_rate``;
+    ``pass_rate``: over all check annotations (NaN without any)."""
+
+    per_annotation: pd.DataFrame
+    per_annotator: pd.DataFrame
+    pass_rate: float
+
+
+def attention_checks(
+    tasks: pd.DataFrame,
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    check_column: str = "check",
+    incorrect_label: str = INCORRECT,
+    source: str | None = HUMAN_SOURCE,
+) -> AttentionChecks:
+    """Pass/fail of the attention checks.
+
+    - ``error_free``: passed when the annotation has no span and the no-errors box ticked.
+    - ``obvious_incorrect``: passed when an ``Incorrect`` span overlaps the task's reference
+      span (:func:`reference_span`), or, without a reference, when any ``Incorrect`` span
+      was marked.
+    """
+    meta = _task_meta(tasks, [check_column, "reference_start", "reference_end", "reference_text", "summary"])
+    meta = meta[meta[check_column].isin([ERROR_FREE, OBVIOUS_INCORRECT])]
+    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
+    by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
+    passed, reasons = [], []
+    for row in annotations.itertuples(index=False):
+        row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
+        check = getattr(row, check_column)
+        if check == ERROR_FREE:
+            ok = row.n_spans == 0 and bool(row.no_errors_box)
+            why = "" if ok else ("marked spans" if row.n_spans else "no-errors box not ticked")
+        else:
+            reference = reference_span(pd.Series(row._asdict()))
+            ok = _found_error(row_spans, reference, incorrect_label)
+            why = "" if ok else f"no {incorrect_label} span" + (" on the reference error" if reference else "")
+        passed.append(ok)
+        reasons.append(why)
+    per_annotation = annotations[[*KEYS, "annotator", check_column, "n_spans", "no_errors_box"]].assign(
+        passed=passed, reason=reasons
+    )
+    per_annotator = (
+        per_annotation.groupby("annotator").agg(n_checks=("passed", "size"), n_passed=("passed", "sum")).reset_index()
+    )
+    per_annotator["pass_rate"] = per_annotator["n_passed"] / per_annotator["n_checks"]
+    rate = float(np.mean(passed)) if passed else float("nan")
+    return AttentionChecks(per_annotation=per_annotation, per_annotator=per_annotator, pass_rate=rate)
+
+
+@dataclass(frozen=True)
+class QualificationScores:
+    """``per_example``: every (annotator, qualification example) with ``correct``,
+    ``consistent_box``, ``points``; ``per_annotator``: ``score`` (sum of points; an
+    unanswered example scores 0), ``n_answered``, ``max_score``, ``passed``."""
+
+    per_example: pd.DataFrame
+    per_annotator: pd.DataFrame
+    pass_mark: float
+
+
+def qualification_scores(
+    tasks: pd.DataFrame,
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    task_ids: Sequence[object] | None = None,
+    qualification_column: str = "qualification",
+    check_column: str = "check",
+    pass_mark: float = 3.0,
+    partial_credit: float = 0.5,
+    source: str | None = HUMAN_SOURCE,
+) -> QualificationScores:
+    """The qualification score (0 to the number of examples, 0-5 in the paper), pass at ``pass_mark``.
+
+    Qualification examples are ``task_ids``, else the tasks whose ``qualification`` column is
+    truthy. An example is error-free when its ``check`` is ``error_free``; otherwise it has a
+    reference error: the span of :func:`reference_span` (any position when absent) with
+    ``reference_label`` (``Incorrect`` for ``obvious_incorrect`` checks; any label when
+    absent). Per example:
+
+    - *correct*: error-free example -> no span marked; reference error -> a span overlapping
+      the reference with the reference label.
+    - *consistent box*: the no-errors box is ticked exactly when no span is marked.
+    - points: 1 when correct with a consistent box, ``partial_credit`` (0.5) when correct but
+      the box contradicts the spans (no span and the box left empty, or the error found and
+      the box ticked too), 0 when not correct.
+
+    This reads the paper's "partial point assignment was possible for the consistent use of
+    the no-errors checkbox" as: half of an example's point rests on using the box
+    consistently, so answering "no errors" everywhere cannot reach the pass mark.
+    """
+    columns = [
+        qualification_column,
+        check_column,
+        "reference_start",
+        "reference_end",
+        "reference_text",
+        "reference_label",
+        "summary",
+    ]
+    meta = _task_meta(tasks, columns)
+    if task_ids is not None:
+        meta = meta[meta["task_id"].isin(list(task_ids))]
+    else:
+        meta = meta[meta[qualification_column].map(_truthy)]
+    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
+    by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
+    records = []
+    for row in annotations.itertuples(index=False):
+        data = row._asdict()
+        row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
+        error_free = data.get(check_column) == ERROR_FREE
+        if error_free:
+            correct = row.n_spans == 0
+        else:
+            label = data.get("reference_label")
+            if not isinstance(label, str) or not label:
+                label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
+            correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
+        consistent = bool(row.no_errors_box) == (row.n_spans == 0)
+        points = (1.0 if consistent else partial_credit) if correct else 0.0
+        records.append(
+            {
+                "annotator": row.annotator,
+                "project": row.project,
+                "task_id": row.task_id,
+                "annotation_id": row.annotation_id,
+                "error_free_example": error_free,
+                "correct": correct,
+                "consistent_box": consistent,
+                "points": points,
+            }
+        )
+    per_example = pd.DataFrame(
+        records,
+        columns=[
+            "annotator",
+            "project",
+            "task_id",
+            "annotation_id",
+            "error_free_example",
+            "correct",
+            "consistent_box",
+            "points",
+        ],
+    )
+    # one answer per (annotator, example): the last one in table order
+    per_example = per_example.drop_duplicates(subset=["annotator", "project", "task_id"], keep="last")
+    max_score = float(len(meta))
+    per_annotator = (
+        per_example.groupby("annotator").agg(score=("points", "sum"), n_answered=("task_id", "size")).reset_index()
+    )
+    per_annotator["max_score"] = max_score
+    per_annotator["passed"] = per_annotator["score"] >= pass_mark
+    return QualificationScores(
+        per_example=per_example.reset_index(drop=True), per_annotator=per_annotator, pass_mark=pass_mark
+    )
+
+
+@dataclass(frozen=True)
+class QuickSubmissions:
+    """``table``: every annotation with ``lead_time`` and text length: ``n_chars``,
+    ``seconds_per_100_chars``, ``flagged``; ``flagged``: the rows to review;
+    ``threshold``: seconds per 100 characters; ``rule``: how it was set."""
+
+    table: pd.DataFrame
+    flagged: pd.DataFrame
+    threshold: float
+    rule: str
+
+
+def quick_submissions(
+    tasks: pd.DataFrame,
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    text_columns: Sequence[str] = ("descriptions", "summary"),
+    seconds_per_100_chars: float | None = None,
+    reading_chars_per_second: float | None = None,
+    quantile: float = 0.05,
+    source: str | None = HUMAN_SOURCE,
+) -> QuickSubmissions:
+    """Annotations submitted implausibly quickly for the amount of text, listed for review.
+
+    Speed is ``lead_time`` (seconds) per 100 characters of ``text_columns`` (descriptions +
+    summary). An annotation is flagged when strictly below the threshold, taken from (first
+    given wins):
+
+    1. ``seconds_per_100_chars``: a fixed bound;
+    2. ``reading_chars_per_second``: a reading-speed bound, threshold ``100 / speed``. Skim
+       reading runs at about 500-700 words a minute, i.e. roughly 40-60 characters a second
+       of English: ``reading_chars_per_second=50`` flags anyone who spent under 2 s per 100
+       characters, who cannot have read the descriptions;
+    3. otherwise the ``quantile`` (default 5th percentile) of the observed speeds: always
+       flags the fastest few percent, to be reviewed by hand rather than rejected.
+
+    Annotations without a positive ``lead_time`` or text are left out of ``table``.
+    """
+    meta = _task_meta(tasks, list(text_columns))
+    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    n_chars = sum(annotations[c].map(lambda t: len(t) if isinstance(t, str) else 0) for c in text_columns)
+    annotations = annotations.assign(
+        n_chars=n_chars, lead_time=pd.to_numeric(annotations["lead_time"], errors="coerce")
+    )
+    usable = annotations[(annotations["lead_time"] > 0) & (annotations["n_chars"] > 0)].copy()
+    usable["seconds_per_100_chars"] = usable["lead_time"] / usable["n_chars"] * 100.0
+    if seconds_per_100_chars is not None:
+        threshold, rule = float(seconds_per_100_chars), f"fixed bound: {seconds_per_100_chars:g} s per 100 characters"
+    elif reading_chars_per_second is not None:
+        if reading_chars_per_second <= 0:
+            raise ValueError("reading_chars_per_second must be positive")
+        threshold = 100.0 / reading_chars_per_second
+        rule = f"reading-speed bound: {reading_chars_per_second:g} characters/s = {threshold:.3g} s per 100 characters"
+    elif len(usable):
+        threshold = float(usable["seconds_per_100_chars"].quantile(quantile))
+        rule = f"{quantile:.0%} quantile of the observed speeds: {threshold:.3g} s per 100 characters"
+    else:
+        threshold, rule = float("nan"), "no annotation with a lead time"
+    usable["flagged"] = usable["seconds_per_100_chars"] < threshold
+    columns = [*KEYS, "annotator", "lead_time", "n_chars", "seconds_per_100_chars", "flagged"]
+    table = usable[columns].sort_values("seconds_per_100_chars").reset_index(drop=True)
+    return QuickSubmissions(
+        table=table, flagged=table[table["flagged"]].reset_index(drop=True), threshold=threshold, rule=rule
+    )
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """``per_group``: ``group, n_annotations, n_annotators, spans_per_summary,
+    share_no_error`` (annotations without spans), ``share_box_ticked``; ``tests``: Welch's
+    t-test between the two groups on ``spans_per_summary`` and ``no_error`` (0/1 per
+    annotation): ``metric, group_a, group_b, mean_a, mean_b, welch_t, p_value``."""
+
+    per_group: pd.DataFrame
+    tests: pd.DataFrame
+
+
+def group_comparison(
+    tasks: pd.DataFrame,
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    group_column: str = "group",
+    groups: tuple[str, str] | None = None,
+    source: str | None = HUMAN_SOURCE,
+) -> GroupComparison:
+    """Group A vs B: do the two wordings of the no-errors box change how much is marked?
+
+    ``groups`` names the two groups to test (default: the first two in sorted order).
+    """
+    meta = _task_meta(tasks, [group_column])
+    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    annotations = annotations.dropna(subset=[group_column])
+    annotations = annotations.assign(no_error=(annotations["n_spans"] == 0).astype(float))
+    per_group = (
+        annotations.groupby(group_column)
+        .agg(
+            n_annotations=("annotation_id", "size"),
+            n_annotators=("annotator", "nunique"),
+            spans_per_summary=("n_spans", "mean"),
+            share_no_error=("no_error", "mean"),
+            share_box_ticked=("no_errors_box", "mean"),
+        )
+        .reset_index()
+        .rename(columns={group_column: "group"})
+    )
+    names = list(groups) if groups else sorted(per_group["group"].astype(str), key=natural_key)[:2]
+    tests = []
+    if len(names) == 2:
+        a = annotations[annotations[group_column].astype(str) == str(names[0])]
+        b = annotations[annotations[group_column].astype(str) == str(names[1])]
+        for metric, column in (("spans_per_summary", "n_spans"), ("share_no_error", "no_error")):
+            t, p = welch_t_test(a[column], b[column])
+            tests.append(
+                {
+                    "metric": metric,
+                    "group_a": names[0],
+                    "group_b": names[1],
+                    "mean_a": a[column].mean() if len(a) else float("nan"),
+                    "mean_b": b[column].mean() if len(b) else float("nan"),
+                    "welch_t": t,
+                    "p_value": p,
+                }
+            )
+    return GroupComparison(
+        per_group=per_group,
+        tests=pd.DataFrame(tests, columns=["metric", "group_a", "group_b", "mean_a", "mean_b", "welch_t", "p_value"]),
+    )
+
+
+@dataclass(frozen=True)
+class ImpressionVsErrors:
+    """How errors relate to the overall impression (one value per annotation).
+
+    - ``summary``: rows ``without errors`` / ``with errors`` (``n``, ``mean``) and the Welch
+      t-test between them (``welch_t`` positive when summaries without errors score higher).
+    - ``by_type``: per label: ``n`` annotations with at least one span of it, ``mean``,
+      ``drop`` (no-error mean minus this mean), ``welch_t``, ``p_value`` against the
+      no-error annotations.
+    - ``by_count``: mean impression per number of spans.
+    - ``correlation``: Pearson's r between the number of spans and the impression, its p
+      value and ``n``.
+    """
+
+    summary: pd.DataFrame
+    by_type: pd.DataFrame
+    by_count: pd.DataFrame
+    correlation: dict[str, float]
+
+
+def impression_vs_errors(
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None = None,
+    *,
+    impression_item: str = IMPRESSION_ITEM,
+    source: str | None = HUMAN_SOURCE,
+) -> ImpressionVsErrors:
+    """Impression scores of annotations with and without errors, per error type, by count."""
+    annotations = annotation_table(judgments, spans, source=source, impression_item=impression_item)
+    rated = annotations.dropna(subset=["impression"])
+    clean = rated[rated["n_spans"] == 0]["impression"]
+    errors = rated[rated["n_spans"] > 0]["impression"]
+    t, p = welch_t_test(clean, errors)
+    summary = pd.DataFrame(
+        [
+            {"annotations": "without errors", "n": len(clean), "mean": clean.mean() if len(clean) else np.nan},
+            {"annotations": "with errors", "n": len(errors), "mean": errors.mean() if len(errors) else np.nan},
+        ]
+    ).assign(welch_t=t, p_value=p)
+    type_rows = []
+    for column in sorted((c for c in rated.columns if c.startswith("n_") and c != "n_spans"), key=natural_key):
+        with_type = rated[rated[column] > 0]["impression"]
+        t_type, p_type = welch_t_test(clean, with_type)
+        mean = with_type.mean() if len(with_type) else np.nan
+        type_rows.append(
+            {
+                "label": column[2:],
+                "n": len(with_type),
+                "mean": mean,
+                "drop": (clean.mean() - mean) if len(clean) and len(with_type) else np.nan,
+                "welch_t": t_type,
+                "p_value": p_type,
+            }
+        )
+    by_type = pd.DataFrame(type_rows, columns=["label", "n", "mean", "drop", "welch_t", "p_value"])
+    by_count = (
+        rated.groupby("n_spans")["impression"]
+        .agg(n="size", mean="mean")
+        .reset_index()
+        .rename(columns={"n_spans": "n_errors"})
+    )
+    if len(rated) >= 3 and rated["n_spans"].nunique() > 1 and rated["impression"].nunique() > 1:
+        r = stats.pearsonr(rated["n_spans"].astype(float), rated["impression"].astype(float))
+        correlation = {"r": float(r.statistic), "p_value": float(r.pvalue), "n": float(len(rated))}
+    else:
+        correlation = {"r": float("nan"), "p_value": float("nan"), "n": float(len(rated))}
+    return ImpressionVsErrors(summary=summary, by_type=by_type, by_count=by_count, correlation=correlation)
