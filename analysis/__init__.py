@@ -29,7 +29,8 @@ from analysis.counts import (
 )
 from analysis.item_kinds import item_kind
 from analysis.krippendorff import alpha_from_counts, coincidence_matrix, krippendorff_alpha, value_codes
-from analysis.report import ReportPaths, build_report
+from analysis.report import ReportEntry, ReportIndex, ReportPaths, build_report, build_reports
+from analysis.report_data import ReportOptions
 from analysis.report_sections import SECTION_BUILDERS, ProjectData
 from analysis.spans import SpanCounts, span_counts
 from analysis.tables import per_item_agreement, ratings_matrix
@@ -38,6 +39,9 @@ __all__ = [
     "SECTION_BUILDERS",
     "AgreementResult",
     "ProjectData",
+    "ReportEntry",
+    "ReportIndex",
+    "ReportOptions",
     "ReportPaths",
     "SpanCounts",
     "adjacent_agreement",
@@ -48,6 +52,7 @@ __all__ = [
     "bootstrap_alpha_ci",
     "bootstrap_ci",
     "build_report",
+    "build_reports",
     "category_counts",
     "cohen_kappa",
     "coincidence_matrix",

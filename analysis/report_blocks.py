@@ -22,6 +22,8 @@ class Paragraph:
 class Table:
     """A table shown in the report; ``data`` (default: ``shown``) goes to ``<name>.csv``.
 
+    ``csv_only`` tables are written to CSV and not shown (a sentence should point to the file).
+
     Tables with the same ``name`` from different projects are concatenated into one CSV,
     so ``data`` should carry a ``project`` column.
     """
@@ -30,6 +32,7 @@ class Table:
     caption: str
     shown: pd.DataFrame
     data: pd.DataFrame | None = None
+    csv_only: bool = False  # written to <name>.csv but not shown on the page
 
     @property
     def csv_data(self) -> pd.DataFrame:

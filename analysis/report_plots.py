@@ -10,6 +10,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.tables import natural_key
@@ -67,3 +68,225 @@ def _scale_values(scale: Mapping[str, Any] | None) -> list[str]:
     if isinstance(low, int) and isinstance(high, int) and 0 <= high - low <= 20:
         return [str(value) for value in range(low, high + 1)]
     return []
+
+
+# -- shared helpers --------------------------------------------------------------------------
+
+
+def _new_figure(width: float, height: float):
+    """A matplotlib Figure (object API), or ``None`` when matplotlib is missing."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure(figsize=(width, height))
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=96)
+    return buffer.getvalue()
+
+
+def pooled_distribution_png(judgments: pd.DataFrame, scales: Mapping[str, Mapping[str, Any]]) -> bytes | None:
+    """Bars of the share of each value, all annotators pooled, one panel per scale item
+    (for projects with too many annotators for one bar each)."""
+    rows = judgments[judgments["item"].isin(list(scales))]
+    present = [item for item in scales if item in set(rows["item"])]
+    if not present:
+        return None
+    figure = _new_figure(min(3.0 * len(present) + 1.0, 15.0), 2.6)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(present), squeeze=False)
+    for axis, item in zip(axes[0], present, strict=True):
+        values = rows.loc[rows["item"] == item, "value"].map(_scale_value)
+        order = sorted(set(values) | set(_scale_values(scales[item])), key=natural_key)
+        shares = values.value_counts(normalize=True).reindex(order, fill_value=0.0)
+        axis.bar(range(len(order)), shares.to_numpy(), color="#4C72B0")
+        axis.set_xticks(range(len(order)), order)
+        axis.set_title(str(item))
+        axis.set_xlabel("value")
+        axis.set_ylabel("share of answers")
+        axis.set_ylim(0, 1)
+    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.2, top=0.86, wspace=0.35)
+    return _png(figure)
+
+
+def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
+    """Krippendorff's alpha per item (dots) with its bootstrap interval (bars).
+
+    ``agreement``: columns ``item``, ``krippendorff_alpha``, ``alpha_ci_low``,
+    ``alpha_ci_high``, ``alpha_level``. Items without an alpha are left out; dashed lines
+    mark 0.667 and 0.800.
+    """
+    rows = agreement.dropna(subset=["krippendorff_alpha"])
+    if rows.empty:
+        return None
+    figure = _new_figure(7.5, 0.45 * len(rows) + 1.3)
+    if figure is None:
+        return None
+    axis = figure.subplots()
+    positions = list(range(len(rows)))[::-1]
+    alpha = rows["krippendorff_alpha"].to_numpy(dtype=float)
+    low = rows["alpha_ci_low"].to_numpy(dtype=float)
+    high = rows["alpha_ci_high"].to_numpy(dtype=float)
+    has_ci = ~(pd.isna(low) | pd.isna(high))
+    errors = [
+        [a - lo if ok else 0.0 for a, lo, ok in zip(alpha, low, has_ci, strict=True)],
+        [hi - a if ok else 0.0 for a, hi, ok in zip(alpha, high, has_ci, strict=True)],
+    ]
+    axis.errorbar(alpha, positions, xerr=errors, fmt="o", color="#4C72B0", ecolor="#8FA8D0", capsize=3)
+    labels = [f"{item} ({level})" for item, level in zip(rows["item"], rows["alpha_level"], strict=True)]
+    axis.set_yticks(positions, labels)
+    for threshold in (0.667, 0.8):
+        axis.axvline(threshold, color="#999", linestyle="--", linewidth=0.8)
+    axis.axvline(0.0, color="#333", linewidth=0.8)
+    lowest = float(min(0.0, pd.Series(low[has_ci]).min() if has_ci.any() else 0.0, alpha.min()))
+    axis.set_xlim(max(lowest - 0.05, -1.05), 1.05)
+    axis.set_xlabel("Krippendorff's alpha (dashed: 0.667 and 0.800)")
+    figure.tight_layout()
+    return _png(figure)
+
+
+def drift_png(drift: pd.DataFrame, block_size: int) -> bytes | None:
+    """Mean score per block of annotations, one line per annotator, one panel per item."""
+    if drift.empty:
+        return None
+    items = list(dict.fromkeys(drift["item"]))
+    figure = _new_figure(3.6 * len(items) + 1.6, 2.9)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False)
+    for axis, item in zip(axes[0], items, strict=True):
+        rows = drift[drift["item"] == item]
+        for annotator, line in rows.groupby("annotator", sort=False):
+            axis.plot(line["block"] + 1, line["mean"], marker="o", label=str(annotator))
+        axis.set_title(str(item))
+        axis.set_xlabel(f"block of {block_size} annotations")
+        axis.set_ylabel("mean score")
+        axis.xaxis.get_major_locator().set_params(integer=True)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, title="annotator", loc="center right", fontsize="small")
+    figure.subplots_adjust(left=0.08, right=0.8, bottom=0.2, top=0.88, wspace=0.35)
+    return _png(figure)
+
+
+def confusion_png(confusion: pd.DataFrame, xlabel: str, ylabel: str) -> bytes | None:
+    """A heat map of a square count matrix, coloured by each row's shares, counts in the cells."""
+    if confusion.empty or int(confusion.to_numpy().sum()) == 0:
+        return None
+    size = len(confusion)
+    figure = _new_figure(0.75 * size + 3.2, 0.55 * size + 2.2)
+    if figure is None:
+        return None
+    axis = figure.subplots()
+    values = confusion.to_numpy(dtype=float)
+    totals = values.sum(axis=1, keepdims=True)
+    shares = np.divide(values, totals, out=np.zeros_like(values), where=totals > 0)
+    axis.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+    axis.set_xticks(range(confusion.shape[1]), [str(c) for c in confusion.columns], rotation=30, ha="right")
+    axis.set_yticks(range(size), [str(i) for i in confusion.index])
+    for (row, column), value in np.ndenumerate(values):
+        colour = "white" if shares[row, column] > 0.5 else "black"
+        axis.text(column, row, f"{int(value)}", ha="center", va="center", color=colour, fontsize="small")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    figure.tight_layout()
+    return _png(figure)
+
+
+MAX_VOTE_BARS = 6  # with more annotators, votes are drawn as dots on a 0-100% axis
+
+
+def vote_table_png(table: pd.DataFrame) -> bytes | None:
+    """Table 5 as a chart, for one block of :func:`analysis.span_tables.vote_table` (one
+    ``n_annotators``): with few annotators, bars of the share of texts per number of votes,
+    one bar per label; with many, one row of dots per label at the share of annotators who
+    marked it, the dot's area the number of texts."""
+    if table.empty:
+        return None
+    labels = list(dict.fromkeys(table["label"]))
+    n_annotators = int(table["n_annotators"].iloc[0])
+    if n_annotators <= MAX_VOTE_BARS:
+        wide = table.pivot_table(index="votes", columns="label", values="share", aggfunc="first")
+        wide = wide.reindex(columns=labels)
+        figure = _new_figure(max(6.0, 1.1 * (n_annotators + 1) + 3.0), 3.0)
+        if figure is None:
+            return None
+        axis = figure.subplots()
+        wide.plot.bar(ax=axis, rot=0, width=0.8)
+        axis.set_xlabel(f"number of the {n_annotators} annotators marking the label (E)")
+        axis.set_ylabel("share of texts")
+        axis.set_ylim(0, 1)
+        axis.legend(title="label", fontsize="small", ncol=min(len(labels), 4))
+        figure.tight_layout()
+        return _png(figure)
+    figure = _new_figure(7.5, 0.42 * len(labels) + 1.4)
+    if figure is None:
+        return None
+    axis = figure.subplots()
+    used = table[table["n_examples"] > 0]
+    positions = {label: index for index, label in enumerate(labels[::-1])}
+    axis.scatter(
+        used["votes"] / n_annotators,
+        used["label"].map(positions),
+        s=30 + 400 * used["share"],
+        color="#4C72B0",
+        alpha=0.7,
+    )
+    for row in used.itertuples():
+        if row.n_examples > 1:
+            axis.annotate(str(row.n_examples), (row.votes / n_annotators, positions[row.label]), ha="center",
+                          va="center", fontsize="x-small", color="white")  # fmt: skip
+    axis.set_yticks(list(positions.values()), list(positions))
+    axis.set_xlim(-0.05, 1.05)
+    axis.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
+    axis.set_xlabel(f"share of the {n_annotators} annotators marking the label (one dot per group of texts)")
+    figure.tight_layout()
+    return _png(figure)
+
+
+def score_distribution_png(distribution: pd.DataFrame, items: list[str] | None = None) -> bytes | None:
+    """Stacked bars: share of each score per group (model), one panel per criterion.
+
+    ``distribution``: columns ``group``, ``item``, ``value``, ``share`` (one block of
+    :func:`analysis.qc_likert.score_distributions`).
+    """
+    if distribution.empty:
+        return None
+    present = list(dict.fromkeys(distribution["item"]))
+    items = [item for item in items or present if item in present]
+    groups = sorted(set(distribution["group"].astype(str)), key=natural_key)
+    values = sorted(set(distribution["value"]))
+    figure = _new_figure(min(2.6 * len(items) + 1.8, 16.0), 0.32 * len(groups) + 1.6)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
+    colours = _ramp(len(values))
+    for axis, item in zip(axes[0], items, strict=True):
+        rows = distribution[distribution["item"] == item]
+        wide = rows.pivot_table(index="group", columns="value", values="share", aggfunc="first", fill_value=0.0)
+        wide.index = wide.index.astype(str)
+        wide = wide.reindex(index=groups, columns=values, fill_value=0.0)
+        left = np.zeros(len(groups))
+        for colour, value in zip(colours, values, strict=True):
+            axis.barh(range(len(groups)), wide[value].to_numpy(), left=left, color=colour, label=f"{value:g}")
+            left += wide[value].to_numpy()
+        axis.set_title(str(item))
+        axis.set_xlim(0, 1)
+        axis.set_xticks([0, 0.5, 1], ["0", "50%", "100%"])
+        axis.set_yticks(range(len(groups)), groups)
+        axis.invert_yaxis()
+        axis.set_xlabel("share of ratings")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, title="score", loc="center right", fontsize="small")
+    figure.tight_layout(rect=(0, 0, 0.93, 1))
+    return _png(figure)
+
+
+def _ramp(n: int) -> list[tuple[float, float, float, float]]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["RdYlGn"]
+    return [cmap(0.1 + 0.8 * i / max(n - 1, 1)) for i in range(n)]

@@ -6,6 +6,8 @@ import base64
 import html
 import math
 import numbers
+import re
+import unicodedata
 from collections.abc import Sequence
 
 import pandas as pd
@@ -13,6 +15,7 @@ import pandas as pd
 from analysis.report_blocks import Figure, Paragraph, Section, Table
 
 MISSING = "n/a"
+NUMBER_TEXT = re.compile(r"-?\d+(\.\d+)?%?|-?\d+(\.\d+)?–-?\d+(\.\d+)?")  # 3.12, 45%, 0.41–0.73
 HTML_STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
        line-height: 1.45; color: #222; }
@@ -22,10 +25,13 @@ table { border-collapse: collapse; margin: .8rem 0; font-size: .92rem; }
 caption { text-align: left; font-weight: 600; padding-bottom: .3rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; vertical-align: top; }
 th { background: #f3f3f3; }
-td.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 figure { margin: 1rem 0; } figcaption { font-size: .9rem; color: #555; }
 img { max-width: 100%; }
 nav ul { padding-left: 1.2rem; }
+.scroll { overflow-x: auto; max-width: 100%; }
+h3 { margin-top: 2rem; } h4 { margin-top: 1.5rem; color: #333; }
+p { max-width: 60rem; }
 """
 
 
@@ -37,6 +43,8 @@ def format_cell(column: str, value: object) -> str:
         return str(value)
     if isinstance(value, numbers.Real) and column.startswith("n_") and float(value).is_integer():
         return str(int(value))
+    if isinstance(value, numbers.Real) and column.endswith("p_value") and 0 <= float(value) < 0.001:
+        return "< 0.001"
     if isinstance(value, numbers.Real):
         return f"{float(value):.3f}"
     return str(value)
@@ -68,7 +76,7 @@ def _markdown_section(section: Section, level: int) -> list[str]:
     for block in section.blocks:
         if isinstance(block, Paragraph):
             lines += [block.text, ""]
-        elif isinstance(block, Table):
+        elif isinstance(block, Table) and not block.csv_only:
             lines += [
                 f"**{block.caption}** (`{block.name}.csv`)",
                 "",
@@ -115,7 +123,7 @@ def _html_section(section: Section, level: int, anchor: str) -> str:
     for block in section.blocks:
         if isinstance(block, Paragraph):
             parts.append(f"<p>{html.escape(block.text)}</p>")
-        elif isinstance(block, Table):
+        elif isinstance(block, Table) and not block.csv_only:
             parts.append(_html_table(block))
         elif isinstance(block, Figure):
             encoded = base64.b64encode(block.png).decode("ascii")
@@ -138,14 +146,20 @@ def _html_table(table: Table) -> str:
     for row in table.shown.itertuples(index=False, name=None):
         cells = []
         for column, value in zip(columns, row, strict=True):
-            numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            numeric = (isinstance(value, numbers.Real) and not isinstance(value, bool)) or (
+                isinstance(value, str) and NUMBER_TEXT.fullmatch(value) is not None
+            )
             css = ' class="number"' if numeric else ""
             cells.append(f"<td{css}>{html.escape(format_cell(column, value))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     caption = f"{html.escape(table.caption)} <small>({html.escape(table.name)}.csv)</small>"
-    return f"<table><caption>{caption}</caption><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (
+        f'<div class="scroll"><table><caption>{caption}</caption><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _anchor(title: str) -> str:
-    slug = "".join(ch.lower() if ch.isalnum() else "-" for ch in title)
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    slug = "".join(ch.lower() if ch.isalnum() else "-" for ch in ascii_title)
     return "-".join(part for part in slug.split("-") if part) or "section"

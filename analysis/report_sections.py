@@ -1,96 +1,68 @@
 """One builder per analysis of a project; ``SECTION_BUILDERS`` lists them in report order.
 
 A builder takes a :class:`ProjectData` and returns a :class:`Section`, or ``None`` when it
-has nothing to say for that project (no spans, no model predictions). To grow the report,
-write a builder and append it to ``SECTION_BUILDERS``.
+has nothing to say for that project (no spans, no model predictions, another schema). To
+grow the report, write a builder and append it to ``SECTION_BUILDERS``.
 
-Every number shown comes with a sentence saying what it counts, for a reader who has
-never seen an agreement coefficient.
+Sections are picked by the data's shape (rated items, spans, sources, task columns) and by
+the schema's name or metadata when they match, so external data without a schema gets the
+sections its tables support. Every number shown comes with a sentence saying what it counts
+and how many units it rests on, for a reader who has never seen an agreement coefficient.
+This module holds the generic sections; the study-specific ones live in
+``report_sections_*`` modules.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Callable
 
 import pandas as pd
 
-from analysis.counts import (
-    annotation_counts_per_annotator,
-    counts_by_source,
-    judgment_counts_per_item,
+from analysis.chance_agreement import light_kappa
+from analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
+from analysis.report_blocks import Block, Figure, Paragraph, Section, Table
+from analysis.report_data import (
+    ProjectData,
+    ReportOptions,
+    alpha_label,
+    fragile,
+    has_line_items,
+    is_nan,
+    kappa_label,
+    n_unique,
+    number,
+    percent,
+    plural,
+    short_table,
 )
-from analysis.report_blocks import Figure, Paragraph, Section, Table
-from analysis.report_plots import rating_distribution_png
+from analysis.report_guide import guide_section
+from analysis.report_plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
+from analysis.report_sections_augmentation import augmentation_section
+from analysis.report_sections_hotel import clustering_section, span_quality_section
+from analysis.report_sections_likert import likert_section
+from analysis.report_sections_models import model_agreement_section
+from analysis.report_sections_spans import span_agreement_section
+from analysis.report_sections_story import story_section
 from analysis.spans import span_counts
-from analysis.tables import (
-    HUMAN_SOURCE,
-    MODEL_SOURCE_PREFIX,
-    cancelled_mask,
-    natural_key,
-    per_item_agreement,
+from analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
+
+MAX_ANNOTATORS_PER_PLOT = 12
+# per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
+REASON_SPLIT = re.compile(
+    "; (?=(?:" + "|".join(re.escape(name) for name in COEFFICIENT_NAMES.values()) + r")(?:, [^:;]+)*: )"
 )
 
-FEW_UNITS = 30  # below this, say that an agreement value is fragile
-
-
-@dataclass(frozen=True)
-class ProjectData:
-    """The tidy tables of one project and its schema's metadata."""
-
-    project: object
-    schema_name: str | None
-    schema_meta: Mapping[str, Any]
-    tasks: pd.DataFrame
-    judgments: pd.DataFrame
-    spans: pd.DataFrame
-
-    @property
-    def human_judgments(self) -> pd.DataFrame:
-        return self.judgments[self.judgments["source"] == HUMAN_SOURCE]
-
-    @property
-    def human_spans(self) -> pd.DataFrame:
-        return self.spans[self.spans["source"] == HUMAN_SOURCE]
-
+__all__ = [
+    "SECTION_BUILDERS",
+    "ProjectData",
+    "ReportOptions",
+    "SectionBuilder",
+    "agreement_table",
+    "guide_section",
+]
 
 SectionBuilder = Callable[[ProjectData], Section | None]
-
-
-def guide_section() -> Section:
-    """The report-wide 'how to read' section: the measures, defined once."""
-    return Section(
-        "How to read this report",
-        [
-            Paragraph(
-                "A task is one item shown to annotators (a text pair, a summary, a story line). "
-                "A judgment is one answer an annotator gave on a task for one rated item "
-                "(for example SP, Coherence or line_3); a span is a marked stretch of text with "
-                "a label. Only human annotations that were not cancelled (skipped) enter the "
-                "agreement figures; model predictions are counted separately."
-            ),
-            Paragraph(
-                "Agreement is measured per item on the tasks that two or more annotators rated "
-                "(the 'units'); tasks rated by one annotator say nothing about agreement. "
-                "Exact agreement is the share of pairs of annotators, on the same task, who gave "
-                "exactly the same answer: 0.8 means 8 pairs in 10 agree. On a rating scale a "
-                "near miss (2 against 3) counts as a disagreement."
-            ),
-            Paragraph(
-                "Kappa corrects exact agreement for the agreement expected by chance: two "
-                "annotators who both answer '3' most of the time agree often without looking "
-                "closely. Kappa is 1 for perfect agreement, 0 for agreement no better than "
-                "chance, and below 0 for systematic disagreement. Cohen's kappa compares exactly "
-                "two annotators; Fleiss' kappa works for any number of annotators (with two it "
-                "equals Scott's pi, which is close to Cohen's). Common reading (Landis and Koch, "
-                "1977): below 0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 "
-                "substantial, above 0.80 almost perfect. 'n/a' means a coefficient cannot be "
-                "computed for the data; the table's note says why."
-            ),
-        ],
-    )
 
 
 def overview_section(data: ProjectData) -> Section:
@@ -98,22 +70,63 @@ def overview_section(data: ProjectData) -> Section:
     title = str(data.schema_meta.get("title") or data.schema_name or "unknown schema")
     usable = data.judgments[~cancelled_mask(data.judgments)]
     human = usable[usable["source"] == HUMAN_SOURCE]
-    n_tasks = _n_unique(data.tasks, "task_id") or _n_unique(data.judgments, "task_id")
+    n_tasks = n_unique(data.tasks, "task_id") or n_unique(data.judgments, "task_id")
     cancelled = data.judgments[cancelled_mask(data.judgments)]
-    n_models = sum(1 for source in _sources(data) if str(source).startswith(MODEL_SOURCE_PREFIX))
     schema = f"schema '{data.schema_name}' ({title})" if data.schema_name else "an unknown schema"
-    n_cancelled = _n_unique(cancelled, "annotation_id")
+    n_cancelled = n_unique(cancelled, "annotation_id")
+    n_human_spans = int((data.spans["source"] == HUMAN_SOURCE).sum())
     text = (
-        f"This project uses the {schema}. It has {_plural(n_tasks, 'task')}. "
-        f"{_plural(_n_unique(human, 'annotator'), 'human annotator')} submitted "
-        f"{_plural(_n_unique(human, 'annotation_id'), 'annotation')} with "
-        f"{_plural(len(human), 'judgment')} and {_plural(len(data.human_spans), 'span')}; "
-        f"{_plural(n_cancelled, 'annotation')} {'was' if n_cancelled == 1 else 'were'} "
+        f"This project uses the {schema}. It has {plural(n_tasks, 'task')}. "
+        f"{plural(n_unique(human, 'annotator'), 'human annotator')} submitted "
+        f"{plural(n_unique(human, 'annotation_id'), 'annotation')} with "
+        f"{plural(len(human), 'judgment')} and {plural(n_human_spans, 'span')}; "
+        f"{plural(n_cancelled, 'annotation')} {'was' if n_cancelled == 1 else 'were'} "
         "cancelled (skipped) and left out below."
     )
-    if n_models:
-        text += f" Predictions from {_plural(n_models, 'model version')} are present."
-    return Section("Overview", [Paragraph(text)])
+    models = data.model_sources
+    if models:
+        text += f" Predictions from {plural(len(models), 'model version')} are present ({', '.join(models)})."
+    if "gold" in data.sources:
+        text += " Reference labels ('gold') are present and used as the answer key, never as an annotator."
+    blocks: list[Block] = [Paragraph(text)]
+    if not data.schema_meta:
+        blocks.append(
+            Paragraph(
+                "The schema's metadata is unknown, so the sections below were chosen from the shape "
+                "of the data: its rated items, its spans and its sources."
+            )
+        )
+    if data.inferred_scales:
+        blocks.append(
+            Paragraph(
+                f"Treated as rating scales because every answer is a whole number in a short range: "
+                f"{', '.join(data.inferred_scales)}. They are compared with the rating-scale measures "
+                "(near misses count less)."
+            )
+        )
+    return Section("Overview", blocks)
+
+
+def loading_notes_section(data: ProjectData) -> Section | None:
+    """What the loader skipped or found odd in the source files of this project."""
+    problems = data.problems
+    if problems is None or problems.empty:
+        return None
+    kinds = (
+        problems.groupby("kind", sort=False)
+        .agg(n=("kind", "size"), n_tasks=("task_id", "nunique"), example=("message", "first"))
+        .reset_index()
+        .sort_values("n", ascending=False)
+    )
+    sentence = (
+        f"While reading the files, the loader noted {plural(len(problems), 'problem')} of "
+        f"{plural(len(kinds), 'kind')}: one row per kind with how often it occurred (n), on how many "
+        "tasks, and one example message. Skipped data is missing from every figure below; "
+        "problems.csv beside the tables lists each one with its file and line."
+    )
+    return Section(
+        "Loading notes", [Paragraph(sentence), Table("loading_notes", "Loader notes per kind", kinds, data=problems)]
+    )
 
 
 def annotator_counts_section(data: ProjectData) -> Section | None:
@@ -131,87 +144,336 @@ def annotator_counts_section(data: ProjectData) -> Section | None:
                 "n_cancelled the tasks they skipped, n_judgments their answers (one per rated "
                 "item, cancelled annotations excluded) and n_spans the spans they marked."
             ),
-            Table("annotations_per_annotator", "Annotations per annotator", counts),
+            *short_table(
+                "annotations_per_annotator",
+                "Annotations per annotator",
+                counts.sort_values("n_annotations", ascending=False, kind="stable"),
+                data.options.max_rows,
+                data=counts,
+            ),
         ],
     )
 
 
 def item_counts_section(data: ProjectData) -> Section | None:
     """Judgments, annotators and tasks per rated item."""
-    counts = judgment_counts_per_item(data.judgments, data.schema_meta)
+    counts = judgment_counts_per_item(data.judgments, data.meta)
     if counts.empty:
         return None
-    return Section(
-        "Judgments per item",
-        [
-            Paragraph(
-                "One row per rated item: kind is how the item is compared (ordinal = a rating "
-                "scale, nominal = a choice among labels, flag = a tick box, text = free text, "
-                "not compared); n_judgments counts the human answers, n_annotators who gave "
-                "them and n_tasks on how many tasks."
-            ),
-            Table("judgments_per_item", "Judgments per item", counts),
-        ],
-    )
+    blocks: list[Block] = [
+        Paragraph(
+            "One row per rated item: kind is how the item is compared (ordinal = a rating "
+            "scale, nominal = a choice among labels, flag = a tick box, text = free text, "
+            "not compared); n_judgments counts the human answers, n_annotators who gave "
+            "them and n_tasks on how many tasks."
+        )
+    ]
+    blocks += short_table("judgments_per_item", "Judgments per item", counts, data.options.max_rows)
+    return Section("Judgments per item", blocks)
+
+
+# -- agreement per item ----------------------------------------------------------------------
+
+NOMINAL_COLUMNS = {
+    "item": "item",
+    "kind": "kind",
+    "n_units": "n_units",
+    "n_annotators": "n_annotators",
+    "exact_agreement": "exact",
+    "kappa": "Cohen/Light kappa",
+    "fleiss_kappa": "Fleiss kappa",
+    "krippendorff_alpha": "alpha (nominal)",
+    "alpha_ci": "alpha 95% CI",
+    "gwet_ac1": "Gwet AC1",
+    "note": "note",
+}
+ORDINAL_COLUMNS = {
+    "item": "item",
+    "scale": "scale",
+    "n_units": "n_units",
+    "n_annotators": "n_annotators",
+    "exact_agreement": "exact",
+    "adjacent_agreement": "adjacent (±1)",
+    "weighted_kappa": "weighted kappa (quadratic)",
+    "krippendorff_alpha": "alpha (ordinal)",
+    "alpha_ci": "alpha 95% CI",
+    "gwet_ac2": "Gwet AC2",
+    "note": "note",
+}
+SHOWN_COEFFICIENTS = {
+    "nominal": ("Cohen's kappa", "Light's kappa", "Fleiss' kappa", "Krippendorff's alpha", "Gwet's AC1"),
+    "ordinal": (
+        "adjacent agreement",
+        "quadratic weighted kappa",
+        "Light's kappa",
+        "Krippendorff's alpha",
+        "Gwet's AC2",
+    ),
+}
+
+
+def agreement_table(data: ProjectData) -> pd.DataFrame:
+    """``per_item_agreement`` of the project (every coefficient), plus ``kappa`` (Cohen's with two
+    annotators, else Light's), ``weighted_kappa`` (quadratic; averaged over pairs when more than
+    two annotators: ``weighted_kappa_pairs``) and ``alpha_ci`` (text). Cached per project."""
+
+    def compute() -> pd.DataFrame:
+        table = per_item_agreement(
+            data.judgments, data.meta, spans=data.spans, n_boot=data.options.n_boot, seed=data.options.seed
+        )
+        if table.empty:
+            return table
+        table["kappa"] = table["cohen_kappa"].where(table["cohen_kappa"].notna(), table["light_kappa"])
+        table["kappa_kind"] = [
+            "Cohen" if not is_nan(c) else ("Light" if not is_nan(light) else "")
+            for c, light in zip(table["cohen_kappa"], table["light_kappa"], strict=True)
+        ]
+        weighted, pairs = [], []
+        for row in table.itertuples():
+            value, averaged = row.cohen_kappa_quadratic, False
+            if row.kind == "ordinal" and is_nan(value) and row.n_annotators > 2 and row.n_units > 0:
+                matrix = ratings_matrix(data.judgments, data.project, row.item, kind="ordinal")
+                numeric = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+                value, averaged = light_kappa(numeric, "quadratic").value, True
+            weighted.append(value)
+            pairs.append(averaged)
+        table["weighted_kappa"] = weighted
+        table["weighted_kappa_pairs"] = pairs
+        table["alpha_ci"] = [
+            f"{low:.3f}–{high:.3f}" if not (is_nan(low) or is_nan(high)) else "n/a"
+            for low, high in zip(table["alpha_ci_low"], table["alpha_ci_high"], strict=True)
+        ]
+        return table
+
+    return data.cached("agreement", compute)
 
 
 def agreement_section(data: ProjectData) -> Section | None:
-    """Exact agreement, Cohen's and Fleiss' kappa per item, each explained in a sentence."""
-    agreement = per_item_agreement(data.judgments, data.schema_meta, spans=data.spans)
+    """Agreement per item, one table per kind of item (choices, rating scales), a plot of alpha
+    with its interval, and one sentence per item and number."""
+    agreement = agreement_table(data)
     if agreement.empty:
         return None
-    shown = agreement.drop(columns=["project"]).rename(columns={"reason": "note"})
-    blocks: list[Paragraph | Table | Figure] = [
+    shown_rows = agreement
+    blocks: list[Block] = []
+    if has_line_items(data.judgments):
+        shown_rows = agreement[~agreement["item"].astype(str).str.match(r"^line_\d+$")]
+        blocks.append(
+            Paragraph(
+                "Line verdicts (line_0, line_1, ...) are compared together, one unit per line of each "
+                "summary, in the section 'Line-by-line consistency'; agreement.csv also has them one "
+                "line position at a time."
+            )
+        )
+    if shown_rows.empty:
+        return Section("Agreement per item", blocks) if blocks else None
+    blocks.append(
         Paragraph(
-            "n_units is the number of tasks rated by at least two annotators: every "
-            "coefficient in a row rests on those tasks only. n_annotators and n_annotations "
-            "count who rated the item and how many answers were given. Text items are not "
-            "compared. A flag counts as 'unchecked' for an annotator who annotated the task "
-            "without ticking it."
-        ),
-        Table("agreement", "Agreement per item (human annotators)", shown, data=agreement),
+            "n_units is the number of tasks rated by at least two annotators: every coefficient in a "
+            "row rests on those tasks only; n_annotators counts who rated the item. Text items are not "
+            "compared. A flag counts as 'unchecked' for an annotator who annotated the task without "
+            "ticking it. The tables show the coefficients that suit each kind of item; agreement.csv "
+            "has all of them (Scott's pi, Bennett's S, linear weighted kappa, ...)."
+        )
+    )
+    scales = data.meta.get("scales") or {}
+    nominal = shown_rows[shown_rows["kind"] != "ordinal"]
+    ordinal = shown_rows[shown_rows["kind"] == "ordinal"]
+    if not nominal.empty:
+        shown = nominal.assign(note=[_note(row, "nominal") for row in nominal.itertuples()])
+        shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
+        blocks.append(
+            Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
+        )
+    if not ordinal.empty:
+        shown = ordinal.assign(
+            note=[_note(row, "ordinal") for row in ordinal.itertuples()],
+            scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
+        )
+        shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
+        data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
+        blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
+    png = alpha_ci_png(shown_rows)
+    if png is not None:
+        blocks.append(Figure("Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)", png))
+        blocks.append(
+            Paragraph(
+                "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
+                "tell on which side of it the item's reliability lies."
+            )
+        )
+    if not ordinal.empty and bool(ordinal["weighted_kappa_pairs"].any()):
+        blocks.append(
+            Paragraph(
+                "With more than two annotators, the weighted kappa shown is the mean of the quadratic "
+                "weighted kappa of every pair of annotators (Light's approach)."
+            )
+        )
+    if "n_spans" in set(shown_rows["item"]) and not data.spans.empty:
+        blocks.append(
+            Paragraph(
+                "n_spans is the number of spans an annotation marked (written by the loader so that an annotation "
+                "that found nothing still counts): its agreement says whether annotators find similar numbers of "
+                "errors, not the same ones (see 'Span agreement')."
+            )
+        )
+    blocks += [
+        Paragraph(_agreement_sentence(row, scales.get(row.item), explain=index == 0))
+        for index, row in enumerate(shown_rows.itertuples())
     ]
-    targets = data.schema_meta.get("agreement_targets") or {}
-    blocks += [Paragraph(_agreement_sentence(row, targets)) for row in agreement.itertuples()]
+    paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
+    if not paradox.empty:
+        blocks.append(
+            Paragraph(
+                f"{', '.join(map(str, paradox['item']))}: high exact agreement with a low alpha or kappa is no "
+                "contradiction. When nearly every answer is the same value, chance alone already makes most pairs "
+                "agree, so the chance-corrected coefficients have little room and drop with a few disagreements; "
+                "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
+            )
+        )
     return Section("Agreement per item", blocks)
 
 
+def _without_empty_notes(shown: pd.DataFrame) -> pd.DataFrame:
+    if "note" in shown.columns and not shown["note"].astype(str).str.strip().any():
+        return shown.drop(columns=["note"])
+    return shown
+
+
+def _scale_text(scale: object) -> str:
+    if isinstance(scale, dict) and "min" in scale and "max" in scale:
+        return f"{scale['min']}-{scale['max']}"
+    return ""
+
+
+def _note(row: object, kind: str) -> str:
+    """The reasons for the n/a cells of a shown row (the full list is in agreement.csv)."""
+    reason = str(getattr(row, "reason", "") or "")
+    if not reason:
+        return ""
+    shown = set(SHOWN_COEFFICIENTS[kind])
+    if not is_nan(getattr(row, "kappa", float("nan"))):
+        shown -= {"Cohen's kappa", "Light's kappa"}
+    if not is_nan(getattr(row, "weighted_kappa", float("nan"))):
+        shown -= {"quadratic weighted kappa", "Light's kappa"}
+    kept = []
+    for part in REASON_SPLIT.split(reason):
+        names, colon, why = part.partition(": ")
+        listed = names.split(", ")
+        if not colon or not set(listed) <= set(COEFFICIENT_NAMES.values()):
+            kept.append(part)  # a reason for the whole row
+            continue
+        relevant = [name for name in listed if name in shown]
+        if relevant:
+            kept.append(f"{', '.join(relevant)}: {why}")
+    return "; ".join(dict.fromkeys(kept))
+
+
+def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str:
+    """One item's numbers in words; ``explain`` adds what each coefficient means (first item only)."""
+    kind_text = {"ordinal": "rating scale", "nominal": "choice", "flag": "tick box"}.get(row.kind, row.kind)
+    if row.kind == "ordinal" and str(row.item).startswith("n_") and isinstance(scale, dict) and scale.get("inferred"):
+        kind_text = "count"
+    scale_text = _scale_text(scale)
+    item = f"{row.item} ({kind_text}{' ' + scale_text if scale_text else ''})"
+    if row.n_units == 0:
+        return f"{item}: no agreement can be measured yet: {row.reason}."
+    parts = [
+        f"{item}: {row.n_units} tasks were rated by two or more of the {row.n_annotators} annotators "
+        f"({row.n_annotations} answers); {percent(row.exact_agreement)} of the pairs of answers on the "
+        f"same task are identical (exact agreement {number(row.exact_agreement)})."
+    ]
+    if row.kind == "ordinal":
+        if not is_nan(row.adjacent_agreement):
+            parts.append(
+                f"{percent(row.adjacent_agreement)} are at most one point apart "
+                f"(adjacent agreement {number(row.adjacent_agreement)})."
+            )
+        if not is_nan(row.weighted_kappa):
+            who = "averaged over every pair of annotators" if row.weighted_kappa_pairs else "between the two annotators"
+            meaning = ": agreement beyond chance, with near misses counted as partly agreeing" if explain else ""
+            parts.append(
+                f"The quadratic weighted kappa, {who}, is {number(row.weighted_kappa)} "
+                f"({kappa_label(row.weighted_kappa)}){meaning}."
+            )
+    elif not is_nan(row.kappa):
+        if row.kappa_kind == "Cohen":
+            meaning = (
+                ": the agreement left after removing what the two annotators' habits would give by chance"
+                if explain
+                else ""
+            )
+            parts.append(f"Cohen's kappa is {number(row.kappa)} ({kappa_label(row.kappa)}){meaning}.")
+        else:
+            parts.append(
+                f"Light's kappa, Cohen's kappa averaged over every pair of annotators, is {number(row.kappa)} "
+                f"({kappa_label(row.kappa)})."
+            )
+    if row.kind != "ordinal" and not is_nan(row.fleiss_kappa) and row.n_annotators > 2:
+        parts.append(
+            f"Fleiss' kappa over all annotators is {number(row.fleiss_kappa)} ({kappa_label(row.fleiss_kappa)})."
+        )
+    if not is_nan(row.krippendorff_alpha):
+        interval = ""
+        if row.alpha_ci != "n/a":
+            low, high = number(row.alpha_ci_low), number(row.alpha_ci_high)
+            interval = f", 95% interval {low} to {high}" + (
+                f" from resampling the {row.n_units} tasks" if explain else ""
+            )
+        parts.append(
+            f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
+            f"{alpha_label(row.krippendorff_alpha)}."
+        )
+    gwet, name = (row.gwet_ac2, "AC2") if row.kind == "ordinal" else (row.gwet_ac1, "AC1")
+    if not is_nan(gwet):
+        parts.append(f"Gwet's {name} is {number(gwet)}.")
+    if is_nan(row.kappa) and is_nan(row.krippendorff_alpha) and row.reason:
+        parts.append(f"The chance-corrected coefficients cannot be computed: {row.reason}.")
+    parts.append(fragile(int(row.n_units)).strip())
+    return " ".join(part for part in parts if part)
+
+
 def rating_distribution_section(data: ProjectData) -> Section | None:
-    """A bar chart of how often each annotator used each value of each ordinal item."""
-    scales = data.schema_meta.get("scales") or {}
-    rated = set(data.human_judgments["item"])
-    rated_scales = {item: scale for item, scale in scales.items() if item in rated}
-    rows = data.human_judgments[~cancelled_mask(data.human_judgments)]
-    png = rating_distribution_png(rows, rated_scales) if rated_scales else None
+    """A bar chart of how often each annotator used each value of each rating scale."""
+    scales = data.meta.get("scales") or {}
+    rows = data.usable_human
+    rated_scales = {item: scale for item, scale in scales.items() if item in set(rows["item"])}
+    if not rated_scales:
+        return None
+    n_annotators = rows[rows["item"].isin(list(rated_scales))]["annotator"].nunique()
+    if n_annotators <= MAX_ANNOTATORS_PER_PLOT:
+        png = rating_distribution_png(rows, rated_scales)
+        text = (
+            "For each rating scale, the share of each value in each annotator's answers "
+            f"({plural(len(rows[rows['item'].isin(list(rated_scales))]), 'answer')} by "
+            f"{plural(n_annotators, 'annotator')}). Annotators whose bars differ a lot use the scale "
+            "differently (one stricter, one more lenient), which lowers agreement."
+        )
+    else:
+        png = pooled_distribution_png(rows, rated_scales)
+        text = (
+            f"For each rating scale, the share of each value among all answers, the "
+            f"{n_annotators} annotators pooled (too many for one bar each)."
+        )
     if png is None:
         return None
-    return Section(
-        "Rating distributions",
-        [
-            Paragraph(
-                "For each rating scale, the share of each value in each annotator's answers. "
-                "Annotators whose bars differ a lot use the scale differently (one stricter, "
-                "one more lenient), which lowers agreement."
-            ),
-            Figure("Share of each value per annotator and item", png),
-        ],
-    )
+    return Section("Rating distributions", [Paragraph(text), Figure("Share of each value per item", png)])
 
 
 def span_section(data: ProjectData) -> Section | None:
     """Span counts per label and per annotator, and how many tasks have spans."""
     if data.spans.empty:
-        if data.schema_meta.get("span_controls"):
+        if data.schema_meta.get("span_controls") and not data.usable_human.empty:
             return Section("Spans", [Paragraph("No spans have been marked in this project yet.")])
         return None
     counts = span_counts(data.spans, data.tasks if not data.tasks.empty else None)
-    blocks: list[Paragraph | Table | Figure] = []
+    blocks: list[Block] = []
     for row in counts.per_project.itertuples():
         sentence = (
             f"{row.source}: {row.n_spans} spans in {row.n_annotations} annotations; "
             f"{row.n_tasks_with_spans} tasks have at least one span"
         )
-        if "share_tasks_with_spans" in counts.per_project and not _is_nan(row.share_tasks_with_spans):
+        if "share_tasks_with_spans" in counts.per_project and not is_nan(row.share_tasks_with_spans):
             sentence += f" ({row.share_tasks_with_spans:.0%} of the project's {int(row.n_tasks)} tasks)"
         blocks.append(Paragraph(sentence + "."))
     blocks.append(
@@ -229,13 +491,15 @@ def span_section(data: ProjectData) -> Section | None:
         fill_value=0,
     ).reset_index()
     wide.columns.name = None
-    blocks.append(Table("spans_per_annotator", "Spans per annotator and label", wide, data=counts.by_annotator))
+    blocks += short_table(
+        "spans_per_annotator", "Spans per annotator and label", wide, data.options.max_rows, data=counts.by_annotator
+    )
     return Section("Spans", blocks)
 
 
-def model_vs_human_section(data: ProjectData) -> Section | None:
+def source_counts_section(data: ProjectData) -> Section | None:
     """Counts of human annotations against model predictions, when predictions exist."""
-    if not any(str(source).startswith(MODEL_SOURCE_PREFIX) for source in _sources(data)):
+    if not data.model_sources:
         return None
     counts = counts_by_source(data.judgments, data.spans)
     return Section(
@@ -243,91 +507,32 @@ def model_vs_human_section(data: ProjectData) -> Section | None:
         [
             Paragraph(
                 "One row per source: 'human' for annotators, 'model:<version>' for each model "
-                "version's predictions. n_tasks counts the tasks each source covered, "
-                "n_annotations its annotations or predictions, n_judgments and n_spans their "
-                "answers. Model predictions are never part of the agreement figures above."
+                "version's predictions, 'gold' for reference labels. n_tasks counts the tasks each "
+                "source covered, n_annotations its annotations or predictions, n_judgments and n_spans "
+                "their answers. Model predictions are never part of the human agreement figures."
             ),
             Table("counts_by_source", "Human annotations and model predictions", counts),
         ],
     )
 
 
+# kept under its old name for callers of the first report version
+model_vs_human_section = source_counts_section
+
 SECTION_BUILDERS: list[SectionBuilder] = [
     overview_section,
+    loading_notes_section,
     annotator_counts_section,
     item_counts_section,
     agreement_section,
     rating_distribution_section,
+    augmentation_section,
+    story_section,
+    likert_section,
     span_section,
-    model_vs_human_section,
+    span_agreement_section,
+    span_quality_section,
+    clustering_section,
+    source_counts_section,
+    model_agreement_section,
 ]
-
-
-def _agreement_sentence(row: Any, targets: Mapping[str, Any]) -> str:
-    item = f"{row.item} ({row.kind})"
-    if row.n_units == 0:
-        return f"{item}: no agreement can be measured yet: {row.reason}."
-    parts = [
-        f"{item}: {row.n_units} tasks were rated by two or more of the {row.n_annotators} "
-        f"annotators; {_percent(row.exact_agreement)} of the pairs of answers on the same task "
-        f"are identical (exact agreement {_number(row.exact_agreement)})."
-    ]
-    if not _is_nan(row.cohen_kappa):
-        parts.append(
-            f"Cohen's kappa is {_number(row.cohen_kappa)} ({_kappa_label(row.cohen_kappa)}): "
-            "the agreement left after removing what the two annotators' habits "
-            "would give by chance."
-        )
-    if not _is_nan(row.fleiss_kappa) and (row.n_annotators > 2 or _is_nan(row.cohen_kappa)):
-        parts.append(
-            f"Fleiss' kappa over all annotators is {_number(row.fleiss_kappa)} ({_kappa_label(row.fleiss_kappa)})."
-        )
-    if _is_nan(row.cohen_kappa) and _is_nan(row.fleiss_kappa):
-        parts.append(f"Kappa cannot be computed: {row.reason}.")
-    for measure, name in (
-        ("exact_agreement", "The exact agreement"),
-        ("cohen_kappa", "Cohen's kappa"),
-    ):
-        target = targets.get(measure)
-        value = getattr(row, measure)
-        if target is not None and not _is_nan(value):
-            verdict = "meets" if value >= float(target) else "falls short of"
-            parts.append(f"{name} {verdict} the guideline's target of {float(target):.2f}.")
-    if row.n_units < FEW_UNITS:
-        parts.append(f"With only {row.n_units} shared tasks, a few more could change these values noticeably.")
-    return " ".join(parts)
-
-
-def _kappa_label(value: float) -> str:
-    if math.isclose(value, 0.0, abs_tol=1e-9):
-        return "no better than chance"
-    if value < 0:
-        return "worse than chance"
-    for upper, label in ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
-        if value <= upper:
-            return label
-    return "almost perfect"
-
-
-def _sources(data: ProjectData) -> list[object]:
-    return sorted(set(data.judgments["source"].dropna()) | set(data.spans["source"].dropna()), key=natural_key)
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def _n_unique(frame: pd.DataFrame, column: str) -> int:
-    return int(frame[column].nunique()) if column in frame.columns else 0
-
-
-def _number(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def _percent(value: float) -> str:
-    return f"{value:.0%}"
-
-
-def _is_nan(value: object) -> bool:
-    return isinstance(value, float) and math.isnan(value)

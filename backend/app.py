@@ -27,6 +27,39 @@ from backend.settings import BackendSettings
 log = logging.getLogger("judgelab.backend")
 
 
+def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI for a handler that reads its JSON body itself (so bad bodies get our 400, not 422)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+TASK_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "data": {"type": "object"}}}
+SETUP_BODY = _json_body(
+    {
+        "type": "object",
+        "properties": {"project": {"type": "string"}, "schema": {"type": "string"}, "extra_params": {}},
+        "required": ["schema"],
+    }
+)
+PREDICT_BODY = _json_body(
+    {
+        "type": "object",
+        "properties": {
+            "tasks": {"type": "array", "items": TASK_SCHEMA},
+            "project": {"type": "string"},
+            "label_config": {"type": "string"},
+            "params": {"type": "object"},
+        },
+        "required": ["tasks", "label_config"],
+    }
+)
+WEBHOOK_BODY = _json_body(
+    {
+        "type": "object",
+        "properties": {"action": {"type": "string"}, "project": {"type": "object"}, "annotation": {"type": "object"}},
+    }
+)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"status": "error", "error": message}, status_code=status)
 
@@ -76,7 +109,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
     def health() -> dict[str, Any]:
         return {"status": "UP", "model_class": "JudgelabModel", "annotator": annotator.name, "version": __version__}
 
-    @app.post("/setup")
+    @app.post("/setup", openapi_extra=SETUP_BODY)
     async def setup(request: Request):
         try:
             payload = await body(request)
@@ -85,7 +118,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
             return _error(400, str(exc))
         return {"model_version": model.setup(), "schema": model.schema_name}
 
-    @app.post("/predict")
+    @app.post("/predict", openapi_extra=PREDICT_BODY)
     async def predict(request: Request):
         try:
             payload = await body(request)
@@ -100,7 +133,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         results = await run_in_threadpool(model.predict, tasks, params.get("context"))
         return {"results": results, "model_version": model.model_version}
 
-    @app.post("/webhook")
+    @app.post("/webhook", openapi_extra=WEBHOOK_BODY)
     async def webhook(request: Request):
         try:
             payload = await body(request)

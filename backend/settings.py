@@ -1,9 +1,99 @@
-"""Backend settings from ``JUDGELAB_*`` environment variables (secrets are never logged)."""
+"""Backend settings from ``JUDGELAB_*`` environment variables (secrets are never logged).
+
+``BackendSettings.from_env()`` reads the service's settings; its ``llm`` part
+(:class:`LLMSettings`) configures the LLM annotator. A value that does not parse raises
+:class:`SettingsError` naming the variable. ``replace(settings, ...)`` (or
+``LLMSettings.from_env(overrides)``) is how CLI flags override the environment.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Label Studio gives up on a /predict after ``ML_TIMEOUT_PREDICT`` (100 s by default): a batch
+#: returns what it has after this many seconds, safely below that.
+DEFAULT_PREDICT_DEADLINE = 80.0
+DEFAULT_CACHE_PATH = ".judgelab/llm-cache.sqlite"
+JSON_MODES = ("auto", "on", "off")
+CACHE_OFF = ("", "off", "none", "0", "false")
+
+
+class SettingsError(ValueError):
+    """A ``JUDGELAB_*`` variable has a value that cannot be used."""
+
+
+def _number(env: dict[str, str], name: str, default: float, kind: type = float, minimum: float = 0) -> float:
+    raw = env.get(name, "")
+    if not raw.strip():
+        return kind(default)
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """An OpenAI-compatible chat endpoint and how to call it."""
+
+    base_url: str = ""  # e.g. http://127.0.0.1:11434/v1 (the part before /chat/completions)
+    model: str = ""
+    api_key: str | None = field(default=None, repr=False)  # never logged, never returned
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    concurrency: int = 8  # requests in flight at once, per backend process
+    timeout: float = 60.0  # one HTTP request, seconds
+    retries: int = 3  # extra attempts after a 429, 5xx, timeout or connection error
+    json_mode: str = "auto"  # auto: ask for JSON output, drop the request for it if the server refuses
+    cache_path: str = DEFAULT_CACHE_PATH  # "" or "off": no response cache
+
+    def __post_init__(self) -> None:
+        if self.json_mode not in JSON_MODES:
+            raise SettingsError(
+                f"JUDGELAB_LLM_JSON_MODE must be one of {', '.join(JSON_MODES)}, got {self.json_mode!r}"
+            )
+        if self.concurrency < 1:
+            raise SettingsError(f"JUDGELAB_LLM_CONCURRENCY must be at least 1, got {self.concurrency}")
+        if self.timeout <= 0:
+            raise SettingsError(f"JUDGELAB_LLM_TIMEOUT must be positive, got {self.timeout}")
+
+    @property
+    def cache_enabled(self) -> bool:
+        return self.cache_path.strip().lower() not in CACHE_OFF
+
+    def check_endpoint(self) -> None:
+        """Raise :class:`SettingsError` unless an endpoint and a model are set."""
+        if not self.base_url.strip():
+            raise SettingsError("JUDGELAB_LLM_BASE_URL is not set (e.g. http://127.0.0.1:11434/v1)")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise SettingsError(f"JUDGELAB_LLM_BASE_URL must start with http:// or https://, got {self.base_url!r}")
+        if not self.model.strip():
+            raise SettingsError("JUDGELAB_LLM_MODEL is not set (the model name the endpoint serves)")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
+        env = dict(os.environ if env is None else env)
+        cache_path = env.get("JUDGELAB_CACHE_PATH")
+        return cls(
+            base_url=env.get("JUDGELAB_LLM_BASE_URL", "").strip().rstrip("/"),
+            model=env.get("JUDGELAB_LLM_MODEL", "").strip(),
+            api_key=env.get("JUDGELAB_LLM_API_KEY") or None,
+            temperature=_number(env, "JUDGELAB_LLM_TEMPERATURE", 0.0),
+            max_tokens=int(_number(env, "JUDGELAB_LLM_MAX_TOKENS", 1024, int, 1)),
+            concurrency=int(_number(env, "JUDGELAB_LLM_CONCURRENCY", 8, int, 1)),
+            timeout=_number(env, "JUDGELAB_LLM_TIMEOUT", 60.0, float, 0.001),
+            retries=int(_number(env, "JUDGELAB_LLM_RETRIES", 3, int, 0)),
+            json_mode=env.get("JUDGELAB_LLM_JSON_MODE", "auto").strip().lower() or "auto",
+            cache_path=DEFAULT_CACHE_PATH if cache_path is None else cache_path.strip(),
+        )
+
+    def cache_file(self) -> Path | None:
+        return Path(self.cache_path).expanduser() if self.cache_enabled else None
 
 
 @dataclass(frozen=True)
@@ -14,6 +104,8 @@ class BackendSettings:
     basic_auth_user: str | None = None
     basic_auth_pass: str | None = field(default=None, repr=False)
     log_level: str = "INFO"
+    predict_deadline: float = DEFAULT_PREDICT_DEADLINE  # seconds one /predict may take
+    llm: LLMSettings = field(default_factory=LLMSettings)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> BackendSettings:
@@ -25,4 +117,6 @@ class BackendSettings:
             basic_auth_user=env.get("JUDGELAB_BASIC_AUTH_USER") or None,
             basic_auth_pass=env.get("JUDGELAB_BASIC_AUTH_PASS") or None,
             log_level=env.get("JUDGELAB_LOG_LEVEL", "INFO"),
+            predict_deadline=_number(env, "JUDGELAB_PREDICT_DEADLINE", DEFAULT_PREDICT_DEADLINE, float, 0.1),
+            llm=LLMSettings.from_env(env),
         )

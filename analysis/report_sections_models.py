@@ -1,0 +1,355 @@
+"""Report section "Model predictions against humans": how close each model source comes to
+the human annotators.
+
+- Rated items: each model's answer against the human majority (choices) or the human mean
+  (rating scales), next to how close a single human comes to the other humans. Line
+  verdicts (``line_<i>``) are pooled and compared as inconsistent against the rest. When the
+  project has no human answers on the model's items, humans of another project of the same
+  schema with the same task ids are used (StorySumm's judges against the
+  evaluation-interface annotators), and the section says so.
+- Spans: each model's span precision, recall and F1 against the human annotators, and the
+  per-type against any-error agreement with a clear human majority (the conservative
+  alignment paradox of HotelCheckSpan section 6.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.agreement import cohen_kappa
+from analysis.item_kinds import item_kind
+from analysis.qc_story import INCONSISTENT
+from analysis.report_blocks import Block, Paragraph, Section, Table
+from analysis.report_data import (
+    LINE_ITEM,
+    ProjectData,
+    is_nan,
+    number,
+    percent,
+    plural,
+    section_or_none,
+    with_project,
+)
+from analysis.report_sections_spans import comparison_table, span_inputs
+from analysis.span_tables import alignment_paradox, model_majority_agreement
+from analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, latest_annotations, normalised_values, usable_judgments
+
+LINES = "line_* (inconsistent vs rest)"
+NOMINAL_NAMES = {
+    "n_units": "units",
+    "agreement_with_majority": "agrees with majority",
+    "cohen_kappa": "Cohen's kappa",
+    "human_baseline": "one human vs the others",
+    "n_human_baseline": "human answers",
+}
+ORDINAL_NAMES = {
+    "n_units": "units",
+    "model_mean": "model mean",
+    "human_mean": "human mean",
+    "mean_abs_difference": "mean |difference|",
+    "spearman_rho": "Spearman's rho",
+    "human_baseline": "one human vs the others",
+    "n_human_baseline": "human answers",
+}
+REST = "rest"
+
+
+def model_agreement_section(data: ProjectData) -> Section | None:
+    if not data.model_sources:
+        return None
+    subsections = [rating_section(data), span_f1_section(data), paradox_section(data)]
+    intro = Paragraph(
+        "How close each model's predictions come to the human annotators. Human agreement among themselves is "
+        "the yardstick: a model as close to the humans as they are to each other is as good as one more annotator."
+    )
+    return section_or_none("Model predictions against humans", [intro], subsections)
+
+
+def _latest(rows: pd.DataFrame) -> pd.DataFrame:
+    keyed = rows.assign(annotator=rows["source"].astype(str) + "\x00" + rows["annotator"].astype(str))
+    keep = set(latest_annotations(keyed)["annotation_id"])
+    return rows[rows["annotation_id"].isin(keep)]
+
+
+def _group(item: str) -> str:
+    return LINES if LINE_ITEM.match(item) else item
+
+
+def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
+    """``task_id, item, group, kind, value`` with values normalised per kind."""
+    rows = rows.assign(item=rows["item"].astype(str))
+    rows = rows.assign(group=rows["item"].map(_group))
+    kinds = {
+        item: ("nominal" if _group(item) == LINES else item_kind(data.meta, item)) for item in rows["item"].unique()
+    }
+    rows = rows.assign(kind=rows["item"].map(kinds))
+    rows = rows[rows["kind"].isin(["nominal", "ordinal", "flag"])]
+    parts = []
+    for kind, part in rows.groupby("kind", sort=False):
+        values = normalised_values(part["value"], "ordinal" if kind == "ordinal" else "nominal")
+        part = part.assign(value=values)
+        if kind == "ordinal":
+            part = part.assign(value=pd.to_numeric(part["value"], errors="coerce"))
+        parts.append(part.dropna(subset=["value"]))
+    if not parts:
+        return rows.iloc[0:0]
+    frame = pd.concat(parts, ignore_index=True)
+    lines = frame["group"] == LINES
+    if lines.any():
+        frame["value"] = frame["value"].astype(object)
+        frame.loc[lines, "value"] = np.where(frame.loc[lines, "value"] == INCONSISTENT, INCONSISTENT, REST)
+    return frame
+
+
+def _humans_for(data: ProjectData, items: set[str], tasks: set[object]) -> tuple[pd.DataFrame, object | None]:
+    own = usable_judgments(data.judgments, source=HUMAN_SOURCE)
+    if own["item"].astype(str).map(_group).isin({_group(i) for i in items}).any():
+        return own, None
+    for project, tables in data.peers.items():
+        peer = usable_judgments(tables["judgments"], source=HUMAN_SOURCE)
+        peer = peer[peer["task_id"].isin(tasks)]
+        if peer["item"].astype(str).map(_group).isin({_group(i) for i in items}).any():
+            return peer, project
+    return own.iloc[0:0], None
+
+
+def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
+    """One row per (model, item group) compared with the humans; and the project humans came from."""
+    frame = usable_judgments(data.judgments, source=None)
+    models = frame[frame["source"].astype(str).str.startswith(MODEL_SOURCE_PREFIX)]
+    if models.empty:
+        return pd.DataFrame(), None
+    humans, borrowed = _humans_for(data, set(models["item"].astype(str)), set(models["task_id"]))
+    if humans.empty:
+        return pd.DataFrame(), None
+    humans = _prepared(_latest(humans), data)
+    models = _prepared(_latest(models), data)
+    rows = []
+    for (source, group), predicted in models.groupby(["source", "group"], sort=True):
+        answers = humans[humans["group"] == group]
+        if answers.empty:
+            continue
+        kind = predicted["kind"].iloc[0]
+        rows.append({"model": source, "item": group, "kind": kind, **_compare(predicted, answers, kind)})
+    return pd.DataFrame(rows), borrowed
+
+
+def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[str, object]:
+    units = ["task_id", "item"]
+    model = predicted.drop_duplicates(units, keep="last").set_index(units)["value"]
+    result: dict[str, object] = {}
+    if kind == "ordinal":
+        reference = humans.groupby(units)["value"].agg(["mean", "size"])
+        joined = pd.concat([model.rename("model"), reference], axis=1, join="inner")
+        result["n_units"] = len(joined)
+        result["model_mean"] = float(joined["model"].mean()) if len(joined) else np.nan
+        result["human_mean"] = float(joined["mean"].mean()) if len(joined) else np.nan
+        result["mean_abs_difference"] = (
+            float((joined["model"] - joined["mean"]).abs().mean()) if len(joined) else np.nan
+        )
+        varies = len(joined) > 2 and joined["model"].nunique() > 1 and joined["mean"].nunique() > 1
+        rho = stats.spearmanr(joined["model"], joined["mean"]).statistic if varies else np.nan
+        result["spearman_rho"] = float(rho) if not is_nan(rho) else np.nan
+        baseline, n = _human_baseline_ordinal(humans, units)
+    else:
+        counts = humans.groupby([*units, "value"]).size().rename("n").reset_index()
+        totals = counts.groupby(units)["n"].transform("sum")
+        majority = counts[2 * counts["n"] > totals].set_index(units)["value"]
+        joined = pd.concat([model.rename("model"), majority.rename("majority")], axis=1, join="inner")
+        result["n_units"] = len(joined)
+        agree = (joined["model"].astype(str) == joined["majority"].astype(str)).mean() if len(joined) else np.nan
+        result["agreement_with_majority"] = float(agree)
+        kappa = cohen_kappa(
+            joined["model"].astype(str).to_numpy(object), joined["majority"].astype(str).to_numpy(object)
+        )
+        result["cohen_kappa"] = kappa.value if len(joined) else np.nan
+        baseline, n = _human_baseline_nominal(humans, units)
+    result["human_baseline"] = baseline
+    result["n_human_baseline"] = n
+    return result
+
+
+def _human_baseline_nominal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
+    """Share of human answers equal to the strict majority of the other humans on the unit."""
+    hits = total = 0
+    for _, group in humans.groupby(units, sort=False):
+        values = group["value"].astype(str).tolist()
+        if len(values) < 2:
+            continue
+        for index, value in enumerate(values):
+            others = values[:index] + values[index + 1 :]
+            top = max(set(others), key=others.count)
+            if 2 * others.count(top) > len(others):
+                total += 1
+                hits += int(value == top)
+    return (hits / total if total else float("nan")), total
+
+
+def _human_baseline_ordinal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
+    """Mean absolute difference between a human's score and the mean of the other humans."""
+    grouped = humans.groupby(units)["value"]
+    sums, counts = grouped.transform("sum"), grouped.transform("size")
+    shared = counts >= 2
+    if not shared.any():
+        return float("nan"), 0
+    others = (sums[shared] - humans.loc[shared, "value"]) / (counts[shared] - 1)
+    return float((humans.loc[shared, "value"] - others).abs().mean()), int(shared.sum())
+
+
+def rating_section(data: ProjectData) -> Section | None:
+    table, borrowed = rating_table(data)
+    if table.empty:
+        return None
+    blocks: list[Block] = []
+    if borrowed is not None:
+        blocks.append(
+            Paragraph(
+                f"This project has no human answers on the models' items, so the models are compared with the human "
+                f"annotators of project {borrowed}, on the tasks both have."
+            )
+        )
+    nominal = table[table["kind"] != "ordinal"]
+    ordinal = table[table["kind"] == "ordinal"]
+    if not nominal.empty:
+        shown = nominal[["model", "item", "n_units", "agreement_with_majority", "cohen_kappa", "human_baseline",
+                         "n_human_baseline"]].rename(columns=NOMINAL_NAMES)  # fmt: skip
+        blocks.append(
+            Paragraph(
+                "Choices: each model's answer against the human majority on the same task (units where the humans "
+                "tie are left out; 'units' counts the rest), as the share of agreeing units ('agrees with majority') "
+                "and as Cohen's kappa. 'one human vs the others' is the yardstick: the share of single human answers "
+                "that equal the majority of the other humans on that unit (over 'human answers'). Line verdicts are "
+                f"pooled as '{LINES}'."
+            )
+        )
+        blocks.append(Table("models_vs_humans", "Models against the human majority", shown,
+                            data=with_project(table, data.project)))  # fmt: skip
+        for item, rows in nominal.groupby("item", sort=False):
+            rows = rows.sort_values("agreement_with_majority", ascending=False)
+            best, worst = rows.iloc[0], rows.iloc[-1]
+            text = (
+                f"{item}: {best['model']} agrees most with the human majority, on "
+                f"{percent(best['agreement_with_majority'])} of {best['n_units']} units (Cohen's kappa "
+                f"{number(best['cohen_kappa'])})"
+            )
+            if len(rows) > 1:
+                text += (
+                    f"; {worst['model']} least, on {percent(worst['agreement_with_majority'])} (kappa "
+                    f"{number(worst['cohen_kappa'])})"
+                )
+            text += (
+                f". A single human agrees with the other humans' majority on {percent(best['human_baseline'])} "
+                f"of {best['n_human_baseline']} answers."
+            )
+            blocks.append(Paragraph(text))
+    if not ordinal.empty:
+        columns = ["model", "item", "n_units", "model_mean", "human_mean", "mean_abs_difference", "spearman_rho",
+                   "human_baseline", "n_human_baseline"]  # fmt: skip
+        shown = ordinal[columns].rename(columns=ORDINAL_NAMES)
+        blocks.append(
+            Paragraph(
+                "Rating scales: each model's score against the mean human score of the same task: the two means, "
+                "their mean absolute difference ('mean |difference|') and Spearman's rho across tasks. 'one human vs "
+                "the others' is the yardstick: the mean absolute difference between one human's score and the mean of "
+                "the other humans on that task (over 'human answers')."
+            )
+        )
+        name = "models_vs_humans" if nominal.empty else "models_vs_humans_ratings"
+        blocks.append(Table(name, "Models against the human mean", shown, data=with_project(ordinal, data.project)))
+        for item, rows in ordinal.groupby("item", sort=False):
+            rows = rows.sort_values("mean_abs_difference")
+            best = rows.iloc[0]
+            blocks.append(
+                Paragraph(
+                    f"{item}: {best['model']} comes closest to the human mean, {number(best['mean_abs_difference'], 2)}"
+                    f" points away on average over {best['n_units']} tasks (Spearman's rho "
+                    f"{number(best['spearman_rho'], 2)}); a single human is {number(best['human_baseline'], 2)} points "
+                    "from the mean of the others."
+                )
+            )
+    return Section("Rated items", blocks)
+
+
+def span_f1_section(data: ProjectData) -> Section | None:
+    table = comparison_table(data)
+    if table.empty:
+        return None
+    models = table[table["comparison"] != "human – human"]
+    if models.empty:
+        return None
+    shown = models.assign(model=models["comparison"].str.replace("human – ", "", regex=False))[
+        ["model", "form", "n_pairs", "P soft", "R soft", "F1 soft", "F1 hard"]
+    ]
+    human = table[(table["comparison"] == "human – human") & (table["form"] == "per span")]
+    blocks: list[Block] = [
+        Paragraph(
+            "Each model's spans against each human annotator's (the human as the reference), averaged over the "
+            "humans (n_pairs): P is the share of what the model marked that the human also marked, R the share of "
+            "what the human marked that the model found; 'soft' ignores the label, 'hard' requires it. The full "
+            "table, with the human-human line to compare with, is under 'Span F1 between annotators'."
+        ),
+        Table("models_span_f1", "Model span F1 against the humans", shown, data=with_project(models, data.project)),
+    ]
+    yardstick = ""
+    if not human.empty:
+        yardstick = f" (two humans reach {number(human['F1 soft'].iloc[0], 2)} soft on average)"
+    for row in shown[shown["form"] == "per span"].to_dict("records"):
+        blocks.append(
+            Paragraph(
+                f"{row['model']}: of what it marks, {percent(row['P soft'])} was also marked by a human; it finds "
+                f"{percent(row['R soft'])} of what a human marked; F1 {number(row['F1 soft'], 2)} soft"
+                f"{yardstick} and {number(row['F1 hard'], 2)} hard, per-span form, over "
+                f"{plural(row['n_pairs'], 'human')}."
+            )
+        )
+    return Section("Spans", blocks)
+
+
+def paradox_section(data: ProjectData) -> Section | None:
+    inputs = span_inputs(data)
+    if inputs is None or len(inputs.humans) < 2 or not inputs.models:
+        return None
+    agreement = model_majority_agreement(
+        inputs.spans, inputs.examples, inputs.humans, inputs.models, annotator_col="rater", labels=inputs.labels
+    )
+    paradox = alignment_paradox(agreement)
+    if paradox.empty or paradox["n_any"].sum() == 0:
+        return None
+    blocks: list[Block] = [
+        Paragraph(
+            "On each text and error type, the humans who annotated the text split into those who marked the type "
+            "and those who did not; the majority is clear when at least 75% of them are on one side (3-1 or 4-0 of "
+            "four). per_type_agreement is the share of such (text, type) decisions where the model marked the type "
+            "exactly when the majority did (n_per_type decisions); any_error_agreement asks the same about 'is "
+            "there any error at all' (n_any texts). The error recalls are the shares of the majority's 'error' "
+            "decisions the model also made. '(always no error)' is a model that never marks anything."
+        ),
+        Table(
+            "model_majority",
+            "Models against a clear human majority: per type and any error",
+            paradox,
+            data=with_project(agreement, data.project),
+        ),  # fmt: skip
+    ]
+    baseline = paradox[paradox["model"] == "(always no error)"]
+    base = baseline["per_type_agreement"].iloc[0] if not baseline.empty else float("nan")
+    for row in paradox[paradox["model"] != "(always no error)"].itertuples():
+        blocks.append(
+            Paragraph(
+                f"{row.model} agrees with the human majority on {percent(row.per_type_agreement)} of the "
+                f"{row.n_per_type} per-type decisions, but on only {percent(row.any_error_agreement)} of the "
+                f"{row.n_any} texts when the question is whether there is any error; it makes "
+                f"{percent(row.per_type_error_recall)} of the majority's per-type 'error' calls."
+            )
+        )
+    blocks.append(
+        Paragraph(
+            f"Why per-type agreement flatters: most texts lack most error types, so humans overwhelmingly agree that "
+            f"a given type is absent, and a model that marks nothing already agrees {percent(base)} of the time per "
+            "type. Agreement on whether there is any error, and the error recall, show whether a model finds the "
+            "errors humans agree on (HotelCheckSpan's 'conservative alignment paradox')."
+        )
+    )
+    return Section("Per error type against any error", blocks)

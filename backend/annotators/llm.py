@@ -1,0 +1,328 @@
+"""The LLM annotator: a schema's :class:`~backend.llm.contracts.LLMTask` run through an
+OpenAI-compatible endpoint, many tasks at once, within the time Label Studio waits.
+
+``annotate_batch(schema, config_xml, datas, deadline_s)`` answers a whole /predict batch: every
+task is first looked up in the response cache, the rest are sent concurrently (at most
+``concurrency`` requests in flight), and after ``deadline_s`` seconds the batch returns what
+is finished, with ``None`` for the rest (the model turns those into placeholders, so Label
+Studio asks again; the answers that arrived are cached, so the next request is cheaper). A
+task that fails (endpoint error, an answer the task cannot use) gives ``None`` too, never an
+exception; failures are counted by kind in :attr:`LLMAnnotator.stats` and logged without the
+API key.
+
+The requests run on one event loop in a background thread owned by the annotator (one
+connection pool, one concurrency bound for the whole process), so the blocking
+``annotate_batch`` can be called from any worker thread and ``annotate_batch_async`` from
+async code; neither blocks the web server's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from backend.draft import Draft
+from backend.llm.cache import ResponseCache, cache_key, open_cache
+from backend.llm.client import ChatClient, LLMError
+from backend.llm.contracts import LLMTask
+from backend.schemas import Schema, SchemaError, all_schemas
+from backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
+
+log = logging.getLogger("judgelab.annotators.llm")
+
+TaskFactory = Callable[[Schema | None, str], LLMTask]
+#: Extra seconds the calling thread waits for the batch beyond its deadline (the batch itself
+#: stops at the deadline; this only guards against a stuck event loop).
+GRACE_S = 5.0
+JSON_OBJECT = {"type": "json_object"}
+
+
+class LLMTaskUnavailable(ValueError):
+    """No LLM task for this schema or label config (the whole batch gets placeholders)."""
+
+
+def default_task_factory(schema: Schema | None, label_config_xml: str) -> LLMTask:
+    from backend.llm.tasks import task_for  # imported late: the tasks module loads prompts
+
+    return task_for(schema, label_config_xml)
+
+
+def _short_hash(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+class _LoopThread:
+    """An asyncio event loop running forever in a daemon thread."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Any) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class LLMAnnotator:
+    """Pre-annotation by an LLM. ``task_factory(schema, label_config_xml)`` gives the LLM task
+    of a schema (default: :func:`backend.llm.tasks.task_for`); ``cache`` defaults to the SQLite
+    file of ``settings.cache_path``."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        task_factory: TaskFactory | None = None,
+        cache: ResponseCache | None = None,
+    ):
+        settings.check_endpoint()
+        self.settings = settings
+        self.task_factory = task_factory or default_task_factory
+        self.cache: ResponseCache = cache if cache is not None else open_cache(settings.cache_file())
+        self.stats: Counter = Counter()
+        self._tasks: dict[tuple[str, str], LLMTask] = {}
+        self._lock = threading.Lock()
+        self._runner: _LoopThread | None = None
+        self._client: ChatClient | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._loop()  # started now: the first batch should not pay for the loop and the client
+
+    def __repr__(self) -> str:
+        s = self.settings
+        return f"LLMAnnotator(model={s.model!r}, base_url={s.base_url!r}, concurrency={s.concurrency})"
+
+    # ---------------------------------------------------------------- versions and tasks
+
+    @property
+    def version(self) -> str:
+        """Hash of what decides the answers apart from the prompt: model, temperature,
+        max_tokens, JSON mode (not the server's address, nor the key)."""
+        s = self.settings
+        return _short_hash(s.model, s.temperature, s.max_tokens, s.json_mode)
+
+    def version_for(self, schema_name: str, config_xml: str) -> str:
+        """:attr:`version` combined with the schema's LLM task version (its prompt template and
+        expected output), so Label Studio asks again when any of them changes."""
+        s = self.settings
+        try:
+            task_version = str(self.task_for(schema_name, config_xml).version)
+        except LLMTaskUnavailable:
+            task_version = "no-task"
+        return _short_hash(s.model, s.temperature, s.max_tokens, s.json_mode, task_version)
+
+    def task_for(self, schema_name: str, config_xml: str) -> LLMTask:
+        """The LLM task for a schema (``custom`` for an unknown config), made once and kept."""
+        key = (schema_name, config_xml)
+        with self._lock:
+            if key in self._tasks:
+                return self._tasks[key]
+        try:
+            schema = all_schemas().get(schema_name)
+        except SchemaError:
+            schema = None
+        try:
+            task = self.task_factory(schema, config_xml)
+        except Exception as exc:
+            raise LLMTaskUnavailable(f"no LLM task for schema {schema_name!r}: {type(exc).__name__}: {exc}") from exc
+        with self._lock:
+            return self._tasks.setdefault(key, task)
+
+    def response_format(self, task: LLMTask) -> dict[str, Any] | None:
+        if self.settings.json_mode == "off":
+            return None
+        return task.response_format() or JSON_OBJECT
+
+    # ---------------------------------------------------------------- annotating
+
+    def annotate(self, schema: str, data: dict[str, Any], deadline_s: float = DEFAULT_PREDICT_DEADLINE) -> Draft:
+        """One task of a built-in schema (or ``custom``). Raises :class:`LLMError` when there is
+        no answer, so a caller can leave a placeholder rather than an empty prediction."""
+        try:
+            config_xml = all_schemas()[schema].config_xml
+        except (KeyError, SchemaError):
+            config_xml = ""
+        task = self.task_for(schema, config_xml)
+        drafts, reasons = self._run(task, [data], deadline_s)
+        if drafts[0] is None:
+            raise reasons[0] or LLMError("unknown", "no answer")
+        return drafts[0]
+
+    def annotate_batch(
+        self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], deadline_s: float
+    ) -> list[Draft | None]:
+        """Drafts in the order of ``datas``; ``None`` for a task that failed or did not finish
+        within ``deadline_s`` seconds. Raises :class:`LLMTaskUnavailable` only when the schema
+        has no LLM task at all."""
+        started = time.monotonic()
+        task = self.task_for(schema_name, config_xml)  # the first call loads the prompt: counted
+        return self._run(task, datas, deadline_s - (time.monotonic() - started))[0]
+
+    async def annotate_batch_async(
+        self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], deadline_s: float
+    ) -> list[Draft | None]:
+        """:meth:`annotate_batch` for async callers (awaits the background loop's work)."""
+        deadline = time.monotonic() + deadline_s
+        task = self.task_for(schema_name, config_xml)
+        future = self._loop().submit(self._batch(task, datas, deadline))
+        try:
+            return (await asyncio.wait_for(asyncio.wrap_future(future), deadline_s + GRACE_S))[0]
+        except TimeoutError:
+            future.cancel()
+            self._count({"unfinished at deadline": len(datas)})
+            return [None] * len(datas)
+
+    def _run(
+        self, task: LLMTask, datas: list[dict[str, Any]], deadline_s: float
+    ) -> tuple[list[Draft | None], list[LLMError | None]]:
+        deadline = time.monotonic() + deadline_s
+        future = self._loop().submit(self._batch(task, datas, deadline))
+        try:
+            return future.result(timeout=max(0.0, deadline_s) + GRACE_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            log.error("LLM batch of %d tasks did not return %.0f s after its deadline", len(datas), GRACE_S)
+            self._count({"unfinished at deadline": len(datas)})
+            return [None] * len(datas), [LLMError("deadline", "batch did not return")] * len(datas)
+
+    def _loop(self) -> _LoopThread:
+        with self._lock:
+            if self._runner is None:
+                self._runner = _LoopThread("judgelab-llm")
+                self._runner.submit(self._open()).result()
+            return self._runner
+
+    async def _open(self) -> None:
+        """On the background loop: the client (its connection pool) and the concurrency bound."""
+        self._client = ChatClient(self.settings)
+        self._semaphore = asyncio.Semaphore(self.settings.concurrency)
+
+    def _count(self, counts: Counter | dict[str, int]) -> None:
+        with self._lock:
+            self.stats.update(counts)
+
+    async def _batch(
+        self, task: LLMTask, datas: list[dict[str, Any]], deadline: float
+    ) -> tuple[list[Draft | None], list[LLMError | None]]:
+        """Runs on the background loop: cache, then concurrent requests until ``deadline``."""
+        started = time.monotonic()
+        client, semaphore = self._client, self._semaphore
+        assert client is not None and semaphore is not None
+        n = len(datas)
+        drafts: list[Draft | None] = [None] * n
+        reasons: list[LLMError | None] = [None] * n
+        counts: Counter = Counter(tasks=n)
+        logged: set[str] = set()
+
+        def fail(indices: list[int], kind: str, error: Exception) -> None:
+            llm_error = error if isinstance(error, LLMError) else LLMError(kind, f"{type(error).__name__}: {error}")
+            for i in indices:
+                reasons[i] = llm_error
+            counts[f"failed: {kind}"] += len(indices)
+            message = client.redact(str(error))
+            if kind not in logged:  # the first of each kind per batch; the summary counts them all
+                logged.add(kind)
+                log.warning("LLM task %d of %d failed (%s): %s", indices[0], n, kind, message)
+            else:
+                log.debug("LLM task %d of %d failed (%s): %s", indices[0], n, kind, message)
+
+        def finish(indices: list[int], text: str) -> None:
+            for i in indices:
+                try:
+                    draft = task.to_draft(text, datas[i])
+                except Exception as exc:  # the contract says never, but one task must not stop a batch
+                    fail([i], "parse", exc)
+                    continue
+                if not isinstance(draft, Draft):
+                    fail([i], "parse", TypeError(f"to_draft returned {type(draft).__name__}"))
+                    continue
+                drafts[i] = draft
+
+        # one request per distinct prompt (a batch may hold the same task twice)
+        requests: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[int]]] = {}
+        for i, data in enumerate(datas):
+            try:
+                messages = task.messages(data)
+                response_format = self.response_format(task)
+            except Exception as exc:
+                fail([i], "prompt", exc)
+                continue
+            s = self.settings
+            key = cache_key(s.model, messages, s.temperature, s.max_tokens, response_format)
+            if key in requests:
+                requests[key][2].append(i)
+            else:
+                requests[key] = (messages, response_format, [i])
+
+        cached = await asyncio.to_thread(lambda: {k: self.cache.get(k) for k in requests})
+        for key, text in cached.items():
+            if text is not None:
+                counts["cached"] += len(requests[key][2])
+                finish(requests.pop(key)[2], text)
+
+        async def ask(key: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None) -> None:
+            async with semaphore:
+                text = await client.complete(messages, response_format, deadline=deadline)
+            await asyncio.sleep(0)  # let the next waiting request go out before this answer is parsed
+            counts["answered"] += len(requests[key][2])
+            finish(requests[key][2], text)
+            await asyncio.to_thread(self.cache.put, key, text)
+
+        jobs = {asyncio.create_task(ask(key, m, rf)): key for key, (m, rf, _) in requests.items()}
+        if jobs:
+            done, pending = await asyncio.wait(jobs, timeout=max(0.0, deadline - time.monotonic()))
+            for job in pending:
+                job.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for job in done:
+                error = job.exception()
+                if error is not None:
+                    kind = error.kind if isinstance(error, LLMError) else "internal"
+                    if kind == "internal":
+                        log.error("LLM batch: unexpected error", exc_info=error)
+                    fail(requests[jobs[job]][2], kind, error)
+            unfinished = [i for job in pending for i in requests[jobs[job]][2]]
+            if unfinished:
+                counts["unfinished at deadline"] += len(unfinished)
+                for i in unfinished:
+                    reasons[i] = LLMError("deadline", "not answered before the /predict deadline")
+        self._count(counts)
+        failed = {k: v for k, v in counts.items() if k.startswith("failed") or k.startswith("unfinished")}
+        (log.warning if failed else log.info)(
+            "LLM batch: %d tasks in %.2f s: %d cached, %d answered%s",
+            n,
+            time.monotonic() - started,
+            counts["cached"],
+            counts["answered"],
+            f", {failed}" if failed else "",
+        )
+        return drafts, reasons
+
+    def close(self) -> None:
+        """Close the connection pool and stop the background loop."""
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        if self._client is not None:
+            try:
+                runner.submit(self._client.aclose()).result(timeout=5)
+            except Exception:  # closing is best effort
+                pass
+            self._client = None
+            self._semaphore = None
+        runner.stop()

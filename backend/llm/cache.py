@@ -1,0 +1,156 @@
+"""The LLM response cache: an answer already received is never requested again.
+
+A :class:`ResponseCache` is two methods (``get``/``put`` of text by key), so the SQLite file
+used on one machine (:class:`SQLiteCache`) can be replaced by a shared store (Redis) when
+several backend replicas run. :func:`cache_key` hashes what decides the answer (model, messages,
+temperature, max_tokens, response_format) and not where it is served from, so moving a model to
+another server keeps its cache.
+
+>>> key = cache_key("m", [{"role": "user", "content": "hi"}], 0.0, 16, None)
+>>> cache = MemoryCache()
+>>> cache.get(key) is None
+True
+>>> cache.put(key, "hello"); cache.get(key)
+'hello'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger("judgelab.llm.cache")
+
+
+class ResponseCache(Protocol):
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, text: str) -> None: ...
+
+
+def cache_key(
+    model: str,
+    messages: list[dict[str, Any]],
+    temperature: float,
+    max_tokens: int,
+    response_format: dict[str, Any] | None,
+) -> str:
+    """sha256 of everything that decides an answer, in a canonical JSON form."""
+    payload = {
+        "model": model,
+        "messages": messages,
+        "temperature": float(temperature),
+        "max_tokens": int(max_tokens),
+        "response_format": response_format,
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class NoCache:
+    """Remembers nothing (``JUDGELAB_CACHE_PATH=off``)."""
+
+    def get(self, key: str) -> str | None:
+        return None
+
+    def put(self, key: str, text: str) -> None:
+        return None
+
+
+class MemoryCache:
+    """A dict, for tests and one-off runs."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: str, text: str) -> None:
+        with self._lock:
+            self._items[key] = text
+
+    def count(self) -> int:
+        return len(self._items)
+
+
+class SQLiteCache:
+    """A SQLite file in WAL mode: readers never wait for the writer, and several threads and
+    processes (backend workers, the bulk pre-annotation CLI) can share one file.
+
+    A cache that cannot be read or written (disk full, a locked or corrupt file) logs a warning
+    and behaves as a miss: it never fails a prediction.
+    """
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 5.0):
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._local = threading.local()
+        self._warned = False
+        with self._connection() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, created REAL NOT NULL)"
+            )
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def _failed(self, action: str, exc: Exception) -> None:
+        if not self._warned:  # once: a broken cache on every task would flood the log
+            log.warning("response cache %s: %s failed (%s); continuing without it", self.path, action, exc)
+            self._warned = True
+
+    def get(self, key: str) -> str | None:
+        try:
+            row = self._connection().execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            self._failed("read", exc)
+            return None
+        return row[0] if row else None
+
+    def put(self, key: str, text: str) -> None:
+        try:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO responses (key, text, created) VALUES (?, ?, ?)", (key, text, time.time())
+            )
+        except sqlite3.Error as exc:
+            self._failed("write", exc)
+
+    def count(self) -> int:
+        """How many answers are stored (no ``__len__``: an empty cache must not be falsy)."""
+        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread ends)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def open_cache(path: str | Path | None) -> ResponseCache:
+    """The cache at ``path`` (None: no cache). A file that cannot be opened gives no cache and
+    a warning, so a read-only working directory does not stop the backend."""
+    if path is None:
+        return NoCache()
+    try:
+        return SQLiteCache(path)
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("response cache %s cannot be opened (%s); answers will not be cached", path, exc)
+        return NoCache()

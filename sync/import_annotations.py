@@ -1,0 +1,277 @@
+"""Earlier-round human annotations into Label Studio annotations, by their annotators.
+
+Accepted files:
+
+- tidy judgments, CSV/TSV/JSONL/JSON, one row per judgment with the columns ``task``
+  (also ``task_id``, ``key`` or ``id``: the task's judgelab key or, for tasks already in Label
+  Studio, their numeric id), ``annotator`` (an email, or a name that becomes
+  ``<name>@judgelab.local``), ``item`` (a control name of the schema's label config:
+  ``SP``, ``Coherence``, ``verdict_0``...) and ``value``;
+- a Label Studio JSON export (a list of tasks with ``annotations``): each annotation keeps
+  its ``result``; its annotator is ``completed_by.email``, else the email in
+  ``created_username`` (``"a@b.c, 3"``), else the numeric ``completed_by``; its task is
+  ``meta.judgelab_key``, else ``data.id``, else the task ``id``.
+
+One annotation per (task, annotator). ``value`` becomes the result type of the control:
+``choices`` (a list when several values are separated by ``|``), ``rating``, ``number`` or
+``textarea``. Annotators are Label Studio users: :func:`ensure_annotators` creates the missing
+ones (no password: they cannot log in until one is set) so that ``completed_by`` (an
+``{"email": ...}``, which Label Studio resolves to organization members on import) holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backend.label_config import Control, parse_label_config
+from backend.schemas import Schema
+from sync.client import SyncError
+from sync.file_formats import read_records
+from sync.importers import KEY_FIELD, TaskRow
+
+ANNOTATOR_DOMAIN = "judgelab.local"
+_RESULT_TYPES = {"Choices": "choices", "Rating": "rating", "Number": "number", "TextArea": "textarea"}
+
+
+def annotator_email(name: str) -> str:
+    """``alice`` -> ``alice@judgelab.local``; an email is kept as it is."""
+    name = str(name).strip()
+    return name if "@" in name else f"{name}@{ANNOTATOR_DOMAIN}"
+
+
+def _region_id(*parts: object) -> str:
+    return hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:10]
+
+
+def control_result(control: Control, value: Any) -> dict[str, Any]:
+    """One classification result of ``control`` holding ``value`` (raises ValueError if it cannot)."""
+    kind = _RESULT_TYPES.get(control.tag)
+    if kind is None:
+        raise ValueError(f"control {control.name!r} is a {control.tag}: only Choices, Rating, Number, TextArea")
+    if kind == "choices":
+        values = value if isinstance(value, list) else [v.strip() for v in str(value).split("|") if v.strip()]
+        values = [str(v) for v in values]
+        allowed = set(control.labels) if control.labels and not control.dynamic else None
+        wrong = [v for v in values if allowed is not None and v not in allowed]
+        if wrong or not values:
+            raise ValueError(f"{control.name}: {value!r} is not one of {', '.join(sorted(allowed or []))}")
+        payload: dict[str, Any] = {"choices": values}
+    elif kind in ("rating", "number"):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{control.name}: {value!r} is not a number") from None
+        payload = {kind: int(number) if number.is_integer() else number}
+    else:
+        payload = {"text": [str(value)]}
+    return {
+        "id": _region_id(control.name, value),
+        "from_name": control.name,
+        "to_name": control.to_name,
+        "type": kind,
+        "origin": "manual",
+        "value": payload,
+    }
+
+
+def controls_by_name(schema: Schema, data: Mapping[str, Any] | None = None) -> dict[str, Control]:
+    """The schema's controls by name, Repeater names expanded from ``data`` when given."""
+    config = parse_label_config(schema.config_xml)
+    if data is not None:
+        return dict(config.expanded_controls(dict(data)))
+    return {c.name: c for c in config.controls}
+
+
+def make_annotation(email: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"completed_by": {"email": email}, "result": results, "was_cancelled": False, "ground_truth": False}
+
+
+def annotation_emails(rows: Iterable[TaskRow]) -> set[str]:
+    """The annotators' emails of the rows' annotations."""
+    emails = set()
+    for row in rows:
+        for annotation in row.annotations or []:
+            who = annotation.get("completed_by")
+            if isinstance(who, dict) and who.get("email"):
+                emails.add(who["email"])
+    return emails
+
+
+def ensure_annotators(client: Any, emails: Iterable[str]) -> dict[str, int]:
+    """``email -> user id`` for every email, creating the users Label Studio does not have.
+
+    A user created through the API is added to the organization of the token's user, which
+    is what lets Label Studio accept ``completed_by: {"email": ...}`` on import.
+    """
+    wanted = sorted(set(emails))
+    if not wanted:
+        return {}
+    known = {getattr(u, "email", None): u.id for u in client.users.list()}
+    ids = {}
+    for email in wanted:
+        if email not in known:
+            user = client.users.create(username=email, email=email, first_name=email.split("@")[0])
+            known[email] = user.id
+        ids[email] = known[email]
+    return ids
+
+
+@dataclass
+class AnnotationSet:
+    """Annotations read from a file, grouped by task reference (key or Label Studio id)."""
+
+    by_task: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.by_task.values())
+
+
+def _export_annotator(annotation: Mapping[str, Any]) -> str | int | None:
+    who = annotation.get("completed_by")
+    if isinstance(who, Mapping) and who.get("email"):
+        return str(who["email"])
+    created = str(annotation.get("created_username") or "")
+    for part in created.split(","):
+        if "@" in part:
+            return part.strip()
+    return who if isinstance(who, int) else None
+
+
+def read_annotations(path: Path, schema: Schema, *, skip_bad: bool = False) -> AnnotationSet:
+    """Annotations of a judgments file or a Label Studio JSON export (see the module doc).
+
+    A row naming an unknown item or a value the control does not allow raises a
+    :class:`SyncError` naming the file and line (or, with ``skip_bad``, is skipped and counted).
+    """
+    path = Path(path)
+    records = read_records(path, skip_bad=skip_bad)
+    out = AnnotationSet()
+    errors: list[str] = []
+    controls = controls_by_name(schema)
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for where, record in records:
+        if not isinstance(record, Mapping):
+            errors.append(f"{where}: expected an object, got {type(record).__name__}")
+            continue
+        if isinstance(record.get("annotations"), list):  # Label Studio export task
+            meta = record.get("meta") if isinstance(record.get("meta"), Mapping) else {}
+            data = record.get("data") if isinstance(record.get("data"), Mapping) else {}
+            ref = meta.get(KEY_FIELD) or data.get("id") or record.get("id")
+            for annotation in record["annotations"]:
+                who = _export_annotator(annotation) if isinstance(annotation, Mapping) else None
+                if ref is None or who is None or not isinstance(annotation.get("result"), list):
+                    errors.append(f"{where}: annotation without task reference, annotator or result")
+                    continue
+                completed = {"email": who} if isinstance(who, str) else who
+                out.by_task.setdefault(str(ref), []).append(
+                    {
+                        "completed_by": completed,
+                        "result": annotation["result"],
+                        "was_cancelled": bool(annotation.get("was_cancelled", False)),
+                        "ground_truth": bool(annotation.get("ground_truth", False)),
+                    }
+                )
+                out.where.setdefault(str(ref), where)
+            continue
+        ref = next((record[k] for k in ("task", "task_id", "key", "id") if record.get(k) not in (None, "")), None)
+        who, item, value = record.get("annotator"), record.get("item"), record.get("value")
+        if ref is None or who in (None, "") or item in (None, ""):
+            errors.append(f"{where}: needs task (or task_id/key/id), annotator and item")
+            continue
+        if value is None or value == "":
+            continue  # a missing judgment: nothing to record
+        control = controls.get(str(item)) or _repeated(controls, str(item))
+        if control is None:
+            errors.append(f"{where}: item {item!r} is not a control of schema {schema.name}")
+            continue
+        try:
+            result = control_result(control, value)
+        except ValueError as exc:
+            errors.append(f"{where}: {exc}")
+            continue
+        result["from_name"] = str(item)
+        key = (str(ref), annotator_email(str(who)))
+        grouped.setdefault(key, []).append(result)
+        out.where.setdefault(str(ref), where)
+    if errors and not skip_bad:
+        shown = "\n  ".join(errors[:10])
+        raise SyncError(f"{len(errors)} bad annotation row(s) in {path.name}; nothing was imported:\n  {shown}")
+    out.skipped = errors
+    for (ref, email), results in grouped.items():
+        out.by_task.setdefault(ref, []).append(make_annotation(email, results))
+    return out
+
+
+def _repeated(controls: Mapping[str, Control], item: str) -> Control | None:
+    """``verdict_3`` -> the Repeater control ``verdict_{{idx}}`` expanded for index 3."""
+    stem, _, index = item.rpartition("_")
+    if not index.isdigit():
+        return None
+    for control in controls.values():
+        if control.flag and control.name == f"{stem}_{{{{{control.flag}}}}}":
+            return control.expand(int(index))
+    return None
+
+
+def attach_annotations(rows: list[TaskRow], annotations: AnnotationSet) -> list[str]:
+    """Add the annotations to the rows with the same key; return the references matching no row."""
+    by_key = {row.key: row for row in rows}
+    unmatched = []
+    for ref, items in annotations.by_task.items():
+        row = by_key.get(ref)
+        if row is None:
+            unmatched.append(ref)
+            continue
+        row.annotations = [*(row.annotations or []), *items]
+    return unmatched
+
+
+def post_annotations(client: Any, project_id: int, annotations: AnnotationSet, refs: Iterable[str]) -> int:
+    """Create the annotations of ``refs`` on tasks already in the project (matched by key or id).
+
+    Returns how many were created; a reference matching no task raises :class:`SyncError`
+    before anything is created.
+    """
+    refs = list(refs)
+    if not refs:
+        return 0
+    tasks = {}
+    for task in client.tasks.list(project=project_id, fields="all"):
+        meta = getattr(task, "meta", None) or {}
+        tasks[str(task.id)] = task.id
+        if isinstance(meta, dict) and meta.get(KEY_FIELD):
+            tasks[str(meta[KEY_FIELD])] = task.id
+    missing = [ref for ref in refs if ref not in tasks]
+    if missing:
+        raise SyncError(
+            f"annotations for task(s) not in project {project_id} nor in the imported files: "
+            + ", ".join(f"{ref} ({annotations.where.get(ref, '?')})" for ref in missing[:10])
+        )
+    emails = {
+        a["completed_by"]["email"]
+        for ref in refs
+        for a in annotations.by_task[ref]
+        if isinstance(a["completed_by"], dict)
+    }
+    ids = ensure_annotators(client, emails)
+    created = 0
+    for ref in refs:
+        for annotation in annotations.by_task[ref]:
+            who = annotation["completed_by"]
+            user = ids[who["email"]] if isinstance(who, dict) else who
+            client.annotations.create(
+                id=tasks[ref],
+                result=annotation["result"],
+                completed_by=user,
+                was_cancelled=annotation.get("was_cancelled", False),
+                ground_truth=annotation.get("ground_truth", False),
+            )
+            created += 1
+    return created

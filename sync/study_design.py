@@ -1,0 +1,448 @@
+"""Study design: attention checks, qualification batches, groups A/B, the pilot, overlap.
+
+Pure, seeded functions on task dicts (``{"data": {...}, ...}`` as in ``samples.json``, or a
+flat data dict); each returns new dicts and never changes its input. The design is written
+into the task *data*, because the data fields are what reaches the ``tasks`` tidy table
+(``sync.tidy``) and so ``analysis.qc_hotel``:
+
+- ``batch`` (1, 2, ...), ``position`` (1-based, inside the batch),
+- ``check``: ``""``, ``error_free`` or ``obvious_incorrect`` (attention checks),
+- ``reference_text`` / ``reference_start`` / ``reference_end`` / ``reference_label``: the
+  reference error (offsets into ``summary``, as :func:`analysis.qc_hotel.reference_span`
+  reads them), ``reference_answer``: a readable form (``Incorrect: Hudson River``, ``no errors``),
+- ``qualification``: ``True`` for the examples of the qualification batch,
+- ``group``: ``A``/``B`` (the wording of the no-errors box, seed 004),
+- ``pilot``: ``True`` for the pilot subset (seed 001).
+
+Seed 004 (HotelCheckSpan, section 4.3): Stage 1 batches of ten examples, each with two
+attention checks (an error-free example and one with an obvious *Incorrect* error), groups A
+and B differing only in the no-errors wording; Stage 2 qualification task of five examples
+(the two attention checks and three new ones), scored 0-5, pass at 3.
+Seed 001 (augmentation quality): a pilot of 30 samples rated by both annotators.
+
+Label Studio's community edition cannot assign tasks to users. The practical equivalents:
+one project per group (``<title> (group A)`` / ``(group B)``, annotators told which one to
+open), the pilot as its own project ``<title> (pilot)`` with ``maximum_annotations=2`` and
+``overlap_cohort_percentage=100`` (:func:`set_overlap`), so both annotators rate every pilot
+task. Overlap settings apply to a *percentage* of a project's tasks, not to chosen ones,
+which is why the pilot lives in its own project.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sync.importers import task_key
+
+ERROR_FREE = "error_free"
+OBVIOUS_INCORRECT = "obvious_incorrect"
+CHECK_KINDS = (ERROR_FREE, OBVIOUS_INCORRECT)
+INCORRECT = "Incorrect"
+NO_ERRORS = "no errors"
+GROUPS = ("A", "B")
+MAX_TITLE = 50  # Label Studio refuses longer project titles
+
+
+class StudyDesignError(ValueError):
+    """The tasks cannot be arranged as asked (missing checks, too few candidates...)."""
+
+
+# --- task dicts -------------------------------------------------------------------------
+
+
+def task_data(task: dict[str, Any]) -> dict[str, Any]:
+    """The data dict of a task (``task["data"]`` when wrapped, else the task itself)."""
+    data = task.get("data")
+    return data if isinstance(data, dict) else task
+
+
+def with_data(task: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``task`` whose data is ``data`` (keeps the wrapped or flat shape)."""
+    if isinstance(task.get("data"), dict):
+        return {**task, "data": data}
+    return data
+
+
+def task_id(task: dict[str, Any]) -> str:
+    """The task's ``id`` (else a content hash, the import key of :mod:`sync.importers`)."""
+    return task_key(task_data(task))
+
+
+def _updated(task: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return with_data(task, {**task_data(task), **fields})
+
+
+def _check_kind(task: dict[str, Any]) -> str:
+    return str(task_data(task).get("check") or "")
+
+
+def split_checks(tasks: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """``(regular tasks, {check kind: check tasks})``; an unknown ``check`` value is an error."""
+    regular: list[dict[str, Any]] = []
+    checks: dict[str, list[dict[str, Any]]] = {kind: [] for kind in CHECK_KINDS}
+    for task in tasks:
+        kind = _check_kind(task)
+        if not kind:
+            regular.append(task)
+        elif kind in checks:
+            checks[kind].append(task)
+        else:
+            raise StudyDesignError(f"task {task_id(task)}: unknown check {kind!r} (use {' or '.join(CHECK_KINDS)})")
+    return regular, checks
+
+
+def with_reference(task: dict[str, Any], text_field: str = "summary") -> dict[str, Any]:
+    """The task with its reference answer in the columns ``analysis.qc_hotel`` reads.
+
+    ``reference`` (or ``reference_text``) is the error's span text, e.g. ``"Hudson River"``;
+    its offsets into ``text_field`` become ``reference_start``/``reference_end``;
+    ``reference_label`` defaults to ``Incorrect`` for ``obvious_incorrect`` checks. A
+    ``reference`` of ``"no errors"`` (or an ``error_free`` check) is an error-free example.
+
+    >>> t = with_reference({"summary": "Views of the Hudson River.", "check": "obvious_incorrect",
+    ...                     "reference": "Hudson River"})
+    >>> t["reference_start"], t["reference_end"], t["reference_label"], t["reference_answer"]
+    (13, 25, 'Incorrect', 'Incorrect: Hudson River')
+    """
+    data = dict(task_data(task))
+    text = data.pop("reference", None)
+    if text is None or (isinstance(text, str) and not text.strip()):
+        text = data.get("reference_text")
+    kind = str(data.get("check") or "")
+    if kind == ERROR_FREE or (isinstance(text, str) and text.strip().lower() in {NO_ERRORS, "none", "no_errors"}):
+        data.update(check=ERROR_FREE, reference_answer=NO_ERRORS)
+        for key in ("reference_text", "reference_start", "reference_end", "reference_label"):
+            data.pop(key, None)
+        return with_data(task, data)
+    label = data.get("reference_label") or (INCORRECT if kind == OBVIOUS_INCORRECT else None)
+    if isinstance(text, str) and text:
+        data["reference_text"] = text
+        body = data.get(text_field)
+        if isinstance(body, str):
+            at = body.find(text)
+            if at < 0:
+                raise StudyDesignError(f"task {task_id(task)}: reference {text!r} is not in its {text_field}")
+            data["reference_start"], data["reference_end"] = at, at + len(text)
+    if label:
+        data["reference_label"] = label
+    where = data.get("reference_text")
+    if label or where:
+        data["reference_answer"] = f"{label or 'any label'}: {where or '(anywhere)'}"
+    return with_data(task, data)
+
+
+def has_reference(task: dict[str, Any]) -> bool:
+    """Whether a task carries a reference answer (an error span/label, or ``no errors``)."""
+    data = task_data(task)
+    if _check_kind(task) in CHECK_KINDS:
+        return True
+    return any(data.get(k) not in (None, "") for k in ("reference", "reference_text", "reference_start"))
+
+
+def _unique_ids(tasks: Sequence[dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for task in tasks:
+        key = task_id(task)
+        if key in seen:
+            raise StudyDesignError(f"duplicate task id {key!r}")
+        seen.add(key)
+
+
+def _need_checks(checks: dict[str, list[dict[str, Any]]]) -> None:
+    missing = [kind for kind in CHECK_KINDS if not checks.get(kind)]
+    if missing:
+        raise StudyDesignError(
+            f"no attention check of kind {', '.join(missing)}: give a checks file or flag tasks with 'check'"
+        )
+
+
+def _all_checks(
+    tasks: Sequence[dict[str, Any]], checks: Iterable[dict[str, Any]] | None
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    regular, flagged = split_checks(tasks)
+    not_checks, given = split_checks(checks or [])
+    if not_checks:
+        raise StudyDesignError(f"check {task_id(not_checks[0])} has no 'check' kind ({' or '.join(CHECK_KINDS)})")
+    return regular, {kind: [*given[kind], *flagged[kind]] for kind in CHECK_KINDS}
+
+
+# --- batches with attention checks ------------------------------------------------------
+
+
+def make_batches(
+    tasks: Sequence[dict[str, Any]],
+    checks: Iterable[dict[str, Any]] | None = None,
+    *,
+    batch_size: int = 10,
+    seed: int = 0,
+    by: str | None = None,
+    shuffle: bool = False,
+    text_field: str = "summary",
+) -> list[dict[str, Any]]:
+    """Batches of ``batch_size`` tasks, each with one ``error_free`` and one
+    ``obvious_incorrect`` attention check at seeded random positions (seed 004: ten examples,
+    two of them checks, so eight regular tasks per batch; the last batch may be shorter).
+
+    Checks come from ``checks`` and from the tasks flagged with ``check``; with several of a
+    kind they take turns (in a seeded order). Each batch gets its own copy of a check, with
+    the id ``<check id>@batch<k>`` and ``check_of`` = the check's id, so task ids stay unique
+    and stable for a given seed. ``by`` (e.g. ``model``, seed 001's "batch by model") keeps
+    tasks with the same value together; ``shuffle`` shuffles the regular tasks first.
+    Every returned task has ``batch``, ``position`` and ``check`` in its data.
+
+    >>> tasks = [{"id": f"t{i}", "summary": "s"} for i in range(3)]
+    >>> checks = [{"id": "ok", "check": "error_free", "summary": "s"},
+    ...           {"id": "bad", "check": "obvious_incorrect", "summary": "Hudson", "reference": "Hudson"}]
+    >>> out = make_batches(tasks, checks, batch_size=4)
+    >>> [(t["id"], t["batch"]) for t in out if t["check"]]
+    [('ok@batch1', 1), ('bad@batch1', 1), ('bad@batch2', 2), ('ok@batch2', 2)]
+    """
+    if batch_size < 3:
+        raise StudyDesignError("batch_size must be at least 3 (two attention checks and one task)")
+    regular, pool = _all_checks(tasks, checks)
+    _need_checks(pool)
+    rng = random.Random(seed)
+    regular = list(regular)
+    if shuffle:
+        rng.shuffle(regular)
+    if by:
+        order: dict[Any, list[dict[str, Any]]] = {}
+        for task in regular:
+            order.setdefault(task_data(task).get(by), []).append(task)
+        groups = list(order.values())
+    else:
+        groups = [regular]
+    per_batch = batch_size - len(CHECK_KINDS)
+    chunks = [group[i : i + per_batch] for group in groups for i in range(0, len(group), per_batch)]
+    turns = {kind: rng.sample(pool[kind], len(pool[kind])) for kind in CHECK_KINDS}
+    out: list[dict[str, Any]] = []
+    for k, chunk in enumerate(chunks, start=1):
+        size = len(chunk) + len(CHECK_KINDS)
+        slots = rng.sample(range(size), len(CHECK_KINDS))
+        placed: dict[int, dict[str, Any]] = {}
+        for kind, slot in zip(CHECK_KINDS, slots, strict=True):
+            check = with_reference(turns[kind][(k - 1) % len(turns[kind])], text_field)
+            placed[slot] = _updated(check, id=f"{task_id(check)}@batch{k}", check_of=task_id(check), check=kind)
+        rest = iter(chunk)
+        for position in range(size):
+            task = placed.get(position) or _updated(next(rest), check="")
+            out.append(_updated(task, batch=k, position=position + 1))
+    _unique_ids(out)
+    return out
+
+
+# --- qualification batch ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Qualification:
+    """``tasks``: the qualification examples (``qualification: True``, reference answers);
+    ``remaining``: the input tasks minus the new examples set aside for the qualification."""
+
+    tasks: list[dict[str, Any]]
+    remaining: list[dict[str, Any]]
+
+
+def qualification_batch(
+    tasks: Sequence[dict[str, Any]],
+    checks: Iterable[dict[str, Any]] | None = None,
+    *,
+    n_new: int = 3,
+    seed: int = 0,
+    text_field: str = "summary",
+) -> Qualification:
+    """The qualification task of seed 004: the two attention checks (one of each kind) and
+    ``n_new`` new examples with reference answers, in a seeded order, scored 0-5 by
+    :func:`analysis.qc_hotel.qualification_scores`.
+
+    New examples are drawn (seeded) from the regular tasks that carry a reference
+    (``reference``/``reference_text``/``reference_start``, or ``reference: "no errors"``,
+    which turns the example into an ``error_free`` one: qc_hotel scores an example as
+    error-free by its ``check``). They are set aside: ``remaining`` no longer has them.
+    Each example gets ``qualification: True``, ``position`` and its reference columns.
+    """
+    regular, pool = _all_checks(tasks, checks)
+    _need_checks(pool)
+    rng = random.Random(seed)
+    chosen_checks = [rng.choice(pool[kind]) for kind in CHECK_KINDS]
+    candidates = [t for t in regular if has_reference(t)]
+    if len(candidates) < n_new:
+        raise StudyDesignError(
+            f"{len(candidates)} task(s) with a reference answer, {n_new} needed for the qualification batch"
+        )
+    new = rng.sample(candidates, n_new)
+    examples = [with_reference(t, text_field) for t in [*chosen_checks, *new]]
+    rng.shuffle(examples)
+    out = [_updated(t, qualification=True, position=i) for i, t in enumerate(examples, start=1)]
+    _unique_ids(out)
+    taken = {task_id(t) for t in new}
+    remaining = [t for t in tasks if _check_kind(t) or task_id(t) not in taken]
+    return Qualification(tasks=out, remaining=remaining)
+
+
+# --- groups A/B -------------------------------------------------------------------------
+
+
+def _balanced(n: int, groups: Sequence[str], rng: random.Random | None) -> list[str]:
+    """``n`` group names, as equal in number as possible; shuffled when ``rng`` is given,
+    else alternating (A, B, A, B...)."""
+    labels = [groups[i % len(groups)] for i in range(n)]
+    if rng is not None:
+        rng.shuffle(labels)
+    return labels
+
+
+def assign_groups(
+    tasks: Sequence[dict[str, Any]],
+    *,
+    groups: Sequence[str] = GROUPS,
+    unit: str = "batch",
+    alternate: bool = False,
+    both: bool = False,
+    seed: int = 0,
+    stale_fields: Iterable[str] = ("no_errors_options",),
+) -> list[dict[str, Any]]:
+    """Set every task's ``group``.
+
+    - ``unit="batch"``: a whole batch (the ``batch`` of :func:`make_batches`) gets one group,
+      since an annotator, who belongs to one group, works through whole batches; ``"task"``:
+      each task on its own.
+    - balanced: the units split as evenly as possible between ``groups``, in a seeded random
+      order; ``alternate=True``: A, B, A, B... in input order.
+    - ``both=True``: every task once per group (seed 004: each example annotated by one
+      worker of each group); the copies keep their id, so they must go to different
+      projects (one project per group, see :func:`split_by_group`).
+
+    ``stale_fields`` are dropped: derived from ``group`` at import (the hotel schema's
+    ``no_errors_options``), they would keep the old wording otherwise.
+    """
+    if unit not in ("batch", "task"):
+        raise StudyDesignError(f"unit must be 'batch' or 'task', not {unit!r}")
+    if len(groups) < 2 or len(set(groups)) != len(groups):
+        raise StudyDesignError("give at least two distinct groups")
+    stale = set(stale_fields)
+
+    def regroup(task: dict[str, Any], group: str) -> dict[str, Any]:
+        data = {k: v for k, v in task_data(task).items() if k not in stale}
+        return with_data(task, {**data, "group": group})
+
+    if both:
+        return [regroup(t, g) for g in groups for t in tasks]
+    rng = None if alternate else random.Random(seed)
+    if unit == "batch":
+        keys = [task_data(t).get("batch") for t in tasks]
+        if any(key in (None, "") for key in keys):
+            raise StudyDesignError(
+                "unit 'batch' needs every task's 'batch' (run make_batches first, or use unit 'task')"
+            )
+        units = list(dict.fromkeys(keys))
+        by_unit = dict(zip(units, _balanced(len(units), groups, rng), strict=True))
+        return [regroup(t, by_unit[key]) for t, key in zip(tasks, keys, strict=True)]
+    labels = _balanced(len(tasks), groups, rng)
+    return [regroup(t, g) for t, g in zip(tasks, labels, strict=True)]
+
+
+def split_by_group(tasks: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``{group: its tasks}`` in first-seen group order; a task without a group is an error."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        group = task_data(task).get("group")
+        if group in (None, ""):
+            raise StudyDesignError(f"task {task_id(task)} has no group (run assign_groups first)")
+        out.setdefault(str(group), []).append(task)
+    return out
+
+
+# --- pilot subset -----------------------------------------------------------------------
+
+
+def _stratum(task: dict[str, Any], strata: Sequence[str]) -> tuple[Any, ...]:
+    data = task_data(task)
+    return tuple(data.get(field) for field in strata)
+
+
+def pilot_allocation(counts: dict[Any, int], size: int, seed: int = 0) -> dict[Any, int]:
+    """How many tasks each stratum gives to a sample of ``size``: proportional to its size,
+    rounded by largest remainder (ties broken by ``seed``), never more than it has.
+
+    >>> pilot_allocation({"a": 10, "b": 10, "c": 10}, 6)
+    {'a': 2, 'b': 2, 'c': 2}
+    """
+    total = sum(counts.values())
+    if size > total:
+        raise StudyDesignError(f"a sample of {size} from {total} task(s)")
+    if size <= 0 or total == 0:
+        return {key: 0 for key in counts}
+    quota = {key: size * n / total for key, n in counts.items()}
+    alloc = {key: min(counts[key], math.floor(q)) for key, q in quota.items()}
+    rng = random.Random(seed)
+    tie = {key: rng.random() for key in counts}
+    while sum(alloc.values()) < size:
+        open_keys = [key for key in counts if alloc[key] < counts[key]]
+        open_keys.sort(key=lambda key: (-(quota[key] - alloc[key]), tie[key]))
+        for key in open_keys[: size - sum(alloc.values())]:
+            alloc[key] += 1
+    return alloc
+
+
+def pilot_subset(
+    tasks: Sequence[dict[str, Any]],
+    *,
+    size: int = 30,
+    strata: Sequence[str] = ("model", "augmentation_type"),
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """All tasks, the pilot ones marked ``pilot: True`` (the others ``False``): a seeded
+    sample of ``size`` stratified by ``strata`` (seed 001: 30 samples over model x
+    augmentation type, rated by both annotators; ``agreement_targets.pilot_size``).
+    Attention checks are never drawn."""
+    regular = [t for t in tasks if not _check_kind(t)]
+    by_stratum: dict[tuple[Any, ...], list[int]] = {}
+    for index, task in enumerate(tasks):
+        if not _check_kind(task):
+            by_stratum.setdefault(_stratum(task, strata), []).append(index)
+    if size > len(regular):
+        raise StudyDesignError(f"pilot of {size} from {len(regular)} task(s)")
+    alloc = pilot_allocation({key: len(v) for key, v in by_stratum.items()}, size, seed)
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    for key, indexes in by_stratum.items():
+        chosen.update(rng.sample(indexes, alloc[key]))
+    return [_updated(t, pilot=i in chosen) for i, t in enumerate(tasks)]
+
+
+# --- Label Studio side ------------------------------------------------------------------
+
+
+def suffixed_title(title: str, suffix: str, limit: int = MAX_TITLE) -> str:
+    """``"<title> (<suffix>)"``, the title shortened so the whole fits Label Studio's limit.
+
+    >>> suffixed_title("HotelCheckSpan: error spans in hotel summaries", "group A")
+    'HotelCheckSpan: error spans in hotel sum (group A)'
+    """
+    tail = f" ({suffix})"
+    return title[: max(0, limit - len(tail))].rstrip() + tail
+
+
+@dataclass(frozen=True)
+class OverlapSettings:
+    project_id: int
+    maximum_annotations: int
+    overlap_cohort_percentage: int
+
+
+def set_overlap(client: Any, project_id: int, annotations_per_task: int, percent: int = 100) -> OverlapSettings:
+    """Require ``annotations_per_task`` annotations for ``percent`` % of the project's tasks
+    (Label Studio's ``maximum_annotations`` and ``overlap_cohort_percentage``); returns the
+    settings read back from Label Studio."""
+    if annotations_per_task < 1:
+        raise StudyDesignError("annotations per task must be at least 1")
+    if not 0 <= percent <= 100:
+        raise StudyDesignError("the overlap percentage must be between 0 and 100")
+    client.projects.update(id=project_id, maximum_annotations=annotations_per_task, overlap_cohort_percentage=percent)
+    project = client.projects.get(id=project_id)
+    return OverlapSettings(project_id, int(project.maximum_annotations), int(project.overlap_cohort_percentage))

@@ -1,0 +1,300 @@
+"""A simulated OpenAI-compatible LLM server for tests and benchmarks: a real HTTP server on
+127.0.0.1 (a free port, a background thread), speaking ``POST /v1/chat/completions`` and
+``GET /v1/models``.
+
+What it answers is scripted: ``answer`` is a text, or a function of the request's messages
+returning a text or a :class:`Failure`; ``script`` lists what the next requests get, in order,
+before the ``answer`` applies (``None`` in it: a normal answer). It records every request
+(time, headers, body), counts them, and tracks how many are in flight at once.
+
+    with LLMSim(answer='{"rating": 3}', latency=0.2) as sim:
+        ...  # point the client at sim.url ("http://127.0.0.1:<port>/v1")
+
+Run it as a separate process (for benchmarks, so it does not share the measured process):
+``python tests/llm_sim.py --latency 0.2 --answer '{}'`` prints its URL, then serves until
+stdin closes or it is terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAILURE_KINDS = (
+    "500",
+    "503",
+    "429",
+    "html",
+    "empty",
+    "garbage",
+    "no_choices",
+    "hang",
+    "echo_auth",
+    "reject_format",
+    "status",
+)
+
+
+@dataclass
+class Failure:
+    """A scripted misbehaviour.
+
+    ``500``/``503``: that status with a JSON error; ``429``: rate limited, with ``retry_after``
+    as the ``Retry-After`` header if given; ``html``: 200 with an HTML page; ``empty``: 200
+    with an empty body; ``garbage``: 200 with broken JSON; ``no_choices``: 200 with JSON
+    lacking ``choices``; ``hang``: wait ``seconds`` before answering normally; ``echo_auth``:
+    ``status`` with the request's Authorization header in the body (a careless proxy);
+    ``reject_format``: 400 saying ``response_format`` is not supported; ``status``: any
+    ``status`` with a JSON error body.
+    """
+
+    kind: str
+    retry_after: str | None = None
+    seconds: float = 30.0
+    status: int = 400
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown failure kind {self.kind!r}; one of {FAILURE_KINDS}")
+
+
+Behaviour = str | Failure
+Answer = str | Callable[[list[dict[str, Any]]], Behaviour]
+
+
+@dataclass
+class SimRequest:
+    at: float  # time.monotonic() when the request arrived
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    wall: float = 0.0  # time.time() when it arrived
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", []) if isinstance(self.body, dict) else []
+
+    @property
+    def last_user_text(self) -> str:
+        users = [m.get("content", "") for m in self.messages if m.get("role") == "user"]
+        return users[-1] if users else ""
+
+
+@dataclass
+class LLMSim:
+    answer: Answer = "{}"
+    latency: float = 0.0  # seconds before every chat answer
+    script: deque = field(default_factory=deque)  # Behaviour | None per coming chat request
+    reject_response_format: bool = False  # 400 naming response_format when a request has one
+    model: str = "sim-model"
+    host: str = "127.0.0.1"
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self.script = deque(self.script)
+        self.requests: list[SimRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        """The base URL a client is configured with (``.../v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> LLMSim:
+        sim = self
+
+        class Handler(_Handler):
+            pass
+
+        Handler.sim = sim
+        self._server = _Server((self.host, self.port), Handler)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-sim", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # releases hanging handlers
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LLMSim:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ observations
+
+    @property
+    def chat_requests(self) -> list[SimRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def count(self) -> int:
+        return len(self.chat_requests)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = self.in_flight
+
+    # ------------------------------------------------------------------ behaviour
+
+    def _behaviour(self, body: Any) -> Behaviour:
+        with self._lock:
+            scripted = self.script.popleft() if self.script else None
+        if scripted is not None:
+            return scripted
+        if isinstance(body, dict) and self.reject_response_format and "response_format" in body:
+            return Failure("reject_format")
+        if callable(self.answer):
+            messages = body.get("messages", []) if isinstance(body, dict) else []
+            return self.answer(messages)
+        return self.answer
+
+    def completion(self, text: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-sim-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the listen backlog (5 by default drops bursts of new connections)
+    daemon_threads = True
+    block_on_close = False
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers
+    disable_nagle_algorithm = True  # TCP_NODELAY, as real servers: no 40 ms delayed-ACK stalls
+    sim: LLMSim
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self._headers_buffer.append(b"\r\n" + body)  # headers and body in one write
+        self.wfile.write(b"".join(self._headers_buffer))
+        self._headers_buffer = []
+
+    def _json(self, status: int, payload: Any, headers: dict | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), headers=headers)
+
+    def _record(self, body: Any) -> SimRequest:
+        request = SimRequest(time.monotonic(), self.command, self.path, dict(self.headers.items()), body, time.time())
+        with self.sim._lock:
+            self.sim.requests.append(request)
+        return request
+
+    def do_GET(self) -> None:
+        self._record(None)
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.sim.model, "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = None
+        request = self._record(body)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        sim = self.sim
+        with sim._lock:
+            sim.in_flight += 1
+            sim.max_in_flight = max(sim.max_in_flight, sim.in_flight)
+        try:
+            if sim.latency:
+                sim._stopping.wait(sim.latency)
+            self._answer(sim._behaviour(body), request)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up
+            pass
+        finally:
+            with sim._lock:
+                sim.in_flight -= 1
+
+    def _answer(self, behaviour: Behaviour, request: SimRequest) -> None:
+        sim = self.sim
+        if isinstance(behaviour, str):
+            self._json(200, sim.completion(behaviour))
+            return
+        kind = behaviour.kind
+        if kind in ("500", "503"):
+            self._json(int(kind), {"error": {"message": "internal error", "type": "server_error"}})
+        elif kind == "429":
+            headers = {"Retry-After": behaviour.retry_after} if behaviour.retry_after is not None else {}
+            self._json(429, {"error": {"message": "rate limit reached", "type": "rate_limit"}}, headers)
+        elif kind == "html":
+            self._send(200, b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>", "text/html")
+        elif kind == "empty":
+            self._send(200, b"")
+        elif kind == "garbage":
+            self._send(200, b'{"choices": [{"message": {"content": "trunc')
+        elif kind == "no_choices":
+            self._json(200, {"id": "x", "object": "chat.completion", "model": sim.model})
+        elif kind == "hang":
+            sim._stopping.wait(behaviour.seconds)
+            self._json(200, sim.completion("{}"))
+        elif kind == "echo_auth":
+            echoed = request.headers.get("Authorization", "")
+            self._json(behaviour.status, {"error": {"message": f"bad request with header {echoed}"}})
+        elif kind == "reject_format":
+            self._json(400, {"error": {"message": "response_format is not supported by this server"}})
+        else:
+            self._json(behaviour.status, {"error": {"message": f"scripted HTTP {behaviour.status}"}})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--answer", default="{}")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    with LLMSim(answer=args.answer, latency=args.latency, port=args.port) as sim:
+        print(sim.url, flush=True)
+        try:
+            sys.stdin.read()  # until the parent closes our stdin
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

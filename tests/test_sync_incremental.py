@@ -1,0 +1,281 @@
+"""Incremental sync against a real Label Studio: idempotent, incremental, resumable, and never
+a reason for Label Studio to call the ML backend."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from backend.schemas import all_schemas
+from sync.export import read_tables
+from sync.importers import rows_from_records
+from sync.incremental import STATE_FILE, has_state, sync_tables
+from sync.projects import ensure_project, import_rows
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class CountingBackend:
+    """A minimal ML backend that answers /health and /setup and counts every other request."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, payload: dict) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                outer.requests.append(f"GET {self.path}")
+                self._answer({"status": "UP", "model_class": "Counter"})
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                outer.requests.append(f"POST {self.path}")
+                if self.path.startswith("/setup"):
+                    self._answer({"model_version": "counter-1"})
+                else:
+                    self._answer({"results": []})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def predict_calls(self) -> int:
+        return sum(1 for r in self.requests if "/predict" in r)
+
+
+def _rows(schema, items):
+    return rows_from_records([(f"item {i}", t) for i, t in items], schema)
+
+
+def _choice(control, value):
+    return {"from_name": control, "to_name": "summary", "type": "choices", "value": {"choices": [value]}}
+
+
+def _likert(value):
+    return [_choice(c, value) for c in ("Coherence", "Consistency", "Fluency", "Relevance", "5W")]
+
+
+def _second_user(client):
+    for user in client.users.list():
+        if user.email == "second.annotator@judgelab.local":
+            return user
+    return client.users.create(username="second", email="second.annotator@judgelab.local", password="second-pass-123")
+
+
+@pytest.fixture(scope="module")
+def project(live_stack):
+    client = live_stack.client
+    schema = all_schemas()["likert_rubric_es"]
+    samples = schema.samples()
+    ensured = ensure_project(client, schema)
+    import_rows(client, ensured.id, _rows(schema, list(enumerate(samples))[:-1]))
+    tasks = sorted(t.id for t in client.tasks.list(project=ensured.id))
+    backend = CountingBackend()
+    for task_id in tasks[:3]:
+        client.predictions.create(task=task_id, result=_likert("3"), score=0.75, model_version="stored-1")
+    client.ml.create(url=backend.url, project=ensured.id, title="counter", is_interactive=False)
+    client.projects.update(id=ensured.id, show_collab_predictions=True, evaluate_predictions_automatically=True)
+    admin, second = client.users.whoami(), _second_user(client)
+    annotations = {}
+    for i, task_id in enumerate(tasks[:4]):
+        annotations[(task_id, "admin")] = client.annotations.create(
+            id=task_id, result=_likert(str(2 + i % 3)), completed_by=admin.id, lead_time=4.5
+        ).id
+        annotations[(task_id, "second")] = client.annotations.create(
+            id=task_id, result=_likert("4"), completed_by=second.id, lead_time=7.0, ground_truth=(i == 0)
+        ).id
+    client.annotations.create(id=tasks[4], result=[], completed_by=second.id, was_cancelled=True)
+    return {
+        "id": ensured.id,
+        "schema": schema,
+        "samples": samples,
+        "tasks": tasks,
+        "annotations": annotations,
+        "admin": admin,
+        "second": second,
+        "backend": backend,
+        "client": client,
+    }
+
+
+def _sync(project, *args, **kwargs):
+    """sync_tables, checking that Label Studio called the backend's /predict zero times meanwhile."""
+    before = project["backend"].predict_calls
+    report = sync_tables(project["client"], *args, **kwargs)
+    assert project["backend"].predict_calls == before, project["backend"].requests
+    return report
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.astype(str)
+    return frame.sort_values(list(frame.columns)).reset_index(drop=True)
+
+
+def assert_same_tables(left: Path, right: Path) -> None:
+    a, b = read_tables(left), read_tables(right)
+    for name in ("tasks", "judgments", "spans"):
+        fa, fb = getattr(a, name), getattr(b, name)
+        assert sorted(fa.columns) == sorted(fb.columns), name
+        pd.testing.assert_frame_equal(_sorted(fa), _sorted(fb[fa.columns]), obj=name)
+    pa, pb = pd.read_parquet(left / "predictions.parquet"), pd.read_parquet(right / "predictions.parquet")
+    pd.testing.assert_frame_equal(_sorted(pa), _sorted(pb))
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.parquet"))}
+
+
+def _table_rows(folder: Path) -> dict[str, list]:
+    with sqlite3.connect(folder / STATE_FILE) as db:
+        return {
+            name: sorted(map(repr, db.execute(f"SELECT * FROM {name}").fetchall()))
+            for name in ("tasks", "judgments", "spans", "predictions", "sync_task_rows")
+        }
+
+
+def test_full_sync_then_second_sync_changes_nothing(project, tmp_path):
+    out = tmp_path / "a"
+    first = _sync(project, out, [project["id"]], full=True)
+    assert has_state(out)
+    assert first.tasks_exported == len(project["tasks"])
+    tables = read_tables(out)
+    judgments = tables.judgments
+    human = judgments[judgments.source == "human"]
+    assert set(human.annotation_id) >= {str(a) for a in project["annotations"].values()}
+    assert human.lead_time.dropna().isin([4.5, 7.0]).all()
+    assert human.was_cancelled.sum() == 1
+    gt = human[human.ground_truth.astype(bool)]
+    assert set(gt.annotation_id) == {str(project["annotations"][(project["tasks"][0], "second")])}
+    assert set(human.annotator) == {project["admin"].email, project["second"].email}
+    preds = pd.read_parquet(out / "predictions.parquet")
+    assert len(preds) == 3 and set(preds.model_version) == {"stored-1"} and set(preds.score) == {0.75}
+    assert (judgments.source == "model:stored-1").sum() == 3 * 5
+    digest, rows = _digest(out), _table_rows(out)
+
+    second = _sync(project, out, [project["id"]])
+    assert second.tasks_exported == 0 and second.tasks_deleted == 0
+    assert not second.tables_written
+    assert _digest(out) == digest and _table_rows(out) == rows
+    assert project["backend"].predict_calls == 0
+
+
+def test_incremental_sync_reflects_exactly_the_changes(project, tmp_path):
+    client, pid, tasks, anns = project["client"], project["id"], project["tasks"], project["annotations"]
+    out = tmp_path / "inc"
+    _sync(project, out, [pid], full=True)
+    before = read_tables(out)
+
+    added = client.annotations.create(id=tasks[5], result=_likert("1"), lead_time=2.0).id
+    updated = anns[(tasks[1], "admin")]
+    client.annotations.update(id=updated, result=_likert("5"))
+    deleted = anns[(tasks[2], "second")]
+    client.annotations.delete(id=deleted)
+    # not the last task: Label Studio on SQLite gives the next new task the id of a deleted last one
+    client.tasks.delete(id=tasks[6])
+    schema, samples = project["schema"], project["samples"]
+    import_rows(client, pid, _rows(schema, [(len(samples) - 1, samples[-1])]))
+
+    report = _sync(project, out, [pid])
+    assert report.tasks_exported == 4  # tasks[5], tasks[1], tasks[2] and the new task
+    assert report.tasks_deleted == 1
+    after = read_tables(out)
+    j = after.judgments
+    assert str(added) in set(j.annotation_id)
+    assert str(deleted) not in set(j.annotation_id)
+    assert set(j[j.annotation_id == str(updated)].value) == {"5"}
+    assert tasks[6] not in set(after.tasks.task_id)
+    assert len(after.tasks) == len(before.tasks)  # one deleted, one added
+    new_ids = set(after.tasks.task_id) - set(before.tasks.task_id)
+    assert len(new_ids) == 1
+    untouched = set(tasks[:1]) | set(tasks[3:5])
+    keep = lambda f: f[f.task_id.isin(untouched)]  # noqa: E731
+    pd.testing.assert_frame_equal(_sorted(keep(before.judgments)), _sorted(keep(after.judgments)))
+
+    fresh = tmp_path / "fresh"
+    _sync(project, fresh, [pid], full=True)
+    assert_same_tables(out, fresh)
+    again = _sync(project, out, [pid])
+    assert again.tasks_exported == 0 and not again.tables_written
+
+
+def test_killed_sync_resumes_without_loss_or_duplicates(project, live_stack, tmp_path):
+    pid = project["id"]
+    out = tmp_path / "killed"
+    env = {
+        **os.environ,
+        "JUDGELAB_LS_URL": live_stack.url,
+        "JUDGELAB_LS_TOKEN": live_stack.creds.token,
+        "JUDGELAB_SYNC_BATCH_SIZE": "2",
+        "JUDGELAB_SYNC_BATCH_PAUSE": "1.5",
+    }
+    cmd = [sys.executable, "-c", "from sync.cli import main; main()", "sync", "--out", str(out), "--project", str(pid)]
+    calls_before = project["backend"].predict_calls
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    committed = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / STATE_FILE).exists():
+            try:
+                with sqlite3.connect(out / STATE_FILE, timeout=1) as db:
+                    committed = db.execute("SELECT COUNT(*) FROM sync_task_rows").fetchone()[0]
+            except sqlite3.OperationalError:
+                committed = 0
+            if committed >= 2:
+                break
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert project["backend"].predict_calls == calls_before
+    # (not client.tasks.list here: that Data Manager call itself asks the backend for predictions
+    # when "evaluate predictions automatically" is on)
+    resumed = _sync(project, out, [pid])  # the state exists: incremental
+    total = resumed.projects[0].tasks_listed
+    assert 2 <= committed < total
+    assert resumed.tasks_exported == total - committed
+    fresh = tmp_path / "fresh"
+    _sync(project, fresh, [pid], full=True)
+    assert_same_tables(out, fresh)
+    assert project["backend"].predict_calls == calls_before
+
+
+def test_cli_sync_defaults_to_incremental_and_full_flag(project, live_stack, tmp_path):
+    env = {**os.environ, "JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
+    base = [sys.executable, "-c", "from sync.cli import main; main()", "sync", "--out", str(tmp_path)]
+    base += ["--project", str(project["id"])]
+    def run(*extra: str) -> str:
+        done = subprocess.run(base + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    calls_before = project["backend"].predict_calls
+    assert run().startswith("full sync")
+    assert run().startswith("incremental sync: 0 tasks exported")
+    assert run("--full").startswith("full sync")
+    assert project["backend"].predict_calls == calls_before
