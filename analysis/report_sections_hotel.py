@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import pandas as pd
 
@@ -150,7 +151,9 @@ def quick_section(data: ProjectData) -> Section | None:
 def group_section(data: ProjectData) -> Section | None:
     if "group" not in data.tasks.columns or data.tasks["group"].dropna().nunique() < 2:
         return None
-    comparison = group_comparison(data.tasks, data.judgments, data.spans)
+    with warnings.catch_warnings():  # scipy warns on a group without spread; the p value says enough
+        warnings.simplefilter("ignore", RuntimeWarning)
+        comparison = group_comparison(data.tasks, data.judgments, data.spans)
     if comparison.per_group.empty:
         return None
     blocks: list[Block] = [
@@ -183,7 +186,9 @@ def group_section(data: ProjectData) -> Section | None:
 def impression_section(data: ProjectData) -> Section | None:
     if IMPRESSION_ITEM not in set(data.usable_human["item"]):
         return None
-    result = impression_vs_errors(data.judgments, data.spans)
+    with warnings.catch_warnings():  # scipy warns when one side has no spread
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = impression_vs_errors(data.judgments, data.spans)
     summary = result.summary
     if summary["n"].sum() == 0:
         return None

@@ -310,3 +310,46 @@ def test_cli_import_refuses_a_bad_csv_whole_and_reruns_without_duplicates(study,
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and "0 imported, 2 already" in again.output
     assert len(_tasks(study["client"], project_id)) == before + 2
+
+
+def test_backend_behind_basic_auth_is_reached_by_label_studio(study, tmp_path):
+    """Label Studio's ML connection sends HTTP basic auth; the backend refuses requests without it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from conftest import free_port
+
+    port = free_port()
+    env = dict(
+        os.environ,
+        JUDGELAB_BACKEND_PORT=str(port),
+        JUDGELAB_BASIC_AUTH_USER="ls",
+        JUDGELAB_BASIC_AUTH_PASS="s3cret-pass",
+    )
+    log = open(tmp_path / "backend.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "backend"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert httpx.post(f"{url}/setup", json={"schema": "<View/>"}).status_code == 401
+        client = study["client"]
+        schema = all_schemas()["likert_rubric_es"]
+        project = ensure_project(client, schema, title="Likert behind basic auth")
+        import_rows(client, project.id, _sample_rows(schema)[:2])
+        link = connect_backend(client, project.id, url, auth=("ls", "s3cret-pass"))
+        retrieve_predictions(client, project.id)
+        tasks = _tasks(client, project.id)
+        assert [[p.model_version for p in client.predictions.list(task=t.id)] for t in tasks] == [
+            [link.model_version]
+        ] * 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -270,6 +270,7 @@ def test_cli_sync_defaults_to_incremental_and_full_flag(project, live_stack, tmp
     env = {**os.environ, "JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
     base = [sys.executable, "-c", "from sync.cli import main; main()", "sync", "--out", str(tmp_path)]
     base += ["--project", str(project["id"])]
+
     def run(*extra: str) -> str:
         done = subprocess.run(base + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, check=True)
         return done.stdout
