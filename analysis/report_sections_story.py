@@ -93,12 +93,15 @@ def line_agreement_section(data: ProjectData) -> Section | None:
         Paragraph(
             "One row per way of reading the verdicts: 'three verdicts' compares Consistent, Inconsistent and "
             "N/A as they are; 'inconsistent vs rest' only asks whether a line was called Inconsistent. "
-            "n_units is the lines rated by two or more annotators, n_ratings the verdicts on them. Cohen's "
+            "'lines' counts the lines rated by two or more annotators, 'verdicts' the verdicts on them. Cohen's "
             "kappa needs exactly two annotators; the mean pairwise Cohen's kappa (Light's kappa) averages it "
             "over every pair of annotators who share lines." + main_note
         ),
         Table(
-            "line_agreement", "Line-level agreement (human annotators)", table, data=with_project(table, data.project)
+            "line_agreement",
+            "Line-level agreement (human annotators)",
+            _line_table_shown(table),
+            data=with_project(table, data.project),
         ),
     ]
     for row in table.itertuples():
@@ -131,6 +134,28 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             data=with_project(pairs, data.project),
         )  # fmt: skip
     return Section("Line-level agreement", blocks)
+
+
+LINE_NAMES = {
+    "n_units": "lines",
+    "n_annotators": "annotators",
+    "n_ratings": "verdicts",
+    "exact_agreement": "exact",
+    "fleiss_kappa": "Fleiss kappa",
+    "cohen_kappa": "Cohen kappa",
+    "mean_pairwise_cohen_kappa": "mean pairwise Cohen kappa",
+    "reason": "note",
+}
+
+
+def _line_table_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The line agreement table with readable headers, without columns that are empty throughout."""
+    shown = table.rename(columns=LINE_NAMES)
+    if shown["Cohen kappa"].isna().all():
+        shown = shown.drop(columns=["Cohen kappa"])
+    if not shown["note"].fillna("").astype(str).str.strip().any():
+        shown = shown.drop(columns=["note"])
+    return shown
 
 
 def derived_summary_section(data: ProjectData) -> Section | None:

@@ -10,12 +10,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -qq --upgrade pip
 .venv/bin/python -m pip install -qq -e '.[server,test]'
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages the tests use when present: chromium (browser tests) and docker-compose
+# (validates docker-compose.yml). Installed when running as root; otherwise those tests skip.
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "Installing Debian's chromium for the browser tests ..."
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    echo "Installing Debian packages for the tests:$missing ..."
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   else
-    echo "chromium not found: the browser tests will be skipped (apt-get install chromium)" >&2
+    echo "not installed:$missing; the tests that need them will be skipped" >&2
   fi
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
