@@ -18,7 +18,7 @@ from label_studio_sdk.core.api_error import ApiError
 
 from backend.schemas import all_schemas
 from sync.client import SyncError, api_error_message
-from sync.projects import project_schema_name
+from sync.projects import selected_projects
 from sync.tidy import TidyTables, concat_tables, tidy_from_export
 
 EXPORT_POLL_SECONDS = 0.5
@@ -62,14 +62,9 @@ def pull_tables(client: LabelStudio, project_ids: list[int] | None = None) -> Ti
     schemas = all_schemas()
     users = user_emails(client)
     parts = []
-    for project in client.projects.list():
-        name = project_schema_name(project)
-        if project_ids is not None and project.id not in project_ids:
-            continue
-        if project_ids is None and name is None:
-            continue
-        exported = export_project_json(client, project.id)
-        parts.append(tidy_from_export(project.id, name or "custom", schemas.get(name or ""), exported, users))
+    for project_id, name in selected_projects(client, project_ids):
+        exported = export_project_json(client, project_id)
+        parts.append(tidy_from_export(project_id, name, schemas.get(name), exported, users))
     return concat_tables(parts)
 
 

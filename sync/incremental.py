@@ -43,7 +43,7 @@ from label_studio_sdk.core.api_error import ApiError
 
 from backend.schemas import all_schemas
 from sync.client import SyncError, api_error_message
-from sync.projects import project_schema_name
+from sync.projects import selected_projects
 from sync.tidy import TidyTables, concat_tables, tidy_from_export
 
 STATE_FILE = "judgelab.sqlite"
@@ -346,18 +346,6 @@ def sync_project(
     return report
 
 
-def _selected_projects(client: LabelStudio, project_ids: list[int] | None) -> list[tuple[int, str]]:
-    chosen = []
-    for project in client.projects.list():
-        name = project_schema_name(project)
-        if project_ids is not None and project.id not in project_ids:
-            continue
-        if project_ids is None and name is None:
-            continue
-        chosen.append((project.id, name or "custom"))
-    return chosen
-
-
 def sync_tables(
     client: LabelStudio,
     out_dir: Path,
@@ -380,7 +368,7 @@ def sync_tables(
     db = open_state(out_dir)
     try:
         report = SyncReport(full=full)
-        projects = _selected_projects(client, project_ids)
+        projects = selected_projects(client, project_ids)
         if full:
             with db:
                 selected = [p for p, _ in projects] if project_ids is not None else None

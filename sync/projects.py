@@ -31,6 +31,19 @@ def project_schema_name(project: Any) -> str | None:
     return description[start + len("[judgelab:") : end] if end > start else None
 
 
+def selected_projects(client: LabelStudio, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
+    """(id, schema name) of the given projects, or of every judgelab project when none are given."""
+    chosen = []
+    for project in client.projects.list():
+        name = project_schema_name(project)
+        if project_ids is not None and project.id not in project_ids:
+            continue
+        if project_ids is None and name is None:
+            continue
+        chosen.append((project.id, name or "custom"))
+    return chosen
+
+
 @dataclass
 class EnsuredProject:
     id: int
@@ -39,15 +52,29 @@ class EnsuredProject:
     created: bool
 
 
+def _title_tag(title: str) -> str:
+    return f"[judgelab-title:{title}]"
+
+
 def find_project(client: LabelStudio, schema: Schema, title: str | None = None) -> Any | None:
+    """The project of ``schema`` called ``title`` (default: the schema's title).
+
+    A project keeps being found after an admin renames it: a project created with the schema's
+    own title carries only the schema marker, one created with a title of its own also carries
+    that title in a tag, so a renamed project is told apart from the other projects of its schema.
+    """
     wanted = title or schema.title
-    by_marker = None
+    renamed = None
     for project in client.projects.list():
-        if project_schema_name(project) == schema.name:
-            if project.title == wanted:
-                return project
-            by_marker = by_marker or (project if title is None else None)
-    return by_marker
+        if project_schema_name(project) != schema.name:
+            continue
+        if project.title == wanted:
+            return project
+        description = getattr(project, "description", None) or ""
+        has_own_title = "[judgelab-title:" in description
+        if (title is None and not has_own_title) or (title is not None and _title_tag(title) in description):
+            renamed = renamed or project
+    return renamed
 
 
 MAX_TITLE = 50  # Label Studio refuses longer project titles
@@ -61,6 +88,8 @@ def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None
     if existing is not None:
         return EnsuredProject(existing.id, existing.title, schema.name, created=False)
     description = f"{schema.meta.get('description', '').strip()}\n\n{schema_marker(schema.name)}"
+    if title and title != schema.title:
+        description += f" {_title_tag(title)}"
     try:
         project = client.projects.create(
             title=title or schema.title,

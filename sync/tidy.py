@@ -20,36 +20,9 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 from backend.schemas import Schema
 
-TASK_COLUMNS = ["project", "task_id", "schema", "key"]
-JUDGMENT_COLUMNS = [
-    "project",
-    "task_id",
-    "annotation_id",
-    "annotator",
-    "source",
-    "item",
-    "value",
-    "created_at",
-    "updated_at",
-    "lead_time",
-    "was_cancelled",
-    "ground_truth",
-]
-SPAN_COLUMNS = [
-    "project",
-    "task_id",
-    "annotation_id",
-    "annotator",
-    "source",
-    "field",
-    "start",
-    "end",
-    "text",
-    "label",
-    "note",
-]
 SPAN_TYPES = {"labels", "hypertextlabels", "paragraphlabels"}
 
 

@@ -363,12 +363,13 @@ def test_cli_generic_needs_a_schema():
 def test_live_basse_annotations_completed_by_raters(live_stack, tmp_path):
     path = tmp_path / "basse_live.jsonl"
     path.write_text((FIXTURES / "basse_mini.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    args = ["--url", live_stack.url, "--token", live_stack.creds.token, "import", "--with-annotations", str(path)]
+    title = "BASSE import test"  # its own project: other live tests use the schema's default one
+    args = ["--url", live_stack.url, "--token", live_stack.creds.token, "import", "--title", title]
+    args += ["--with-annotations", str(path)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    print(result.output)
     client = live_stack.client
-    project = next(p for p in client.projects.list() if p.title == LIKERT.title)
+    project = next(p for p in client.projects.list() if p.title == title)
     emails = {u.id: u.email for u in client.users.list()}
     found = {}
     for task in client.tasks.list(project=project.id, fields="all"):

@@ -64,6 +64,12 @@ def test_five_projects_with_their_samples_and_no_duplicates_on_rerun(study):
         assert len(rows) >= 8
         same_title = [p for p in client.projects.list() if p.title == schema.title]
         assert len(same_title) == 1, f"{name}: one project, not {len(same_title)}"
+    hotel = study["projects"]["hotel_spans"]  # an admin renames a project: it is still found
+    client.projects.update(id=hotel, title="Hotels, round 2")
+    try:
+        assert ensure_project(client, all_schemas()["hotel_spans"]).id == hotel
+    finally:
+        client.projects.update(id=hotel, title=all_schemas()["hotel_spans"].title)
 
 
 def _check_prediction(schema_name, config, task, prediction):

@@ -94,7 +94,7 @@ def project(live_stack):
     client = live_stack.client
     schema = all_schemas()["likert_rubric_es"]
     samples = schema.samples()
-    ensured = ensure_project(client, schema)
+    ensured = ensure_project(client, schema, title="Incremental sync test")
     import_rows(client, ensured.id, _rows(schema, list(enumerate(samples))[:-1]))
     tasks = sorted(t.id for t in client.tasks.list(project=ensured.id))
     backend = CountingBackend()

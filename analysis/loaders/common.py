@@ -20,35 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-# Same columns as sync.tidy (analysis does not import sync: it must run without Label Studio).
-TASK_COLUMNS = ["project", "task_id", "schema", "key"]
-JUDGMENT_COLUMNS = [
-    "project",
-    "task_id",
-    "annotation_id",
-    "annotator",
-    "source",
-    "item",
-    "value",
-    "created_at",
-    "updated_at",
-    "lead_time",
-    "was_cancelled",
-    "ground_truth",
-]
-SPAN_COLUMNS = [
-    "project",
-    "task_id",
-    "annotation_id",
-    "annotator",
-    "source",
-    "field",
-    "start",
-    "end",
-    "text",
-    "label",
-    "note",
-]
+from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
+
 PROBLEM_COLUMNS = ["file", "line", "task_id", "kind", "message"]
 
 HUMAN = "human"

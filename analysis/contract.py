@@ -1,0 +1,36 @@
+"""The tidy-table contract between ``sync`` (which writes the tables) and ``analysis`` (which
+reads them), defined once: the columns every ``tasks``, ``judgments`` and ``spans`` table has.
+
+See ``../shared/design.md``: one row per judgment, offsets in Python code points.
+"""
+
+from __future__ import annotations
+
+TASK_COLUMNS = ["project", "task_id", "schema", "key"]
+JUDGMENT_COLUMNS = [
+    "project",
+    "task_id",
+    "annotation_id",
+    "annotator",
+    "source",
+    "item",
+    "value",
+    "created_at",
+    "updated_at",
+    "lead_time",
+    "was_cancelled",
+    "ground_truth",
+]
+SPAN_COLUMNS = [
+    "project",
+    "task_id",
+    "annotation_id",
+    "annotator",
+    "source",
+    "field",
+    "start",
+    "end",
+    "text",
+    "label",
+    "note",
+]
