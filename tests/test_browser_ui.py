@@ -80,13 +80,18 @@ def page(live_stack):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1300})
-        page.goto(f"{live_stack.url}/user/login")
-        page.fill("input[name=email]", live_stack.creds.username)
-        page.fill("input[name=password]", live_stack.creds.password)
-        page.click("button[type=submit]")
-        page.wait_for_load_state("networkidle")
+        log_in(page, live_stack)
         yield page
         browser.close()
+
+
+def log_in(page, live_stack) -> None:
+    """Log in to Label Studio as the preset admin, as an annotator would."""
+    page.goto(f"{live_stack.url}/user/login")
+    page.fill("input[name=email]", live_stack.creds.username)
+    page.fill("input[name=password]", live_stack.creds.password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
 
 
 def open_task(page, live_stack, project_id, task_id):

@@ -320,31 +320,15 @@ def test_cli_import_refuses_a_bad_csv_whole_and_reruns_without_duplicates(study,
 
 def test_backend_behind_basic_auth_is_reached_by_label_studio(study, tmp_path):
     """Label Studio's ML connection sends HTTP basic auth; the backend refuses requests without it."""
-    import os
-    import subprocess
-    import sys
-    import time
-
     import httpx
     from conftest import free_port
 
-    port = free_port()
-    env = dict(
-        os.environ,
-        JUDGELAB_BACKEND_PORT=str(port),
-        JUDGELAB_BASIC_AUTH_USER="ls",
-        JUDGELAB_BASIC_AUTH_PASS="s3cret-pass",
-    )
-    log = open(tmp_path / "backend.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "backend"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    from sync.local_stack import StackSettings, start_backend, stop_stack
+
+    settings = StackSettings(home=tmp_path, backend_port=free_port())
+    start_backend(settings, {"JUDGELAB_BASIC_AUTH_USER": "ls", "JUDGELAB_BASIC_AUTH_PASS": "s3cret-pass"})
+    url = settings.backend_url
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         assert httpx.post(f"{url}/setup", json={"schema": "<View/>"}).status_code == 401
         client = study["client"]
         schema = all_schemas()["likert_rubric_es"]
@@ -357,5 +341,4 @@ def test_backend_behind_basic_auth_is_reached_by_label_studio(study, tmp_path):
             [link.model_version]
         ] * 2
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_stack(tmp_path)

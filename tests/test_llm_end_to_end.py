@@ -8,11 +8,7 @@ Also: an endpoint that fails never loses a task (Label Studio's retrieve and ``p
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
@@ -23,6 +19,7 @@ from backend.schemas import all_schemas
 from sync.backend_link import connect_backend, retrieve_predictions
 from sync.bulk_predict import push_predictions
 from sync.importers import rows_from_records
+from sync.local_stack import StackSettings, start_backend, stop_stack
 from sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
@@ -38,45 +35,33 @@ HOTEL_ANSWER = json.dumps(
 )
 
 
-def _start_backend(tmp_path, sim_url: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = dict(os.environ)
-    env.update(
+def _start_backend(home, sim_url: str) -> str:
+    """The real backend in llm mode, through the same launcher as ``judgelab up``."""
+    settings = StackSettings(home=home, backend_port=free_port(), annotator="llm")
+    start_backend(
+        settings,
         {
-            "JUDGELAB_ANNOTATOR": "llm",
-            "JUDGELAB_BACKEND_PORT": str(port),
             "JUDGELAB_LLM_BASE_URL": sim_url,
             "JUDGELAB_LLM_MODEL": "sim-model",
             "JUDGELAB_LLM_API_KEY": "sk-test-secret-never-logged",
             "JUDGELAB_LLM_RETRIES": "0",
             "JUDGELAB_LLM_TIMEOUT": "5",
             "JUDGELAB_PREDICT_DEADLINE": "20",
-            "JUDGELAB_CACHE_PATH": str(tmp_path / "llm-cache.sqlite"),
-        }
+            "JUDGELAB_CACHE_PATH": str(home / "llm-cache.sqlite"),
+        },
     )
-    log = open(tmp_path / "llm-backend.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "backend"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError((tmp_path / "llm-backend.log").read_text())
+    return settings.backend_url
 
 
 @pytest.fixture(scope="module")
 def llm_stack(live_stack, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("llm")
     with LLMSim(answer=HOTEL_ANSWER) as sim:
-        proc, url = _start_backend(tmp, sim.url)
+        url = _start_backend(tmp, sim.url)
         try:
             yield {"sim": sim, "backend_url": url, "client": live_stack.client, "stack": live_stack, "tmp": tmp}
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop_stack(tmp)
 
 
 def _hotel_project(client, title, samples):
@@ -114,7 +99,7 @@ def test_llm_predictions_land_at_the_right_places(llm_stack):
         "no skyline named in the descriptions",
     }
     assert [r["value"]["rating"] for r in prediction.result if r["type"] == "rating"] == [2]
-    log = (llm_stack["tmp"] / "llm-backend.log").read_text()
+    log = (llm_stack["tmp"] / "backend.log").read_text()
     assert "sk-test-secret-never-logged" not in log
     sent = llm_stack["sim"].chat_requests[-1]
     assert "Hudson River" in json.dumps(sent.body) and "Annotate all the errors" in json.dumps(sent.body)
@@ -123,7 +108,7 @@ def test_llm_predictions_land_at_the_right_places(llm_stack):
 @pytest.mark.browser
 @pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed")
 def test_llm_predictions_are_highlighted_in_the_labeling_ui(llm_stack, artifacts):
-    from test_browser_ui import CHROMIUM, FLAGS, open_task
+    from test_browser_ui import CHROMIUM, FLAGS, log_in, open_task
 
     playwright = pytest.importorskip("playwright.sync_api")
     client, stack = llm_stack["client"], llm_stack["stack"]
@@ -134,11 +119,7 @@ def test_llm_predictions_are_highlighted_in_the_labeling_ui(llm_stack, artifacts
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(f"{stack.url}/user/login")
-        page.fill("input[name=email]", stack.creds.username)
-        page.fill("input[name=password]", stack.creds.password)
-        page.click("button[type=submit]")
-        page.wait_for_load_state("networkidle")
+        log_in(page, stack)
         open_task(page, stack, project_id, task.id)
         page.screenshot(path=str(artifacts / "ui_llm_hotel.png"), full_page=True)
         highlighted = page.evaluate(
