@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command: install judgelab with its server and test extras into ./.venv (plus Debian's
-# Chromium for the browser tests when running as root) and run the whole test suite.
+# Chromium, docker-compose and PostgreSQL for the tests when running as root) and run the whole
+# test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3.11}"
@@ -10,15 +11,23 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -qq --upgrade pip
 .venv/bin/python -m pip install -qq -e '.[server,test]'
-# Debian packages the tests use when present: chromium (browser tests) and docker-compose
-# (validates docker-compose.yml). Installed when running as root; otherwise those tests skip.
+# Debian packages the tests use when present: chromium (browser tests), docker-compose
+# (validates docker-compose.yml) and postgresql (Label Studio on a throwaway PostgreSQL server).
+# Installed when running as root; otherwise those tests skip.
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null ||
+  missing="$missing postgresql"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages for the tests:$missing ..."
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    log="$(mktemp)"  # quiet unless it fails (postgresql's maintainer scripts talk on stderr)
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing; } >"$log" 2>&1; then
+      cat "$log" >&2
+      exit 1
+    fi
+    rm -f "$log"
   else
     echo "not installed:$missing; the tests that need them will be skipped" >&2
   fi

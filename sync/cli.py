@@ -500,16 +500,23 @@ def _load(
 @main.command("up")
 @click.option("--ls-port", default=8080, show_default=True)
 @click.option("--backend-port", default=9090, show_default=True)
+@click.option(
+    "--database-url",
+    envvar="JUDGELAB_LS_DATABASE_URL",
+    help="Label Studio's PostgreSQL database (postgresql://user:password@host:5432/name); default SQLite.",
+)
 @click.pass_context
-def up_cmd(ctx: click.Context, ls_port: int, backend_port: int) -> None:
+def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: str | None) -> None:
     """Start Label Studio and the backend, create the five projects with their samples, pre-annotate."""
     from sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
-    from sync.local_stack import StackSettings, load_credentials, start_backend, start_label_studio
+    from sync.local_stack import PostgresSettings, StackSettings, load_credentials, start_backend, start_label_studio
     from sync.projects import ensure_project, import_rows
 
-    settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port)
+    database = PostgresSettings.from_url(database_url) if database_url else None
+    settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port, database=database)
     creds = load_credentials(settings.home)
-    click.echo(f"Label Studio at {settings.ls_url} (a first start migrates the database: 1-3 minutes)...")
+    where = f"on {database.display_url}" if database else "on SQLite"
+    click.echo(f"Label Studio at {settings.ls_url} {where} (a first start migrates the database: 1-3 minutes)...")
     started = start_label_studio(settings, creds)
     click.echo("  started" if started else "  already running: reused")
     started = start_backend(settings)

@@ -1,8 +1,11 @@
-"""Start (or reuse) a local Label Studio on SQLite and the judgelab ML backend.
+"""Start (or reuse) a local Label Studio (on SQLite, or on a PostgreSQL database) and the
+judgelab ML backend.
 
 Both run as background processes whose pids, logs and the preset admin login live in one
 state folder (``.judgelab/`` by default). Running again finds them healthy and reuses them;
-:func:`stop_stack` ends them.
+:func:`stop_stack` ends them. Label Studio keeps its data in SQLite inside that folder unless
+:attr:`StackSettings.database` names a PostgreSQL database (:mod:`sync.postgres_server` starts a
+throwaway PostgreSQL server for one).
 """
 
 from __future__ import annotations
@@ -15,14 +18,62 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
 from sync.client import SyncError
 
 LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
+DATABASE_ENV_KEYS = ("DJANGO_DB", "POSTGRE_NAME", "POSTGRE_USER", "POSTGRE_PASSWORD", "POSTGRE_HOST", "POSTGRE_PORT")
+
+
+@dataclass(frozen=True)
+class PostgresSettings:
+    """Where Label Studio keeps its data when it is not SQLite."""
+
+    name: str
+    user: str
+    password: str = field(default="", repr=False)
+    host: str = "127.0.0.1"
+    port: int = 5432
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresSettings:
+        """``postgresql://user:password@host:port/name`` (``postgres://`` too; port 5432 by default)."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or 5432
+        except ValueError as exc:
+            raise SyncError(f"not a PostgreSQL URL: {exc}") from None
+        name = unquote(parts.path.lstrip("/"))
+        if parts.scheme not in ("postgresql", "postgres") or not parts.hostname or not name or not parts.username:
+            raise SyncError("a PostgreSQL URL looks like postgresql://user:password@host:5432/name")
+        return cls(
+            name=name,
+            user=unquote(parts.username),
+            password=unquote(parts.password or ""),
+            host=parts.hostname,
+            port=port,
+        )
+
+    @property
+    def display_url(self) -> str:
+        """The URL without the password, for messages."""
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.name}"
+
+    def label_studio_env(self) -> dict[str, str]:
+        """The variables Label Studio 1.23 reads for its database (core/settings/base.py)."""
+        return {
+            "DJANGO_DB": "default",
+            "POSTGRE_NAME": self.name,
+            "POSTGRE_USER": self.user,
+            "POSTGRE_PASSWORD": self.password,
+            "POSTGRE_HOST": self.host,
+            "POSTGRE_PORT": str(self.port),
+        }
 
 
 @dataclass
@@ -32,6 +83,7 @@ class StackSettings:
     backend_port: int = 9090
     host: str = "127.0.0.1"
     annotator: str = "offline"
+    database: PostgresSettings | None = None  # None: SQLite in the state folder
 
     @property
     def ls_url(self) -> str:
@@ -103,9 +155,14 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
             "USE_DEFAULT_BANNED_SUBNETS": "false",
             "SSRF_PROTECTION_ENABLED": "false",
             "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-            "DJANGO_DB": "sqlite",
         }
     )
+    database = settings.database.label_studio_env() if settings.database else {"DJANGO_DB": "sqlite"}
+    for key in DATABASE_ENV_KEYS:
+        # Label Studio prefers LABEL_STUDIO_<key> and HEARTEX_<key> over <key>: ours must win
+        for name in (f"LABEL_STUDIO_{key}", f"HEARTEX_{key}", key):
+            env.pop(name, None)
+    env.update(database)
     return env
 
 

@@ -1,5 +1,6 @@
-"""Shared fixtures. The integration fixtures start a real Label Studio (SQLite) and the real
-judgelab backend once per test session, as separate processes on free local ports."""
+"""Shared fixtures. The integration fixtures start a real Label Studio (on SQLite; and, for the
+tests that ask for ``live_stack_postgres``, a second one on a throwaway PostgreSQL server) and the
+real judgelab backend once per test session, as separate processes on free local ports."""
 
 from __future__ import annotations
 
@@ -35,19 +36,12 @@ class LiveStack:
         return self.settings.backend_url
 
 
-@pytest.fixture(scope="session")
-def live_stack(tmp_path_factory):
-    """Label Studio + judgelab backend (offline annotator), started once, stopped at the end.
-
-    ``JUDGELAB_TEST_HOME`` keeps the state folder between runs (a migrated database makes the
-    next start take seconds instead of minutes); by default it is a fresh temporary folder.
-    """
+def _run_stack(settings):
+    """Start Label Studio and the backend for ``settings``; yield the LiveStack; stop both."""
     from sync.client import Connection, connect
-    from sync.local_stack import StackSettings, load_credentials, start_backend, start_label_studio, stop_stack
+    from sync.local_stack import load_credentials, start_backend, start_label_studio, stop_stack
 
-    home = Path(os.environ.get("JUDGELAB_TEST_HOME") or tmp_path_factory.mktemp("stack"))
-    settings = StackSettings(home=home, ls_port=free_port(), backend_port=free_port())
-    creds = load_credentials(home)
+    creds = load_credentials(settings.home)
     try:
         start_label_studio(settings, creds)
         start_backend(settings)
@@ -56,7 +50,59 @@ def live_stack(tmp_path_factory):
             client.projects.delete(id=project.id)
         yield LiveStack(settings=settings, creds=creds, client=client)
     finally:
-        stop_stack(home)
+        stop_stack(settings.home)
+
+
+@pytest.fixture(scope="session")
+def live_stack(tmp_path_factory):
+    """Label Studio on SQLite + judgelab backend (offline annotator), started once, stopped at the end.
+
+    ``JUDGELAB_TEST_HOME`` keeps the state folder between runs (a migrated database makes the
+    next start take seconds instead of minutes); by default it is a fresh temporary folder.
+    """
+    from sync.local_stack import StackSettings
+
+    home = Path(os.environ.get("JUDGELAB_TEST_HOME") or tmp_path_factory.mktemp("stack"))
+    yield from _run_stack(StackSettings(home=home, ls_port=free_port(), backend_port=free_port()))
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server (sync/postgres_server.py), stopped and removed at the end.
+
+    Without PostgreSQL's binaries the tests that need it skip, except as root on Debian (CI, where
+    scripts/test.sh installs Debian's postgresql): there they fail, so they cannot silently vanish.
+    """
+    from sync.client import SyncError
+    from sync.postgres_server import PostgresServer, find_postgres_bindir
+
+    try:
+        find_postgres_bindir()
+        missing = ""
+    except SyncError as exc:
+        missing = str(exc)
+    if missing and os.geteuid() == 0 and Path("/etc/debian_version").exists():
+        pytest.fail(f"{missing}; as root on Debian scripts/test.sh installs it", pytrace=False)
+    if missing:
+        pytest.skip(f"Label Studio on PostgreSQL: {missing}")
+    server = PostgresServer(port=free_port()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def live_stack_postgres(tmp_path_factory, postgres_server):
+    """Like ``live_stack``, with Label Studio on a fresh database of the throwaway PostgreSQL server
+    (its first start runs all of Label Studio's migrations there: 1-3 minutes)."""
+    from sync.local_stack import StackSettings
+
+    database = postgres_server.create_database("labelstudio")
+    settings = StackSettings(
+        home=tmp_path_factory.mktemp("stack-postgres"), ls_port=free_port(), backend_port=free_port(), database=database
+    )
+    yield from _run_stack(settings)
 
 
 @pytest.fixture(scope="session")

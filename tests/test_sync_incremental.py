@@ -1,5 +1,5 @@
-"""Incremental sync against a real Label Studio: idempotent, incremental, resumable, and never
-a reason for Label Studio to call the ML backend."""
+"""Incremental sync against a real Label Studio, on SQLite and on PostgreSQL: idempotent,
+incremental, resumable, and never a reason for Label Studio to call the ML backend."""
 
 from __future__ import annotations
 
@@ -89,12 +89,21 @@ def _second_user(client):
     return client.users.create(username="second", email="second.annotator@judgelab.local", password="second-pass-123")
 
 
+PROJECT_TITLE = "Incremental sync test"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def stack(request):
+    """Every test here runs against Label Studio on SQLite and on PostgreSQL."""
+    return request.getfixturevalue("live_stack" if request.param == "sqlite" else "live_stack_postgres")
+
+
 @pytest.fixture(scope="module")
-def project(live_stack):
-    client = live_stack.client
+def project(stack):
+    client = stack.client
     schema = all_schemas()["likert_rubric_es"]
     samples = schema.samples()
-    ensured = ensure_project(client, schema, title="Incremental sync test")
+    ensured = ensure_project(client, schema, title=PROJECT_TITLE)
     import_rows(client, ensured.id, _rows(schema, list(enumerate(samples))[:-1]))
     tasks = sorted(t.id for t in client.tasks.list(project=ensured.id))
     backend = CountingBackend()
@@ -160,6 +169,27 @@ def _table_rows(folder: Path) -> dict[str, list]:
         }
 
 
+def test_label_studio_keeps_its_data_in_the_database_under_test(project, stack):
+    """The PostgreSQL case cannot silently run on SQLite: the project is a row of that database."""
+    sqlite_file = stack.settings.home / "label-studio" / "label_studio.sqlite3"
+    database = stack.settings.database
+    if database is None:
+        db, mark = sqlite3.connect(sqlite_file), "?"
+    else:
+        import psycopg
+
+        assert not sqlite_file.exists()
+        params = {"host": database.host, "port": database.port, "dbname": database.name}
+        db, mark = psycopg.connect(**params, user=database.user, password=database.password), "%s"
+    try:
+        rows = db.execute(f"SELECT id FROM project WHERE title = {mark}", (PROJECT_TITLE,)).fetchall()
+        tasks = db.execute(f"SELECT COUNT(*) FROM task WHERE project_id = {mark}", (project["id"],)).fetchone()[0]
+    finally:
+        db.close()
+    assert [row[0] for row in rows] == [project["id"]]
+    assert tasks == len(project["tasks"])
+
+
 def test_full_sync_then_second_sync_changes_nothing(project, tmp_path):
     out = tmp_path / "a"
     first = _sync(project, out, [project["id"]], full=True)
@@ -198,6 +228,7 @@ def test_incremental_sync_reflects_exactly_the_changes(project, tmp_path):
     deleted = anns[(tasks[2], "second")]
     client.annotations.delete(id=deleted)
     # not the last task: Label Studio on SQLite gives the next new task the id of a deleted last one
+    # (PostgreSQL's sequences never reuse an id; the assertions below hold for both)
     client.tasks.delete(id=tasks[6])
     schema, samples = project["schema"], project["samples"]
     import_rows(client, pid, _rows(schema, [(len(samples) - 1, samples[-1])]))
@@ -225,13 +256,13 @@ def test_incremental_sync_reflects_exactly_the_changes(project, tmp_path):
     assert again.tasks_exported == 0 and not again.tables_written
 
 
-def test_killed_sync_resumes_without_loss_or_duplicates(project, live_stack, tmp_path):
+def test_killed_sync_resumes_without_loss_or_duplicates(project, stack, tmp_path):
     pid = project["id"]
     out = tmp_path / "killed"
     env = {
         **os.environ,
-        "JUDGELAB_LS_URL": live_stack.url,
-        "JUDGELAB_LS_TOKEN": live_stack.creds.token,
+        "JUDGELAB_LS_URL": stack.url,
+        "JUDGELAB_LS_TOKEN": stack.creds.token,
         "JUDGELAB_SYNC_BATCH_SIZE": "2",
         "JUDGELAB_SYNC_BATCH_PAUSE": "1.5",
     }
@@ -266,8 +297,8 @@ def test_killed_sync_resumes_without_loss_or_duplicates(project, live_stack, tmp
     assert project["backend"].predict_calls == calls_before
 
 
-def test_cli_sync_defaults_to_incremental_and_full_flag(project, live_stack, tmp_path):
-    env = {**os.environ, "JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
+def test_cli_sync_defaults_to_incremental_and_full_flag(project, stack, tmp_path):
+    env = {**os.environ, "JUDGELAB_LS_URL": stack.url, "JUDGELAB_LS_TOKEN": stack.creds.token}
     base = [sys.executable, "-c", "from sync.cli import main; main()", "sync", "--out", str(tmp_path)]
     base += ["--project", str(project["id"])]
 
