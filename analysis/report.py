@@ -140,17 +140,18 @@ def build_reports(
         if problems is not None:
             subset["problems"] = problems
         folder = _unique_slug(name, used)
+        schema_names = sorted(
+            {_schema_name(p, subset["tasks"][subset["tasks"]["project"] == p], schemas) or "unknown" for p in projects}
+        )
+        label = f"project {name} ({', '.join(schema_names)})" if per == "project" else name
         paths = build_report(
             subset,
             schemas,
             out_dir / folder,
-            title=f"{title}: {name}",
+            title=f"{title}: {label}",
             section_builders=section_builders,
             options=options,
             context=frames,
-        )
-        schema_names = sorted(
-            {_schema_name(p, subset["tasks"][subset["tasks"]["project"] == p], schemas) or "unknown" for p in projects}
         )
         entries.append(ReportEntry(name, schema_names, projects, paths, _counts(subset)))
     index = out_dir / "index.html"

@@ -273,9 +273,9 @@ def preannotate_cmd(
     "--batch-size",
     type=int,
     envvar="JUDGELAB_SYNC_BATCH_SIZE",
-    default=200,
+    default=500,
     show_default=True,
-    help="Tasks exported and committed together (a killed run redoes at most one batch).",
+    help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900).",
 )
 @click.pass_context
 def sync_cmd(
@@ -307,10 +307,23 @@ def sync_cmd(
     counts = report.counts
     click.echo(
         f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
-        f"{report.tasks_deleted} deleted; {counts.get('tasks', 0)} tasks, {counts.get('judgments', 0)} judgments, "
+        f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
+        f"{counts.get('judgments', 0)} judgments, "
         f"{counts.get('spans', 0)} spans -> "
         + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
     )
+
+
+_MODE_TEXT = {
+    "ranges": "exported by id range",
+    "recent": "changes found among recently updated tasks",
+    "listing": "changes found by listing every task",
+}
+
+
+def _modes(report) -> str:
+    modes = sorted({p.mode for p in report.projects if p.mode})
+    return f" ({'; '.join(_MODE_TEXT.get(m, m) for m in modes)})" if modes else ""
 
 
 @main.command("report")

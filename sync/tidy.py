@@ -114,14 +114,14 @@ def _result_rows(
     return judgments, spans
 
 
-def tidy_from_export(
+def tidy_rows_from_export(
     project_id: int,
     schema_name: str,
     schema: Schema | None,
     exported: list[dict[str, Any]],
     users: dict[int, str] | None = None,
-) -> TidyTables:
-    """Tidy tables for one project's exported tasks (annotations and full predictions)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the ``tasks``, ``judgments`` and ``spans`` tables, as plain dicts."""
     users = users or {}
     name_item = ItemNamer.for_schema(schema)
     task_rows, judgment_rows, span_rows = [], [], []
@@ -168,6 +168,18 @@ def tidy_from_export(
             j, s = _result_rows(pred.get("result") or [], base, name_item)
             judgment_rows.extend(j)
             span_rows.extend({k: v for k, v in r.items() if k in SPAN_COLUMNS} for r in s)
+    return task_rows, judgment_rows, span_rows
+
+
+def tidy_from_export(
+    project_id: int,
+    schema_name: str,
+    schema: Schema | None,
+    exported: list[dict[str, Any]],
+    users: dict[int, str] | None = None,
+) -> TidyTables:
+    """Tidy tables for one project's exported tasks (annotations and full predictions)."""
+    task_rows, judgment_rows, span_rows = tidy_rows_from_export(project_id, schema_name, schema, exported, users)
     tasks = pd.DataFrame(task_rows)
     for column in TASK_COLUMNS:
         if column not in tasks:

@@ -591,6 +591,8 @@ def test_build_reports_per_project_and_schema_with_index(tmp_path: Path) -> None
     assert (tmp_path / "p" / "story" / "report.html").is_file() and (tmp_path / "p" / "es" / "report.md").is_file()
     index = per_project.index.read_text(encoding="utf-8")
     assert 'href="story/report.html"' in index and 'href="es/report.html"' in index
+    story_md = (tmp_path / "p" / "story" / "report.md").read_text(encoding="utf-8")
+    assert story_md.splitlines()[0].endswith(": project story (story_consistency)")  # not just the id
     per_schema = build_reports(tables, schemas, tmp_path / "s", per="schema", options=ReportOptions(n_boot=50))
     assert sorted(entry.name for entry in per_schema.reports) == ["likert_rubric_es", "story_consistency"]
     with pytest.raises(ValueError, match="per must be one of"):

@@ -193,6 +193,7 @@ def test_label_studio_keeps_its_data_in_the_database_under_test(project, stack):
 def test_full_sync_then_second_sync_changes_nothing(project, tmp_path):
     out = tmp_path / "a"
     first = _sync(project, out, [project["id"]], full=True)
+    assert first.projects[0].mode == "ranges" and first.projects[0].tasks_listed == 0  # nothing listed
     assert has_state(out)
     assert first.tasks_exported == len(project["tasks"])
     tables = read_tables(out)
@@ -210,6 +211,7 @@ def test_full_sync_then_second_sync_changes_nothing(project, tmp_path):
     digest, rows = _digest(out), _table_rows(out)
 
     second = _sync(project, out, [project["id"]])
+    assert second.projects[0].mode == "recent"
     assert second.tasks_exported == 0 and second.tasks_deleted == 0
     assert not second.tables_written
     assert _digest(out) == digest and _table_rows(out) == rows
@@ -234,6 +236,7 @@ def test_incremental_sync_reflects_exactly_the_changes(project, tmp_path):
     import_rows(client, pid, _rows(schema, [(len(samples) - 1, samples[-1])]))
 
     report = _sync(project, out, [pid])
+    assert report.projects[0].mode == "listing"  # a task is gone: Label Studio's task count disagrees
     assert report.tasks_exported == 4  # tasks[5], tasks[1], tasks[2] and the new task
     assert report.tasks_deleted == 1
     after = read_tables(out)
@@ -288,7 +291,9 @@ def test_killed_sync_resumes_without_loss_or_duplicates(project, stack, tmp_path
     # (not client.tasks.list here: that Data Manager call itself asks the backend for predictions
     # when "evaluate predictions automatically" is on)
     resumed = _sync(project, out, [pid])  # the state exists: incremental
-    total = resumed.projects[0].tasks_listed
+    assert resumed.projects[0].mode == "listing"  # the killed run left the project incomplete
+    total = resumed.counts["tasks"]
+    assert resumed.projects[0].tasks_listed == total
     assert 2 <= committed < total
     assert resumed.tasks_exported == total - committed
     fresh = tmp_path / "fresh"
@@ -311,3 +316,45 @@ def test_cli_sync_defaults_to_incremental_and_full_flag(project, stack, tmp_path
     assert run().startswith("incremental sync: 0 tasks exported")
     assert run("--full").startswith("full sync")
     assert project["backend"].predict_calls == calls_before
+
+
+def _dm_action(client, project_id: int, action: str, task_ids: list[int]) -> None:
+    response = client._client_wrapper.httpx_client.request(
+        "api/dm/actions",
+        method="POST",
+        params={"id": action, "project": project_id},
+        json={"selectedItems": {"all": False, "included": task_ids}},
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_recent_mode_lists_only_changed_tasks_and_counts_catch_the_rest(project, tmp_path):
+    """After a completed sync only tasks updated since then are listed; Label Studio's counts
+    send the sync back to a full listing when something slipped past ``updated_at``."""
+    client, pid = project["client"], project["id"]
+    out = tmp_path / "recent"
+    _sync(project, out, [pid], full=True)
+    tasks = sorted(read_tables(out).tasks.task_id)
+    time.sleep(1.2)  # Label Studio's updated_at has microseconds; keep this change clearly later
+
+    added = client.annotations.create(id=tasks[3], result=_likert("2"), lead_time=1.0).id
+    report = _sync(project, out, [pid], margin_seconds=0)
+    assert report.projects[0].mode == "recent"
+    assert report.projects[0].tasks_listed == 1 and report.tasks_exported == 1
+    assert str(added) in set(read_tables(out).judgments.annotation_id)
+
+    # a Data Manager bulk action on two tasks, then a deleted task
+    _dm_action(client, pid, "delete_tasks_annotations", [tasks[0], tasks[1]])
+    report = _sync(project, out, [pid], margin_seconds=0)
+    assert report.tasks_exported >= 2
+    judgments = read_tables(out).judgments
+    assert judgments[judgments.source == "human"].task_id.isin([tasks[0], tasks[1]]).sum() == 0
+    client.tasks.delete(id=tasks[2])
+    report = _sync(project, out, [pid], margin_seconds=0)
+    assert report.projects[0].mode == "listing" and report.tasks_deleted == 1
+
+    fresh = tmp_path / "fresh"
+    _sync(project, fresh, [pid], full=True)
+    assert_same_tables(out, fresh)
+    again = _sync(project, out, [pid], margin_seconds=0)
+    assert again.projects[0].mode == "recent" and again.tasks_exported == 0 and not again.tables_written
