@@ -304,7 +304,11 @@ def main() -> None:
         print(f"peak RSS of the sync process: {max(rss):.0f} MiB (quick export body {size / 2**20:.0f} MiB)")
 
         out = tmp / "full0"
-        rng = random.Random(11)
+        # a new seed each run: a rerun on a kept project must not repeat (and so undo nothing of) the
+        # previous run's edits, which Label Studio would rightly treat as no change
+        seed = int(time.time())
+        rng = random.Random(seed)
+        print(f"\nchanges seeded with {seed}")
         print("\nincremental syncs on the synced folder:")
         inc = {}
         for changes in (0, args.changes, 10 * args.changes):
