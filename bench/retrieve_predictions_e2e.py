@@ -37,18 +37,16 @@ from backend.schemas import get_schema  # noqa: E402
 from sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
 from sync.client import Connection, connect  # noqa: E402
 from sync.importers import rows_from_records  # noqa: E402
-from sync.local_stack import StackSettings, load_credentials, start_label_studio, stop_stack  # noqa: E402
+from sync.local_stack import (  # noqa: E402
+    StackSettings,
+    free_port,
+    load_credentials,
+    start_label_studio,
+    stop_stack,
+)
 from sync.projects import ensure_project, import_rows  # noqa: E402
 
 ANSWER = json.dumps({"annotations": [], "impression": 5})
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_sim(latency: float) -> tuple[subprocess.Popen, str]:

@@ -42,19 +42,17 @@ from backend.schemas import get_schema  # noqa: E402
 from sync.client import Connection, connect  # noqa: E402
 from sync.import_annotations import ensure_annotators  # noqa: E402
 from sync.importers import TaskRow, rows_from_records  # noqa: E402
-from sync.local_stack import StackSettings, load_credentials, start_label_studio, stop_stack  # noqa: E402
+from sync.local_stack import (  # noqa: E402
+    StackSettings,
+    free_port,
+    load_credentials,
+    start_label_studio,
+    stop_stack,
+)
 from sync.projects import ensure_project  # noqa: E402
 
 ANNOTATORS = ["rater.a@judgelab.local", "rater.b@judgelab.local", "rater.c@judgelab.local"]
 LABELS = ["Not Checkable", "Misleading", "Incorrect"]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def span(summary: str, rng: random.Random, label: str) -> list[dict]:
@@ -212,7 +210,7 @@ def run_sync(url: str, token: str, project_id: int, out: Path, full: bool) -> tu
     return seconds, usage.ru_maxrss / 1024, (stdout.strip().splitlines() or [""])[0]
 
 
-def python_start(url: str, token: str) -> float:
+def python_start() -> float:
     """Seconds to start the CLI and print its schema list (imports included): a fixed cost."""
     t0 = time.perf_counter()
     subprocess.run(
@@ -273,7 +271,7 @@ def main() -> None:
     try:
         client = connect(Connection(url=url, token=token))
         project_id = populate(client, args.tasks)
-        start_cost = python_start(url, token)
+        start_cost = python_start()
         print(f"CLI start (imports, no Label Studio call): {start_cost:.2f} s")
 
         exports, snapshots, fulls, rss = [], [], [], []

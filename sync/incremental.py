@@ -50,10 +50,11 @@ import pandas as pd
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 from backend.schemas import all_schemas
 from sync.client import SyncError, api_error_message
 from sync.projects import selected_projects
-from sync.tidy import JUDGMENT_COLUMNS, TidyTables, concat_tables, tidy_rows_from_export
+from sync.tidy import TidyTables, concat_tables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
 
@@ -193,22 +194,21 @@ class ProjectTotals:
     predictions: int
 
 
-def project_totals(client: LabelStudio, project_id: int) -> ProjectTotals:
-    payload = _dm_page(client, project_id, 1, 1, "id")
-    return ProjectTotals(
+def _first_task(client: LabelStudio, project_id: int, descending: bool = False) -> tuple[ProjectTotals, int | None]:
+    """A one-row listing: the project's counts and its smallest (or largest) task id."""
+    query = _dm_query(ordering=["-tasks:id"]) if descending else None
+    payload = _dm_page(client, project_id, 1, 1, "id", query)
+    totals = ProjectTotals(
         int(payload.get("total") or 0),
         int(payload.get("total_annotations") or 0),
         int(payload.get("total_predictions") or 0),
     )
+    tasks = payload.get("tasks") or []
+    return totals, (int(tasks[0]["id"]) if tasks else None)
 
 
-def task_id_bounds(client: LabelStudio, project_id: int) -> tuple[int, int] | None:
-    """The smallest and the largest task id of the project (two one-row listings)."""
-    first = _dm_page(client, project_id, 1, 1, "id").get("tasks") or []
-    last = _dm_page(client, project_id, 1, 1, "id", _dm_query(ordering=["-tasks:id"])).get("tasks") or []
-    if not first or not last:
-        return None
-    return int(first[0]["id"]), int(last[0]["id"])
+def project_totals(client: LabelStudio, project_id: int) -> ProjectTotals:
+    return _first_task(client, project_id)[0]
 
 
 def list_task_signatures(client: LabelStudio, project_id: int, since: datetime | None = None) -> dict[int, str]:
@@ -331,8 +331,6 @@ def materialise(db: sqlite3.Connection) -> dict[str, pd.DataFrame]:
     for (rows,) in db.execute("SELECT rows FROM sync_task_rows ORDER BY project, task_id"):
         for name, items in json.loads(rows).items():
             records[name].extend(items)
-    from sync.tidy import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
-
     frames = {}
     for name, columns in (
         ("tasks", TASK_COLUMNS),
@@ -422,11 +420,10 @@ def plan_project(
     """
     state = db.execute("SELECT watermark, complete FROM sync_state WHERE project=?", (project_id,)).fetchone()
     if not stored:
-        totals = project_totals(client, project_id)
-        bounds = task_id_bounds(client, project_id) if totals.tasks else None
-        if bounds is None:
+        totals, low = _first_task(client, project_id)
+        high = _first_task(client, project_id, descending=True)[1] if low is not None else None
+        if low is None or high is None:
             return Plan("ranges", [])
-        low, high = bounds
         if totals.tasks >= RANGE_MIN_DENSITY * (high - low + 1):
             ids = list(range(low, high + 1))
             needing = totals.tasks if totals.predictions else 0
@@ -522,7 +519,6 @@ def sync_project(
             task_rows, judgment_rows, span_rows = tidy_rows_from_export(
                 project_id, schema_name, schema, exported, users
             )
-            judgment_rows = [{k: r.get(k) for k in JUDGMENT_COLUMNS} for r in judgment_rows]
             rows = _task_rows(task_rows, judgment_rows, span_rows, pred_rows)
             with db:  # one transaction: the batch's rows and signatures together
                 present = set()

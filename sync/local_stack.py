@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -74,6 +75,13 @@ class PostgresSettings:
             "POSTGRE_HOST": self.host,
             "POSTGRE_PORT": str(self.port),
         }
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (for servers started on loopback)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 @dataclass

@@ -25,14 +25,13 @@ import pwd
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from sync.client import SyncError
-from sync.local_stack import PostgresSettings
+from sync.local_stack import PostgresSettings, free_port
 
 BINDIR_ENV = "JUDGELAB_PG_BINDIR"
 DEBIAN_BINDIRS = "/usr/lib/postgresql/*/bin"
@@ -67,12 +66,6 @@ def find_postgres_bindir() -> Path:
         f"PostgreSQL is not installed: no initdb and pg_ctl on PATH nor in {DEBIAN_BINDIRS} "
         f"(Debian/Ubuntu: apt-get install postgresql; elsewhere set {BINDIR_ENV} to the folder holding them)"
     )
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _traversable_by_others(path: Path) -> bool:

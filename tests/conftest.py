@@ -5,20 +5,15 @@ real judgelab backend once per test session, as separate processes on free local
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from sync.local_stack import free_port  # tests import it from here too
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

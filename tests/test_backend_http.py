@@ -4,7 +4,6 @@ process on a free local port, spoken to with httpx."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -15,15 +14,10 @@ import httpx
 import pytest
 
 from backend.schemas import all_schemas, get_schema
+from sync.local_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_NAMES = sorted(all_schemas())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_backend(log_path: Path, **extra_env: str) -> tuple[subprocess.Popen, str]:
