@@ -288,8 +288,9 @@ def sync_cmd(
     The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
     from sync.incremental import has_state, sync_tables
+    from sync.ls_api import connect_api
 
-    client = connect(_connection(ctx))
+    client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
     full = full or not has_state(out)
 
     def progress(report) -> None:

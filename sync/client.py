@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from label_studio_sdk import LabelStudio
-from label_studio_sdk.core.api_error import ApiError
+
+if TYPE_CHECKING:  # the SDK takes over a second to import: only the commands that use it load it
+    from label_studio_sdk import LabelStudio
 
 
 class SyncError(RuntimeError):
@@ -32,7 +34,8 @@ class Connection:
         )
 
 
-def api_error_message(exc: ApiError) -> str:
+def api_error_message(exc: Any) -> str:
+    """What an SDK ``ApiError`` says, in one line."""
     body = exc.body
     if isinstance(body, dict):
         for key in ("validation_errors", "detail", "error", "message"):
@@ -48,6 +51,9 @@ def connect(conn: Connection, timeout: float = 60.0) -> LabelStudio:
             "no Label Studio token: pass --token or set JUDGELAB_LS_TOKEN "
             "(Account & Settings > Personal Access Token, or a legacy token)"
         )
+    from label_studio_sdk import LabelStudio
+    from label_studio_sdk.core.api_error import ApiError
+
     client = LabelStudio(base_url=conn.url, api_key=conn.token, timeout=timeout)
     try:
         client.users.whoami()

@@ -95,7 +95,12 @@ def read_tables(folder: Path) -> TidyTables:
         return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in ("tasks", "judgments", "spans")))
     db_path = folder / "judgelab.sqlite"
     if db_path.exists():
+        from sync import table_store
+
         with sqlite3.connect(db_path) as db:
+            if table_store.is_store(db):  # kept by 'judgelab sync': column types and order from the store
+                frames = table_store.read_frames(db)
+                return TidyTables(frames["tasks"], frames["judgments"], frames["spans"])
             return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in ("tasks", "judgments", "spans")))
     raise SyncError(f"{folder}: no tidy tables (tasks.parquet or judgelab.sqlite); run 'judgelab sync' first")
 

@@ -1,12 +1,14 @@
 """Incremental, idempotent and resumable sync of Label Studio projects into the tidy tables.
 
-State lives next to the tables, in ``<out>/judgelab.sqlite``:
+State lives with the tables, in ``<out>/judgelab.sqlite``:
 
-- ``sync_task_rows``: per (project, task_id) the task's change signature (``updated_at``,
-  ``total_annotations``, ``cancelled_annotations``, ``total_predictions``) and its tidy rows
-  (tasks, judgments, spans, predictions) as JSON. A task is the unit of replacement: a changed
-  task is exported again and all its rows are replaced, so edited, added and deleted
-  annotations and predictions of that task are reflected at once.
+- the tables ``tasks``, ``judgments``, ``spans`` and ``predictions`` themselves
+  (:mod:`sync.table_store`), indexed by (project, task_id);
+- ``sync_tasks``: per (project, task_id) the task's change signature (``updated_at``,
+  ``total_annotations``, ``cancelled_annotations``, ``total_predictions``). A task is the unit
+  of replacement: a changed task is exported again and all its rows in the four tables are
+  replaced, so edited, added and deleted annotations and predictions of that task are
+  reflected at once;
 - ``sync_state``: per project its schema, when the last run started and finished, whether it
   completed, and the newest ``updated_at`` it saw (the watermark, on Label Studio's clock).
 
@@ -25,11 +27,14 @@ Label Studio while the previous one is turned into rows. Predictions come as ids
 bodies are read from ``/api/predictions/`` (per task, or the whole project at once when many
 tasks need them).
 
-Each batch is written in one transaction together with its signatures, so a run killed mid-way
-loses nothing: the next run sees the project as incomplete, lists every task and exports those
-whose signature differs (replace-by-key makes redoing harmless). At the end the ``tasks``,
-``judgments``, ``spans`` (and ``predictions``) tables are materialised into the same SQLite
-file and as Parquet files, only when something changed.
+Each batch's rows are written in one transaction together with its signatures, so a run
+killed mid-way loses nothing: the next run sees the project as incomplete, lists every task and
+exports those whose signature differs (replace-by-key makes redoing harmless). The Parquet
+files are written from the SQLite tables, in chunks, at the end of a run that changed them.
+
+The sync talks to Label Studio through :mod:`sync.ls_api` (plain HTTP, no SDK import) and loads
+pandas and pyarrow, which only the Parquet writing needs, in the background while Label Studio
+exports: a run's fixed cost stays well under a second.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,15 +52,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-from label_studio_sdk import LabelStudio
-from label_studio_sdk.core.api_error import ApiError
-
-from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 from backend.schemas import all_schemas
-from sync.client import SyncError, api_error_message
+from sync import table_store
+from sync.client import SyncError
+from sync.ls_api import as_api
 from sync.projects import selected_projects
-from sync.tidy import TidyTables, concat_tables, tidy_rows_from_export
+from sync.tidy import TidyTables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,6 @@ RECENT_MARGIN_SECONDS = 300  # "recent" mode lists tasks updated since the last 
 # this many predictions in the project-wide read (measured on 1.23: ~50 ms vs ~0.4 ms each).
 PREDICTIONS_PER_REQUEST = 125
 LIST_PAGE_SIZE = 1000
-PREDICTION_COLUMNS = ["project", "task_id", "prediction_id", "model_version", "score", "created_at", "updated_at"]
 SIGNATURE_FIELDS = ("updated_at", "total_annotations", "cancelled_annotations", "total_predictions")
 
 SCHEMA_SQL = """
@@ -78,11 +80,10 @@ CREATE TABLE IF NOT EXISTS sync_state (
     last_sync_finished_at TEXT,
     runs INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS sync_task_rows (
+CREATE TABLE IF NOT EXISTS sync_tasks (
     project INTEGER NOT NULL,
     task_id INTEGER NOT NULL,
     signature TEXT NOT NULL,
-    rows TEXT NOT NULL,
     PRIMARY KEY (project, task_id)
 );
 CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT);
@@ -140,16 +141,6 @@ def batch_size_from_env() -> int:
 # --- talking to Label Studio -----------------------------------------------------------------
 
 
-def _get_json(client: LabelStudio, path: str, params: dict[str, Any]) -> Any:
-    try:
-        response = client._client_wrapper.httpx_client.request(path, method="GET", params=params)
-    except Exception as exc:  # httpx errors: the server went away
-        raise SyncError(f"Label Studio: GET {path} failed: {exc}") from None
-    if response.status_code >= 400:
-        raise SyncError(f"Label Studio: GET {path} answered HTTP {response.status_code}: {response.text[:300]}")
-    return response.json()
-
-
 def _signature(task: dict[str, Any]) -> str:
     return json.dumps([task.get(k) for k in SIGNATURE_FIELDS])
 
@@ -169,7 +160,7 @@ def _dm_query(filters: list[dict[str, Any]] | None = None, ordering: list[str] |
 
 
 def _dm_page(
-    client: LabelStudio, project_id: int, page: int, page_size: int, include: str, query: str | None = None
+    client: Any, project_id: int, page: int, page_size: int, include: str, query: str | None = None
 ) -> dict[str, Any]:
     """One page of the Data Manager task list. ``review=1`` makes Label Studio skip its
     "evaluate predictions automatically" branch, so listing never calls the ML backend."""
@@ -182,7 +173,7 @@ def _dm_page(
     }
     if query:
         params["query"] = query
-    return _get_json(client, "api/tasks/", params)
+    return as_api(client).get_json("api/tasks/", params)
 
 
 @dataclass(frozen=True)
@@ -194,7 +185,7 @@ class ProjectTotals:
     predictions: int
 
 
-def _first_task(client: LabelStudio, project_id: int, descending: bool = False) -> tuple[ProjectTotals, int | None]:
+def _first_task(client: Any, project_id: int, descending: bool = False) -> tuple[ProjectTotals, int | None]:
     """A one-row listing: the project's counts and its smallest (or largest) task id."""
     query = _dm_query(ordering=["-tasks:id"]) if descending else None
     payload = _dm_page(client, project_id, 1, 1, "id", query)
@@ -207,11 +198,11 @@ def _first_task(client: LabelStudio, project_id: int, descending: bool = False) 
     return totals, (int(tasks[0]["id"]) if tasks else None)
 
 
-def project_totals(client: LabelStudio, project_id: int) -> ProjectTotals:
+def project_totals(client: Any, project_id: int) -> ProjectTotals:
     return _first_task(client, project_id)[0]
 
 
-def list_task_signatures(client: LabelStudio, project_id: int, since: datetime | None = None) -> dict[int, str]:
+def list_task_signatures(client: Any, project_id: int, since: datetime | None = None) -> dict[int, str]:
     """Task ids of the project with their change signature, without task data.
 
     With ``since``, only the tasks whose ``updated_at`` is later (a Data Manager filter: the
@@ -235,14 +226,14 @@ def list_task_signatures(client: LabelStudio, project_id: int, since: datetime |
         page += 1
 
 
-def export_tasks(client: LabelStudio, project_id: int, task_ids: list[int]) -> list[dict[str, Any]]:
+def export_tasks(client: Any, project_id: int, task_ids: list[int]) -> list[dict[str, Any]]:
     """The given tasks with annotations (the quick export's ``ids[]`` filter; the SDK's ``ids``
     parameter is not the name Label Studio reads, so the request is made directly). Ids that
     are not tasks of the project are simply absent from the answer."""
     if len(task_ids) > MAX_EXPORT_IDS:
         raise ValueError(f"at most {MAX_EXPORT_IDS} ids per export request (Django's limit on query fields)")
     params = {"exportType": "JSON", "download_all_tasks": "true", "ids[]": [str(i) for i in task_ids]}
-    exported = _get_json(client, f"api/projects/{project_id}/export", params)
+    exported = as_api(client).get_json(f"api/projects/{project_id}/export", params)
     wanted = set(task_ids)
     return [t for t in exported if int(t["id"]) in wanted]
 
@@ -251,8 +242,8 @@ class PredictionReader:
     """Full predictions of tasks (the quick export gives their ids only): per task, or all of
     the project's at once when many tasks need them."""
 
-    def __init__(self, client: LabelStudio, project_id: int, tasks_needing: int, project_predictions: int) -> None:
-        self.client, self.project_id = client, project_id
+    def __init__(self, client: Any, project_id: int, tasks_needing: int, project_predictions: int) -> None:
+        self.api, self.project_id = as_api(client), project_id
         self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_REQUEST > project_predictions
         self._by_task: dict[int, list[dict[str, Any]]] | None = None
         self.requests = 0
@@ -265,7 +256,7 @@ class PredictionReader:
     def _load_project(self) -> dict[int, list[dict[str, Any]]]:
         by_task: dict[int, list[dict[str, Any]]] = {}
         self.requests += 1
-        for pred in _get_json(self.client, "api/predictions/", {"project": self.project_id}):
+        for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
             by_task.setdefault(int(pred["task"]), []).append(pred)
         return by_task
 
@@ -280,7 +271,7 @@ class PredictionReader:
                 return [found[i] for i in ids]
         # a prediction newer than the bulk read: ask for this task only
         self.requests += 1
-        found = {p["id"]: p for p in _get_json(self.client, "api/predictions/", {"task": task_id})}
+        found = {p["id"]: p for p in self.api.get_json("api/predictions/", {"task": task_id})}
         return [found[i] for i in ids if i in found]
 
 
@@ -292,6 +283,7 @@ def _ids(items: Iterable[Any]) -> list[int]:
 
 
 def open_state(out_dir: Path) -> sqlite3.Connection:
+    """The sync's SQLite file (created when absent), with state from an earlier judgelab migrated."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(out_dir / STATE_FILE)
@@ -301,52 +293,40 @@ def open_state(out_dir: Path) -> sqlite3.Connection:
         if column not in have:  # state written by an earlier judgelab
             db.execute(f"ALTER TABLE sync_state ADD COLUMN {column} {kind}")
     db.commit()
+    with db:
+        created = table_store.ensure_tables(db)
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name='sync_task_rows'").fetchone():
+            _migrate_task_rows(db)
+        elif created and db.execute("SELECT 1 FROM sync_tasks LIMIT 1").fetchone():
+            # signatures without their rows: forget them, the next run exports everything again
+            db.execute("DELETE FROM sync_tasks")
+            db.execute("DELETE FROM sync_state")
     return db
 
 
-def _task_rows(
-    task_rows: list[dict[str, Any]],
-    judgment_rows: list[dict[str, Any]],
-    span_rows: list[dict[str, Any]],
-    prediction_rows: list[dict[str, Any]],
-) -> dict[int, str]:
-    """Each task's tidy rows as one JSON document."""
-    out: dict[int, dict[str, list]] = {}
-    for name, rows in (
-        ("tasks", task_rows),
-        ("judgments", judgment_rows),
-        ("spans", span_rows),
-        ("predictions", prediction_rows),
-    ):
-        for record in rows:
-            out.setdefault(int(record["task_id"]), {"tasks": [], "judgments": [], "spans": [], "predictions": []})[
-                name
-            ].append(record)
-    return {task_id: json.dumps(rows, ensure_ascii=False, sort_keys=True, default=str) for task_id, rows in out.items()}
+def _migrate_task_rows(db: sqlite3.Connection) -> None:
+    """State of judgelab before the tables were kept task by task: each task's rows were a JSON
+    document next to its signature. They move into the tables; nothing is exported again."""
+    for project, task_id, signature, rows in db.execute(
+        "SELECT project, task_id, signature, rows FROM sync_task_rows ORDER BY project, task_id"
+    ).fetchall():
+        db.execute(
+            "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
+            (project, task_id, signature),
+        )
+        table_store.replace_tasks(db, project, [task_id], json.loads(rows))
+    db.execute("DROP TABLE sync_task_rows")
+    _tables_changed(db)
 
 
-def materialise(db: sqlite3.Connection) -> dict[str, pd.DataFrame]:
-    """The tidy tables (and predictions) from the state, in a stable order."""
-    records: dict[str, list[dict[str, Any]]] = {"tasks": [], "judgments": [], "spans": [], "predictions": []}
-    for (rows,) in db.execute("SELECT rows FROM sync_task_rows ORDER BY project, task_id"):
-        for name, items in json.loads(rows).items():
-            records[name].extend(items)
-    frames = {}
-    for name, columns in (
-        ("tasks", TASK_COLUMNS),
-        ("judgments", JUDGMENT_COLUMNS),
-        ("spans", SPAN_COLUMNS),
-        ("predictions", PREDICTION_COLUMNS),
-    ):
-        frame = pd.DataFrame(records[name])
-        for column in columns:
-            if column not in frame:
-                frame[column] = pd.Series(dtype="object")
-        extra = [c for c in frame.columns if c not in columns]
-        frames[name] = frame[columns + extra]
-    for column in ("start", "end"):
-        frames["spans"][column] = frames["spans"][column].astype("Int64")
-    return frames
+def _tables_changed(db: sqlite3.Connection) -> None:
+    """The Parquet files no longer match the tables (inside the transaction that changed them)."""
+    db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '0')")
+
+
+def _parquet_current(db: sqlite3.Connection, paths: list[Path]) -> bool:
+    row = db.execute("SELECT value FROM sync_meta WHERE key='parquet_current'").fetchone()
+    return row is not None and row[0] == "1" and all(p.exists() for p in paths)
 
 
 def _now() -> str:
@@ -397,7 +377,7 @@ def _id_batches(ids: list[int], size: int) -> list[list[int]]:
 
 
 def plan_project(
-    client: LabelStudio,
+    client: Any,
     db: sqlite3.Connection,
     project_id: int,
     batch_size: int,
@@ -468,7 +448,7 @@ def _prediction_rows(project_id: int, task_id: int, predictions: list[dict[str, 
 
 
 def sync_project(
-    client: LabelStudio,
+    client: Any,
     db: sqlite3.Connection,
     project_id: int,
     schema_name: str,
@@ -480,7 +460,7 @@ def sync_project(
     report = ProjectReport(project=project_id, schema=schema_name)
     pause = float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0)  # throttling (and kill tests)
     schema = all_schemas().get(schema_name)
-    stored = dict(db.execute("SELECT task_id, signature FROM sync_task_rows WHERE project=?", (project_id,)))
+    stored = dict(db.execute("SELECT task_id, signature FROM sync_tasks WHERE project=?", (project_id,)))
     plan = plan_project(client, db, project_id, batch_size, stored, margin_seconds)
     report.mode = plan.mode
     with db:  # from here until the end of the run the state is "incomplete"
@@ -493,9 +473,9 @@ def sync_project(
     report.tasks_listed = plan.listed
     if plan.gone:
         with db:
-            db.executemany(
-                "DELETE FROM sync_task_rows WHERE project=? AND task_id=?", [(project_id, t) for t in plan.gone]
-            )
+            db.executemany("DELETE FROM sync_tasks WHERE project=? AND task_id=?", [(project_id, t) for t in plan.gone])
+            table_store.delete_tasks(db, project_id, plan.gone)
+            _tables_changed(db)
         report.tasks_deleted = len(plan.gone)
 
     predictions = PredictionReader(client, project_id, plan.with_predictions, plan.project_predictions)
@@ -519,21 +499,22 @@ def sync_project(
             task_rows, judgment_rows, span_rows = tidy_rows_from_export(
                 project_id, schema_name, schema, exported, users
             )
-            rows = _task_rows(task_rows, judgment_rows, span_rows, pred_rows)
+            rows = {"tasks": task_rows, "judgments": judgment_rows, "spans": span_rows, "predictions": pred_rows}
+            present = [int(task["id"]) for task in exported]
+            # asked for but not exported: deleted meanwhile (or, in "ranges" mode, never a task here)
+            vanished = sorted((set(batch) - set(present)) & set(stored))
             with db:  # one transaction: the batch's rows and signatures together
-                present = set()
-                for task in exported:
-                    task_id = int(task["id"])
-                    present.add(task_id)
-                    db.execute(
-                        "INSERT OR REPLACE INTO sync_task_rows (project, task_id, signature, rows) VALUES (?, ?, ?, ?)",
-                        (project_id, task_id, _signature(task), rows.get(task_id, json.dumps({}))),
-                    )
-                # asked for but not exported: deleted meanwhile (or, in "ranges" mode, never a task here)
-                vanished = [t for t in batch if t not in present and t in stored]
+                if stored:  # (a first sync has no rows to replace)
+                    table_store.delete_tasks(db, project_id, present + vanished)
+                table_store.insert_rows(db, rows)
                 db.executemany(
-                    "DELETE FROM sync_task_rows WHERE project=? AND task_id=?", [(project_id, t) for t in vanished]
+                    "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
+                    [(project_id, int(task["id"]), _signature(task)) for task in exported],
                 )
+                db.executemany(
+                    "DELETE FROM sync_tasks WHERE project=? AND task_id=?", [(project_id, t) for t in vanished]
+                )
+                _tables_changed(db)
                 report.tasks_deleted += len(vanished)
             report.tasks_exported += len(exported)
             report.batches += 1
@@ -543,7 +524,7 @@ def sync_project(
                 time.sleep(pause)
     report.prediction_requests = predictions.requests
 
-    signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_task_rows WHERE project=?", (project_id,))]
+    signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
     with db:
         db.execute(
             "UPDATE sync_state SET last_sync_finished_at=?, runs=runs+1, complete=1, watermark=? WHERE project=?",
@@ -552,8 +533,18 @@ def sync_project(
     return report
 
 
+def _warm_imports() -> None:
+    """Load what only the Parquet writing needs while Label Studio exports (the main thread
+    mostly waits then); the import lock makes a later ``import`` wait for this one."""
+    try:
+        import pandas  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except Exception:  # noqa: BLE001 - the import at the point of use reports it
+        pass
+
+
 def sync_tables(
-    client: LabelStudio,
+    client: Any,
     out_dir: Path,
     project_ids: list[int] | None = None,
     full: bool = False,
@@ -564,98 +555,70 @@ def sync_tables(
 ) -> SyncReport:
     """Bring the tidy tables in ``out_dir`` up to date with Label Studio.
 
-    ``full`` forgets the state first (every task is exported again). Projects that are no longer
-    selected or no longer exist keep their rows only when ``project_ids`` names other projects;
-    with the default selection (every judgelab project) rows of deleted projects are removed.
+    ``client``: a :class:`sync.ls_api.LabelStudioAPI` or an SDK client. ``full`` forgets the
+    state first (every task is exported again). Projects that are no longer selected or no
+    longer exist keep their rows only when ``project_ids`` names other projects; with the
+    default selection (every judgelab project) rows of deleted projects are removed.
     """
-    from sync.export import user_emails
-
+    api = as_api(client)
     out_dir = Path(out_dir)
     batch_size = min(batch_size or batch_size_from_env(), MAX_EXPORT_IDS)
     margin = RECENT_MARGIN_SECONDS if margin_seconds is None else max(0.0, margin_seconds)
+    paths = [out_dir / STATE_FILE]
+    if write_parquet:
+        paths += [out_dir / f"{n}.parquet" for n in table_store.TABLES]
     db = open_state(out_dir)
     try:
+        if write_parquet and not _parquet_current(db, paths[1:]):
+            threading.Thread(target=_warm_imports, name="judgelab-imports", daemon=True).start()
         report = SyncReport(full=full)
-        projects = selected_projects(client, project_ids)
+        projects = selected_projects(api, project_ids)
+        changed = False
         if full:
             with db:
-                selected = [p for p, _ in projects] if project_ids is not None else None
-                if selected is None:
-                    db.execute("DELETE FROM sync_task_rows")
+                if project_ids is None:
+                    db.execute("DELETE FROM sync_tasks")
                     db.execute("DELETE FROM sync_state")
+                    table_store.delete_project(db, None)
                 else:
-                    for p in selected:
-                        db.execute("DELETE FROM sync_task_rows WHERE project=?", (p,))
+                    for p, _ in projects:
+                        db.execute("DELETE FROM sync_tasks WHERE project=?", (p,))
                         db.execute("DELETE FROM sync_state WHERE project=?", (p,))
-        removed = 0
+                        table_store.delete_project(db, p)
+                _tables_changed(db)
+            changed = True
         if project_ids is None:  # projects deleted in Label Studio
-            known = {p for (p,) in db.execute("SELECT DISTINCT project FROM sync_task_rows")}
+            known = {p for (p,) in db.execute("SELECT DISTINCT project FROM sync_tasks")}
             stale = known - {p for p, _ in projects}
             if stale:
                 with db:
                     for p in stale:
-                        removed += db.execute("DELETE FROM sync_task_rows WHERE project=?", (p,)).rowcount
+                        db.execute("DELETE FROM sync_tasks WHERE project=?", (p,))
                         db.execute("DELETE FROM sync_state WHERE project=?", (p,))
-        users = user_emails(client)
+                        table_store.delete_project(db, p)
+                    _tables_changed(db)
+                changed = True
+        users = api.user_emails()
         for project_id, schema_name in projects:
-            report.projects.append(
-                sync_project(client, db, project_id, schema_name, users, batch_size, on_batch, margin)
-            )
-
-        fingerprint = json.dumps(
-            [list(r) for r in db.execute("SELECT project, task_id, signature FROM sync_task_rows ORDER BY 1, 2")]
-        )
-        previous = db.execute("SELECT value FROM sync_meta WHERE key='fingerprint'").fetchone()
-        paths = [out_dir / STATE_FILE]
-        if write_parquet:
-            paths += [out_dir / f"{n}.parquet" for n in ("tasks", "judgments", "spans", "predictions")]
-        up_to_date = previous is not None and previous[0] == fingerprint and all(p.exists() for p in paths)
-        counts = _table_counts(db) if up_to_date and not removed else None
-        if counts is not None:
-            report.counts = counts
-        else:
-            frames = materialise(db)
-            report.counts = {name: len(frame) for name, frame in frames.items()}
-            _write_frames(db, frames, out_dir, write_parquet)
+            report.projects.append(sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin))
+        changed = changed or report.changed
+        if write_parquet and not _parquet_current(db, paths[1:]):
+            table_store.write_parquet(db, out_dir)
             with db:
-                db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-            report.tables_written = True
+                db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
+            changed = True
+        report.counts = table_store.counts(db)
+        report.tables_written = changed
         report.paths = paths
         return report
-    except ApiError as exc:
-        raise SyncError(f"sync failed: {api_error_message(exc)}") from None
     finally:
         db.close()
-
-
-def _table_counts(db: sqlite3.Connection) -> dict[str, int] | None:
-    """Rows of the materialised tables, or None when one is missing (then they are rebuilt)."""
-    counts = {}
-    for name in ("tasks", "judgments", "spans", "predictions"):
-        try:
-            counts[name] = db.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
-        except sqlite3.OperationalError:
-            return None
-    return counts
-
-
-def _write_frames(db: sqlite3.Connection, frames: dict[str, pd.DataFrame], out_dir: Path, parquet: bool) -> None:
-    from sync.export import _storable
-
-    with db:
-        for name, frame in frames.items():
-            _storable(frame).to_sql(name, db, if_exists="replace", index=False)
-    if parquet:
-        for name, frame in frames.items():
-            tmp = out_dir / f".{name}.parquet.tmp"
-            _storable(frame).to_parquet(tmp, index=False)
-            tmp.replace(out_dir / f"{name}.parquet")
 
 
 def tables_from_state(out_dir: Path) -> TidyTables:
     db = open_state(out_dir)
     try:
-        frames = materialise(db)
+        frames = table_store.read_frames(db)
     finally:
         db.close()
-    return concat_tables([TidyTables(frames["tasks"], frames["judgments"], frames["spans"])])
+    return TidyTables(frames["tasks"], frames["judgments"], frames["spans"])

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
-
-from label_studio_sdk import LabelStudio
-from label_studio_sdk.core.api_error import ApiError
+from typing import TYPE_CHECKING, Any
 
 from backend.schemas import Schema
 from sync.client import SyncError, api_error_message
 from sync.importers import KEY_FIELD, TaskRow
+
+if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
+    from label_studio_sdk import LabelStudio
 
 log = logging.getLogger("judgelab.sync")
 IMPORT_BATCH = 500
@@ -23,7 +23,9 @@ def schema_marker(schema_name: str) -> str:
 
 def project_schema_name(project: Any) -> str | None:
     """The schema a project was created from (its description carries a marker)."""
-    description = getattr(project, "description", None) or ""
+    description = (
+        project.get("description") if isinstance(project, dict) else getattr(project, "description", None)
+    ) or ""
     start = description.find("[judgelab:")
     if start < 0:
         return None
@@ -31,16 +33,20 @@ def project_schema_name(project: Any) -> str | None:
     return description[start + len("[judgelab:") : end] if end > start else None
 
 
-def selected_projects(client: LabelStudio, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
-    """(id, schema name) of the given projects, or of every judgelab project when none are given."""
+def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
+    """(id, schema name) of the given projects, or of every judgelab project when none are given.
+    ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
+    from sync.ls_api import as_api
+
     chosen = []
-    for project in client.projects.list():
+    for project in as_api(client).projects():
         name = project_schema_name(project)
-        if project_ids is not None and project.id not in project_ids:
+        project_id = int(project["id"])
+        if project_ids is not None and project_id not in project_ids:
             continue
         if project_ids is None and name is None:
             continue
-        chosen.append((project.id, name or "custom"))
+        chosen.append((project_id, name or "custom"))
     return chosen
 
 
@@ -84,6 +90,8 @@ def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None
     """The project for ``schema`` (created from its config if absent; never duplicated)."""
     if len(title or schema.title) > MAX_TITLE:
         raise SyncError(f"project title {title or schema.title!r} is longer than {MAX_TITLE} characters")
+    from label_studio_sdk.core.api_error import ApiError
+
     existing = find_project(client, schema, title)
     if existing is not None:
         return EnsuredProject(existing.id, existing.title, schema.name, created=False)
@@ -125,6 +133,8 @@ class ImportReport:
 
 def import_rows(client: LabelStudio, project_id: int, rows: list[TaskRow]) -> ImportReport:
     """Import the rows whose key the project does not have yet, in batches."""
+    from label_studio_sdk.core.api_error import ApiError
+
     have = existing_keys(client, project_id)
     new = [row for row in rows if row.key not in have]
     ids: list[int] = []

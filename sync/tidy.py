@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 from backend.schemas import Schema
+
+if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path does not need it
+    import pandas as pd
 
 SPAN_TYPES = {"labels", "hypertextlabels", "paragraphlabels"}
 
@@ -179,6 +180,8 @@ def tidy_from_export(
     users: dict[int, str] | None = None,
 ) -> TidyTables:
     """Tidy tables for one project's exported tasks (annotations and full predictions)."""
+    import pandas as pd
+
     task_rows, judgment_rows, span_rows = tidy_rows_from_export(project_id, schema_name, schema, exported, users)
     tasks = pd.DataFrame(task_rows)
     for column in TASK_COLUMNS:
@@ -192,6 +195,8 @@ def tidy_from_export(
 
 
 def concat_tables(parts: list[TidyTables]) -> TidyTables:
+    import pandas as pd
+
     def cat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
         frames = [f for f in frames if not f.empty]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

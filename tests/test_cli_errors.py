@@ -90,6 +90,16 @@ def test_unreachable_label_studio_names_the_url(tmp_path):
     assert "Traceback" not in result.output
 
 
+def test_sync_names_an_unreachable_server_and_a_refused_token(tmp_path, listener):
+    """The sync's own HTTP client (no SDK) gives the same messages as the other commands."""
+    url = f"http://127.0.0.1:{closed_port()}"
+    result = run("--url", url, "--token", "abc", "--home", str(tmp_path), "sync", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1 and f"cannot reach Label Studio at {url}" in result.output
+    result = run("--url", listener.url, "--token", "abc", "--home", str(tmp_path), "sync", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1 and f"Label Studio at {listener.url} refused the token (HTTP 401)" in result.output
+    assert "Traceback" not in result.output and listener.requests
+
+
 def test_no_token_says_how_to_give_one(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}"
     result = run("--url", url, "--home", str(tmp_path), "sync", "--out", str(tmp_path / "out"))

@@ -273,6 +273,28 @@ def test_personal_access_token_works_and_a_wrong_token_is_refused(study):
         connect(Connection(url=stack.url, token="not-a-token"))
 
 
+def test_the_sync_api_authenticates_like_the_sdk(study):
+    """``judgelab sync`` talks plain HTTP: a legacy token, a personal access token (exchanged for
+    an access token, and again when that one is refused), and a wrong token clearly refused."""
+    from sync.client import Connection, SyncError
+    from sync.ls_api import connect_api
+
+    client, stack = study["client"], study["stack"]
+    expected = {p.id for p in client.projects.list()}
+    legacy = connect_api(Connection(url=stack.url, token=stack.creds.token))
+    assert {p["id"] for p in legacy.projects()} == expected
+    assert legacy.user_emails()[client.users.whoami().id] == client.users.whoami().email
+    for token in client.tokens.list():
+        client.tokens.blacklist(refresh=token.token)
+    pat = client.tokens.create().token
+    api = connect_api(Connection(url=stack.url, token=pat))
+    assert {p["id"] for p in api.projects()} == expected
+    api._access = api._access[:-4] + "AAAA"  # as if it had expired: Label Studio answers 401
+    assert {p["id"] for p in api.projects()} == expected
+    with pytest.raises(SyncError, match="refused the token"):
+        connect_api(Connection(url=stack.url, token="not-a-token"))
+
+
 def test_a_config_label_studio_rejects_is_reported_with_its_folder(study, tmp_path):
     from backend.schemas import load_schema
     from sync.client import SyncError

@@ -165,7 +165,7 @@ def _table_rows(folder: Path) -> dict[str, list]:
     with sqlite3.connect(folder / STATE_FILE) as db:
         return {
             name: sorted(map(repr, db.execute(f"SELECT * FROM {name}").fetchall()))
-            for name in ("tasks", "judgments", "spans", "predictions", "sync_task_rows")
+            for name in ("tasks", "judgments", "spans", "predictions", "sync_tasks")
         }
 
 
@@ -278,7 +278,7 @@ def test_killed_sync_resumes_without_loss_or_duplicates(project, stack, tmp_path
         if (out / STATE_FILE).exists():
             try:
                 with sqlite3.connect(out / STATE_FILE, timeout=1) as db:
-                    committed = db.execute("SELECT COUNT(*) FROM sync_task_rows").fetchone()[0]
+                    committed = db.execute("SELECT COUNT(*) FROM sync_tasks").fetchone()[0]
             except sqlite3.OperationalError:
                 committed = 0
             if committed >= 2:
@@ -288,6 +288,11 @@ def test_killed_sync_resumes_without_loss_or_duplicates(project, stack, tmp_path
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert project["backend"].predict_calls == calls_before
+    with sqlite3.connect(out / STATE_FILE) as db:  # rows and signatures were committed together
+        signed = {t for (t,) in db.execute("SELECT task_id FROM sync_tasks")}
+        assert {t for (t,) in db.execute("SELECT task_id FROM tasks")} == signed
+        assert {t for (t,) in db.execute("SELECT DISTINCT task_id FROM judgments")} <= signed
+        committed = len(signed)
     # (not client.tasks.list here: that Data Manager call itself asks the backend for predictions
     # when "evaluate predictions automatically" is on)
     resumed = _sync(project, out, [pid])  # the state exists: incremental

@@ -1,0 +1,166 @@
+"""The few Label Studio REST reads that ``judgelab sync`` makes, over one httpx connection.
+
+The sync does not need the SDK's models, and importing ``label_studio_sdk`` costs more than a
+second of every run, so it talks to the API directly: the Data Manager task list, the quick
+export, the predictions list, the project list and the user list. Authentication is the SDK's:
+a legacy token is sent as ``Token``; a personal access token (a JWT refresh token) is exchanged
+at ``/api/token/refresh/`` for an access token sent as ``Bearer``, and exchanged again when
+Label Studio answers 401 (access tokens expire after minutes, a sync can take longer).
+
+:func:`as_api` also wraps an SDK client (the tests and notebooks hold one) in the same interface.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import httpx
+
+from sync.client import Connection, SyncError
+
+PROJECT_PAGE_SIZE = 100
+
+
+class Unreachable(SyncError):
+    """The request did not get an answer (connection refused or reset, timeout)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _jwt_type(token: str) -> str | None:
+    """The ``token_type`` claim of a JWT, or None for a legacy token (not a JWT)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return payload.get("token_type") if isinstance(payload, dict) else None
+
+
+class _Reads:
+    """Reads built on :meth:`get_json` (shared by both clients)."""
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    def projects(self) -> list[dict[str, Any]]:
+        """Every project the token can see (id, title, description, ...), all pages."""
+        out: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            payload = self.get_json("api/projects/", {"page": page, "page_size": PROJECT_PAGE_SIZE})
+            if isinstance(payload, list):  # unpaginated answer
+                return payload
+            results = payload.get("results") or []
+            out.extend(results)
+            if not results or not payload.get("next") or len(out) >= int(payload.get("count") or 0):
+                return out
+            page += 1
+
+    def user_emails(self) -> dict[int, str]:
+        """User id -> email (or username), how annotators are named in the tables."""
+        users = self.get_json("api/users/")
+        if isinstance(users, dict):
+            users = users.get("results") or []
+        return {int(u["id"]): (u.get("email") or u.get("username") or str(u["id"])) for u in users}
+
+
+class LabelStudioAPI(_Reads):
+    """A checked connection to Label Studio's REST API (see the module's docstring)."""
+
+    def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self._token = token
+        self._bearer = _jwt_type(token) is not None
+        self._access: str | None = None
+        self._http = httpx.Client(base_url=self.url + "/", timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _refresh(self) -> None:
+        try:
+            response = self._http.post("api/token/refresh/", json={"refresh": self._token})
+        except httpx.HTTPError as exc:
+            raise SyncError(f"cannot reach Label Studio at {self.url}: {exc}") from None
+        if response.status_code >= 400:
+            raise SyncError(
+                f"Label Studio at {self.url} refused the personal access token (HTTP {response.status_code}): "
+                "check --token"
+            )
+        self._access = response.json()["access"]
+
+    def _headers(self) -> dict[str, str]:
+        if not self._bearer:
+            return {"Authorization": f"Token {self._token}"}
+        if self._access is None:
+            self._refresh()
+        return {"Authorization": f"Bearer {self._access}"}
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET ``path`` (relative to the server) as JSON; a clear :class:`SyncError` otherwise."""
+        for attempt in (1, 2):
+            try:
+                response = self._http.get(path, params=params, headers=self._headers())
+            except httpx.HTTPError as exc:  # connection refused, reset, timed out
+                raise Unreachable(f"Label Studio at {self.url}: GET {path} failed: {exc!r}", repr(exc)) from None
+            if response.status_code == 401 and self._bearer and attempt == 1:
+                self._access = None  # the access token expired: exchange the refresh token again
+                continue
+            break
+        if response.status_code in (401, 403):
+            raise SyncError(
+                f"Label Studio at {self.url} refused the token (HTTP {response.status_code}): check --token"
+            )
+        if response.status_code >= 400:
+            raise SyncError(f"Label Studio: GET {path} answered HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            return response.json()
+        except ValueError:
+            raise SyncError(f"Label Studio: GET {path} did not answer JSON: {response.text[:200]!r}") from None
+
+
+class _SdkAPI(_Reads):
+    """The same reads through an SDK client's own HTTP client (its authentication included)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        try:
+            response = self._client._client_wrapper.httpx_client.request(path, method="GET", params=params)
+        except Exception as exc:  # httpx errors: the server went away
+            raise SyncError(f"Label Studio: GET {path} failed: {exc}") from None
+        if response.status_code >= 400:
+            raise SyncError(f"Label Studio: GET {path} answered HTTP {response.status_code}: {response.text[:300]}")
+        return response.json()
+
+
+def as_api(client: Any) -> _Reads:
+    """``client`` as the sync's API: a :class:`LabelStudioAPI` as is, an SDK client wrapped."""
+    return client if isinstance(client, _Reads) else _SdkAPI(client)
+
+
+def connect_api(conn: Connection, timeout: float = 60.0) -> LabelStudioAPI:
+    """A checked :class:`LabelStudioAPI`; raises :class:`SyncError` naming the URL and the problem."""
+    if not conn.token:
+        raise SyncError(
+            "no Label Studio token: pass --token or set JUDGELAB_LS_TOKEN "
+            "(Account & Settings > Personal Access Token, or a legacy token)"
+        )
+    api = LabelStudioAPI(conn.url, conn.token, timeout=timeout)
+    try:
+        api.get_json("api/current-user/whoami")
+    except Unreachable as exc:
+        api.close()
+        raise SyncError(f"cannot reach Label Studio at {conn.url}: {exc.reason}") from None
+    except SyncError:
+        api.close()
+        raise
+    return api

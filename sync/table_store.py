@@ -1,0 +1,251 @@
+"""The tidy tables as the sync keeps them: SQLite tables updated task by task, Parquet written from them.
+
+``tasks``, ``judgments``, ``spans`` and ``predictions`` live in the sync's SQLite file with
+declared column types and an index on ``(project, task_id)``. The sync replaces one task's rows
+(:func:`replace_tasks`) in the same transaction as the task's change signature, so the tables
+are never rebuilt in memory: a run costs what changed, and memory does not grow with the
+project. The Parquet files are written from the SQLite tables in chunks of rows
+(:func:`write_parquet`), in ``(project, task_id)`` order, only when the tables changed.
+
+Column types are fixed, so every chunk, every run and every reader sees the same ones:
+integers, floats, booleans, nullable integers (span offsets) and text. Text columns store text:
+a value that is not a string is written as ``str(value)`` (a rating ``5`` becomes ``"5"``). The
+task's own data fields become extra ``tasks`` columns (added when first seen), also text; lists
+and objects there are JSON (see :func:`sync.tidy._cell`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TABLES = ("tasks", "judgments", "spans", "predictions")
+# (column, kind): int, Int (nullable int), float, bool, text
+_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "tasks": [("project", "int"), ("task_id", "int"), ("schema", "text"), ("key", "text")],
+    "judgments": [
+        ("project", "int"),
+        ("task_id", "int"),
+        ("annotation_id", "text"),
+        ("annotator", "text"),
+        ("source", "text"),
+        ("item", "text"),
+        ("value", "text"),
+        ("created_at", "text"),
+        ("updated_at", "text"),
+        ("lead_time", "float"),
+        ("was_cancelled", "bool"),
+        ("ground_truth", "bool"),
+    ],
+    "spans": [
+        ("project", "int"),
+        ("task_id", "int"),
+        ("annotation_id", "text"),
+        ("annotator", "text"),
+        ("source", "text"),
+        ("field", "text"),
+        ("start", "Int"),
+        ("end", "Int"),
+        ("text", "text"),
+        ("label", "text"),
+        ("note", "text"),
+    ],
+    "predictions": [
+        ("project", "int"),
+        ("task_id", "int"),
+        ("prediction_id", "int"),
+        ("model_version", "text"),
+        ("score", "float"),
+        ("created_at", "text"),
+        ("updated_at", "text"),
+    ],
+}
+_SQL_TYPE = {"int": "INTEGER", "Int": "INTEGER", "float": "REAL", "bool": "BOOLEAN", "text": "TEXT"}
+PARQUET_CHUNK_ROWS = 50_000
+_MARKER = "judgelab_table_store"  # sync_meta key: the tables are this module's (not pandas' to_sql)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
+    """(column, kind) of a table as it is now (tasks has its data columns after the fixed ones)."""
+    kinds = dict(_COLUMNS[table])
+    return [(row[1], kinds.get(row[1], "text")) for row in db.execute(f"PRAGMA table_info({_q(table)})")]
+
+
+def ensure_tables(db: sqlite3.Connection) -> bool:
+    """Create the tables (dropping tables an earlier judgelab materialised with pandas).
+    Returns True when they were (re)created empty."""
+    db.execute("CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT)")
+    if db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone():
+        return False
+    for table in TABLES:
+        db.execute(f"DROP TABLE IF EXISTS {_q(table)}")
+        body = ", ".join(f"{_q(c)} {_SQL_TYPE[k]}" for c, k in _COLUMNS[table])
+        db.execute(f"CREATE TABLE {_q(table)} ({body})")
+        db.execute(f"CREATE INDEX {_q(table + '_task')} ON {_q(table)} (project, task_id)")
+    db.execute("INSERT INTO sync_meta (key, value) VALUES (?, '1')", (_MARKER,))
+    return True
+
+
+def is_store(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite file holds tables kept by this module (a sync's ``--out`` folder)."""
+    try:
+        return db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone() is not None
+    except sqlite3.OperationalError:  # no sync_meta: tables written by 'judgelab load'
+        return False
+
+
+def _cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if kind == "text":
+        return value if isinstance(value, str) else str(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "float":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return None
+    return int(value)
+
+
+def _insert(db: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    cols = columns(db, table)
+    if table == "tasks":  # the tasks' data fields: a column each, added when first seen
+        known = {c for c, _ in cols}
+        for row in rows:
+            for key in row:
+                if key not in known:
+                    db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(key)} TEXT")
+                    known.add(key)
+                    cols.append((key, "text"))
+    names = ", ".join(_q(c) for c, _ in cols)
+    marks = ", ".join("?" for _ in cols)
+    db.executemany(
+        f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})",
+        [tuple(_cell(row.get(c), k) for c, k in cols) for row in rows],
+    )
+
+
+def delete_tasks(db: sqlite3.Connection, project: int, task_ids: Iterable[int]) -> None:
+    keys = [(project, int(t)) for t in task_ids]
+    for table in TABLES:
+        db.executemany(f"DELETE FROM {_q(table)} WHERE project=? AND task_id=?", keys)
+
+
+def delete_project(db: sqlite3.Connection, project: int | None = None) -> None:
+    """Every row of a project (of every project when None)."""
+    for table in TABLES:
+        if project is None:
+            db.execute(f"DELETE FROM {_q(table)}")
+        else:
+            db.execute(f"DELETE FROM {_q(table)} WHERE project=?", (project,))
+
+
+def replace_tasks(
+    db: sqlite3.Connection, project: int, task_ids: Iterable[int], rows: dict[str, list[dict[str, Any]]]
+) -> None:
+    """The rows of these tasks become ``rows`` (table name -> rows); call inside a transaction."""
+    delete_tasks(db, project, task_ids)
+    insert_rows(db, rows)
+
+
+def insert_rows(db: sqlite3.Connection, rows: dict[str, list[dict[str, Any]]]) -> None:
+    """Append rows (table name -> rows) to the tables."""
+    for table in TABLES:
+        _insert(db, table, rows.get(table) or [])
+
+
+def counts(db: sqlite3.Connection) -> dict[str, int]:
+    return {t: db.execute(f"SELECT COUNT(*) FROM {_q(t)}").fetchone()[0] for t in TABLES}
+
+
+def _ordered(db: sqlite3.Connection, table: str) -> tuple[list[tuple[str, str]], sqlite3.Cursor]:
+    cols = columns(db, table)
+    names = ", ".join(_q(c) for c, _ in cols)
+    # the (project, task_id) index holds rowids in order too: no sort needed
+    return cols, db.execute(f"SELECT {names} FROM {_q(table)} ORDER BY project, task_id, rowid")
+
+
+def _chunks(cursor: sqlite3.Cursor, size: int) -> Iterator[list[tuple]]:
+    while True:
+        rows = cursor.fetchmany(size)
+        if not rows:
+            return
+        yield rows
+
+
+def _series(values: list[Any], kind: str) -> pd.Series:
+    import pandas as pd
+
+    if kind == "text":  # pandas 3 reads Parquet text as its "str" dtype; pandas 2 as object
+        return pd.Series(values, dtype="str" if int(pd.__version__.split(".")[0]) >= 3 else object)
+    if kind == "bool":
+        return pd.Series([bool(v) for v in values], dtype="bool")
+    return pd.Series(values, dtype={"int": "int64", "Int": "Int64", "float": "float64"}[kind])
+
+
+def _arrow_schema(cols: list[tuple[str, str]]):
+    """The Parquet schema, with the pandas metadata that makes span offsets read back as Int64."""
+    import pandas as pd
+    import pyarrow as pa
+
+    arrow = {"int": pa.int64(), "Int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "text": pa.large_string()}
+    empty = pd.DataFrame({c: _series([], k) for c, k in cols})
+    schema = pa.Schema.from_pandas(empty, preserve_index=False)
+    for i, (c, k) in enumerate(cols):
+        schema = schema.set(i, pa.field(c, arrow[k]))
+    return schema
+
+
+def write_parquet(db: sqlite3.Connection, out_dir: Path, chunk_rows: int = PARQUET_CHUNK_ROWS) -> list[Path]:
+    """Each table as ``<out_dir>/<table>.parquet``, written chunk by chunk and swapped in whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out_dir = Path(out_dir)
+    paths = []
+    for table in TABLES:
+        cols, cursor = _ordered(db, table)
+        schema = _arrow_schema(cols)
+        tmp = out_dir / f".{table}.parquet.tmp"
+        with pq.ParquetWriter(tmp, schema) as writer:
+            wrote = False
+            for rows in _chunks(cursor, chunk_rows):
+                arrays = [
+                    pa.array([bool(v) if v is not None else None for v in values], pa.bool_())
+                    if kind == "bool"
+                    else pa.array(values, schema.field(i).type)
+                    for i, ((_, kind), values) in enumerate(zip(cols, zip(*rows, strict=True), strict=True))
+                ]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+                wrote = True
+            if not wrote:
+                writer.write_table(schema.empty_table())
+        path = out_dir / f"{table}.parquet"
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def read_frames(db: sqlite3.Connection) -> dict[str, pd.DataFrame]:
+    """The tables as DataFrames with their column types, in ``(project, task_id)`` order."""
+    import pandas as pd
+
+    frames = {}
+    for table in TABLES:
+        cols, cursor = _ordered(db, table)
+        rows = cursor.fetchall()
+        frames[table] = pd.DataFrame({c: _series([r[i] for r in rows], k) for i, (c, k) in enumerate(cols)})
+    return frames
