@@ -222,6 +222,27 @@ def python_start() -> float:
     return time.perf_counter() - t0
 
 
+def prediction_read_costs(url: str, token: str, project_id: int, tasks: int = 500) -> tuple[float, float]:
+    """Seconds per prediction of the project-wide predictions read, and per task of a Data Manager
+    page of ``tasks`` tasks selected by id with their predictions (the two ways a sync reads
+    prediction bodies; ``PREDICTIONS_PER_LISTED_TASK`` is their ratio)."""
+    import json
+
+    headers = {"Authorization": f"Token {token}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=600) as http:
+        t0 = time.perf_counter()
+        bulk = http.get("/api/predictions/", params={"project": project_id}).json()
+        per_prediction = (time.perf_counter() - t0) / max(1, len(bulk))
+        ids = sorted({int(p["task"]) for p in bulk})[:tasks]
+        selected = {"all": False, "included": ids}
+        query = json.dumps({"filters": {"conjunction": "and", "items": []}, "selectedItems": selected})
+        params = {"project": project_id, "page": 1, "page_size": len(ids), "review": "true", "fields": "all"}
+        t0 = time.perf_counter()
+        page = http.get("/api/tasks/", params={**params, "include": "id,predictions", "query": query}).json()
+        per_task = (time.perf_counter() - t0) / max(1, len(page["tasks"]))
+    return per_prediction, per_task
+
+
 def make_changes(client, project_id: int, n: int, rng: random.Random) -> None:
     """n changes: a third annotations updated, a third added, a third deleted."""
     from sync.incremental import list_task_signatures
@@ -300,6 +321,15 @@ def main() -> None:
             f"(rounds: {', '.join(f'{x:.2f}' for x in snap)})"
         )
         print(f"peak RSS of the sync process: {max(rss):.0f} MiB (quick export body {size / 2**20:.0f} MiB)")
+        from sync.incremental import PREDICTIONS_PER_LISTED_TASK
+
+        costs = [prediction_read_costs(url, token, project_id) for _ in range(3)]
+        per_prediction, per_task = median(c[0] for c in costs), median(c[1] for c in costs)
+        print(
+            f"prediction bodies: {per_prediction * 1000:.2f} ms per prediction in the project-wide read, "
+            f"{per_task * 1000:.2f} ms per task in a Data Manager page of 500: a listed task costs "
+            f"{per_task / per_prediction:.1f} predictions (judgelab assumes {PREDICTIONS_PER_LISTED_TASK})"
+        )
 
         out = tmp / "full0"
         # a new seed each run: a rerun on a kept project must not repeat (and so undo nothing of) the

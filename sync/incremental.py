@@ -24,8 +24,8 @@ can call the ML backend) is never used: a sync never makes Label Studio call the
 
 Changed tasks are exported with the quick export filtered by ``ids[]``, one batch exported by
 Label Studio while the previous one is turned into rows. Predictions come as ids there; their
-bodies are read from ``/api/predictions/`` (per task, or the whole project at once when many
-tasks need them).
+bodies come from ``/api/predictions/`` for the whole project at once when many tasks need them,
+else from one Data Manager page of each batch's tasks (see :class:`PredictionReader`).
 
 Each batch's rows are written in one transaction together with its signatures, so a run
 killed mid-way loses nothing: the next run sees the project as incomplete, lists every task and
@@ -66,9 +66,10 @@ DEFAULT_BATCH_SIZE = 500
 MAX_EXPORT_IDS = 900  # Django refuses a request with more than 1,000 query fields
 RANGE_MIN_DENSITY = 0.25  # "ranges" mode when at least this share of the id range are the project's tasks
 RECENT_MARGIN_SECONDS = 300  # "recent" mode lists tasks updated since the last run's newest update minus this
-# One request for a single task's predictions costs Label Studio about as much as serialising
-# this many predictions in the project-wide read (measured on 1.23: ~50 ms vs ~0.4 ms each).
-PREDICTIONS_PER_REQUEST = 125
+# Reading the predictions of a batch's tasks through a Data Manager page costs Label Studio about
+# as much per task as serialising this many predictions in the project-wide read (measured on
+# 1.23, see bench/sync_scale.py): below that share of the project, pages are cheaper.
+PREDICTIONS_PER_LISTED_TASK = 9
 LIST_PAGE_SIZE = 1000
 SIGNATURE_FIELDS = ("updated_at", "total_annotations", "cancelled_annotations", "total_predictions")
 
@@ -160,10 +161,17 @@ def _dm_query(filters: list[dict[str, Any]] | None = None, ordering: list[str] |
 
 
 def _dm_page(
-    client: Any, project_id: int, page: int, page_size: int, include: str, query: str | None = None
+    client: Any,
+    project_id: int,
+    page: int,
+    page_size: int,
+    include: str,
+    query: str | None = None,
+    all_fields: bool = False,
 ) -> dict[str, Any]:
     """One page of the Data Manager task list. ``review=1`` makes Label Studio skip its
-    "evaluate predictions automatically" branch, so listing never calls the ML backend."""
+    "evaluate predictions automatically" branch, so listing never calls the ML backend.
+    ``all_fields`` (``fields=all``) is needed for ``predictions`` to be included."""
     params: dict[str, Any] = {
         "project": project_id,
         "page": page,
@@ -171,6 +179,8 @@ def _dm_page(
         "review": "true",
         "include": include,
     }
+    if all_fields:
+        params["fields"] = "all"
     if query:
         params["query"] = query
     return as_api(client).get_json("api/tasks/", params)
@@ -239,12 +249,17 @@ def export_tasks(client: Any, project_id: int, task_ids: list[int]) -> list[dict
 
 
 class PredictionReader:
-    """Full predictions of tasks (the quick export gives their ids only): per task, or all of
-    the project's at once when many tasks need them."""
+    """Full predictions of exported tasks (the quick export gives their ids only).
+
+    Either the project's predictions in one read (``bulk``, when many tasks need them), or, per
+    batch, one Data Manager page of the batch's tasks with their predictions (selected by id;
+    ``review=1``, so it never calls the ML backend). A prediction newer than what was read is
+    asked for with its task alone.
+    """
 
     def __init__(self, client: Any, project_id: int, tasks_needing: int, project_predictions: int) -> None:
         self.api, self.project_id = as_api(client), project_id
-        self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_REQUEST > project_predictions
+        self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_LISTED_TASK > project_predictions
         self._by_task: dict[int, list[dict[str, Any]]] | None = None
         self.requests = 0
 
@@ -260,16 +275,30 @@ class PredictionReader:
             by_task.setdefault(int(pred["task"]), []).append(pred)
         return by_task
 
+    def load_batch(self, task_ids: list[int]) -> None:
+        """The predictions of these tasks, one Data Manager page (unless the bulk read is used)."""
+        if self.bulk:
+            return
+        self._by_task = {}
+        if not task_ids:
+            return
+        self.requests += 1
+        query = json.dumps(
+            {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": task_ids}}
+        )
+        page = _dm_page(self.api, self.project_id, 1, len(task_ids), "id,predictions", query, all_fields=True)
+        for task in page.get("tasks") or []:
+            self._by_task[int(task["id"])] = [p for p in task.get("predictions") or [] if isinstance(p, dict)]
+
     def for_task(self, task_id: int, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
             return []
-        if self.bulk:
-            if self._by_task is None:
-                self._by_task = self._load_project()
-            found = {p["id"]: p for p in self._by_task.get(task_id, [])}
-            if set(ids) <= set(found):
-                return [found[i] for i in ids]
-        # a prediction newer than the bulk read: ask for this task only
+        if self.bulk and self._by_task is None:
+            self._by_task = self._load_project()
+        found = {p["id"]: p for p in (self._by_task or {}).get(task_id, [])}
+        if set(ids) <= set(found):
+            return [found[i] for i in ids]
+        # a prediction newer than what was read: ask for this task only
         self.requests += 1
         found = {p["id"]: p for p in self.api.get_json("api/predictions/", {"task": task_id})}
         return [found[i] for i in ids if i in found]
@@ -492,6 +521,7 @@ def sync_project(
             following = plan.batches[index + 1] if index + 1 < len(plan.batches) else None
             pending = pool.submit(export_tasks, client, project_id, following) if following else None
             pred_rows: list[dict[str, Any]] = []
+            predictions.load_batch([int(t["id"]) for t in exported if t.get("predictions")])
             for task in exported:
                 full = predictions.for_task(int(task["id"]), _ids(task.get("predictions")))
                 task["predictions"] = full

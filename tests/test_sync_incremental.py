@@ -363,3 +363,29 @@ def test_recent_mode_lists_only_changed_tasks_and_counts_catch_the_rest(project,
     assert_same_tables(out, fresh)
     again = _sync(project, out, [pid], margin_seconds=0)
     assert again.projects[0].mode == "recent" and again.tasks_exported == 0 and not again.tables_written
+
+
+def test_changed_predictions_are_read_with_their_tasks_only(project, tmp_path):
+    """An edited prediction and a new one: an incremental sync reads the predictions of the two
+    changed tasks in one Data Manager page (not the project's, not task by task), without
+    making Label Studio call the backend, and ends with the tables a full sync makes."""
+    client, pid, tasks = project["client"], project["id"], project["tasks"]
+    out = tmp_path / "preds"
+    _sync(project, out, [pid], full=True)
+    edited = client.predictions.list(task=tasks[0])[0]
+    client.predictions.update(id=edited.id, score=0.25, result=_likert("1"))
+    added = client.predictions.create(task=tasks[3], result=_likert("2"), score=0.5, model_version="stored-2").id
+
+    report = _sync(project, out, [pid], margin_seconds=0)
+    assert report.projects[0].mode == "recent" and report.tasks_exported == 2
+    assert report.projects[0].prediction_requests == 1
+    preds = pd.read_parquet(out / "predictions.parquet").set_index("prediction_id")
+    assert preds.loc[edited.id, "score"] == 0.25
+    assert preds.loc[added, "model_version"] == "stored-2" and preds.loc[added, "task_id"] == tasks[3]
+    judgments = read_tables(out).judgments
+    mine = judgments[judgments.annotation_id == f"prediction:{edited.id}"]
+    assert set(mine.value) == {"1"}
+    assert (judgments[judgments.task_id == tasks[3]].source == "model:stored-2").any()
+    fresh = tmp_path / "fresh"
+    _sync(project, fresh, [pid], full=True)
+    assert_same_tables(out, fresh)
