@@ -7,8 +7,8 @@ stored prediction. Then, alternating so that both see the same machine load:
 - **baseline**: ``GET /api/projects/{id}/export?exportType=JSON&download_all_tasks=true``, the
   body streamed to a file (what a user gets from "Export -> JSON");
 - **full sync**: ``judgelab sync --full`` as a subprocess (its own Python start included), which
-  writes the tidy tables (SQLite + Parquet) and its resumable state; its peak RSS is read from
-  the child's rusage.
+  writes the tidy tables (SQLite + Parquet) and its resumable state; the child reports its own
+  peak RSS (``VmHWM``) as it exits.
 
 Then incremental syncs after 0, ``--changes`` (default 100) and 10x ``--changes`` changes
 (a third of them annotations updated, a third added, a third deleted), to show the cost follows
@@ -185,29 +185,33 @@ def ls_snapshot_export(url: str, token: str, project_id: int, dest: Path) -> flo
     return seconds
 
 
+# The child reports its own peak RSS (VmHWM of its process image) when it exits: the rusage that
+# wait4 gives counts the parent's pages the child shared between fork and exec.
+_PEAK_REPORT = (
+    "import atexit, sys\n"
+    "def _peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            sys.stderr.write('JUDGELAB_PEAK_KB ' + line.split()[1] + '\\n')\n"
+    "atexit.register(_peak)\n"
+    "from sync.cli import main\n"
+    "main()\n"
+)
+
+
 def run_sync(url: str, token: str, project_id: int, out: Path, full: bool) -> tuple[float, float, str]:
     """(seconds, peak RSS in MiB, first output line) of ``judgelab sync`` in a child process."""
     env = {**os.environ, "JUDGELAB_LS_URL": url, "JUDGELAB_LS_TOKEN": token}
-    cmd = [
-        sys.executable,
-        "-c",
-        "from sync.cli import main; main()",
-        "sync",
-        "--out",
-        str(out),
-        "--project",
-        str(project_id),
-    ]
+    cmd = [sys.executable, "-c", _PEAK_REPORT, "sync", "--out", str(out), "--project", str(project_id)]
     if full:
         cmd.append("--full")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"sync failed:\n{stdout}\n{stderr}")
-    return seconds, usage.ru_maxrss / 1024, (stdout.strip().splitlines() or [""])[0]
+    if done.returncode != 0:
+        raise SystemExit(f"sync failed:\n{done.stdout}\n{done.stderr}")
+    peaks = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("JUDGELAB_PEAK_KB ")]
+    return seconds, (peaks[-1] / 1024 if peaks else float("nan")), (done.stdout.strip().splitlines() or [""])[0]
 
 
 def python_start() -> float:

@@ -485,13 +485,25 @@ def sync_project(
     batch_size: int,
     on_batch: Callable[[ProjectReport], None] | None = None,
     margin_seconds: float = RECENT_MARGIN_SECONDS,
+    warm: bool = False,
 ) -> ProjectReport:
     report = ProjectReport(project=project_id, schema=schema_name)
+    started = time.perf_counter()
     pause = float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0)  # throttling (and kill tests)
     schema = all_schemas().get(schema_name)
     stored = dict(db.execute("SELECT task_id, signature FROM sync_tasks WHERE project=?", (project_id,)))
     plan = plan_project(client, db, project_id, batch_size, stored, margin_seconds)
     report.mode = plan.mode
+    if warm and (plan.batches or plan.gone):  # the tables will change: Parquet will be written
+        _warm_imports()
+    log.info(
+        "project %s: %s mode, %d task ids to export in %d batches (planned in %.2f s)",
+        project_id,
+        plan.mode,
+        len(plan.candidates),
+        len(plan.batches),
+        time.perf_counter() - started,
+    )
     with db:  # from here until the end of the run the state is "incomplete"
         db.execute(
             "INSERT INTO sync_state (project, schema, last_sync_started_at, complete, mode) VALUES (?, ?, ?, 0, ?) "
@@ -513,11 +525,14 @@ def sync_project(
         # (when read at once), then each batch's export while the previous batch becomes rows.
         preload = pool.submit(predictions.preload) if plan.batches and predictions.bulk else None
         pending = pool.submit(export_tasks, client, project_id, plan.batches[0]) if plan.batches else None
+        waited = 0.0
         for index, batch in enumerate(plan.batches):
+            t0 = time.perf_counter()
             if preload is not None:
                 preload.result()
                 preload = None
             exported = pending.result()
+            waited += time.perf_counter() - t0
             following = plan.batches[index + 1] if index + 1 < len(plan.batches) else None
             pending = pool.submit(export_tasks, client, project_id, following) if following else None
             pred_rows: list[dict[str, Any]] = []
@@ -553,6 +568,15 @@ def sync_project(
             if pause:
                 time.sleep(pause)
     report.prediction_requests = predictions.requests
+    if plan.batches:
+        log.info(
+            "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; %d prediction reads",
+            project_id,
+            report.tasks_exported,
+            time.perf_counter() - started,
+            waited,
+            predictions.requests,
+        )
 
     signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
     with db:
@@ -563,14 +587,28 @@ def sync_project(
     return report
 
 
+_warming = threading.Lock()
+_warm_started = False
+
+
 def _warm_imports() -> None:
-    """Load what only the Parquet writing needs while Label Studio exports (the main thread
-    mostly waits then); the import lock makes a later ``import`` wait for this one."""
-    try:
-        import pandas  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except Exception:  # noqa: BLE001 - the import at the point of use reports it
-        pass
+    """Load what only the Parquet writing needs, on a background thread, once the run knows it
+    will write Parquet: Label Studio is exporting then and the main thread mostly waits. (The
+    import lock makes the later ``import`` at the point of use wait for this one.)"""
+    global _warm_started
+    with _warming:
+        if _warm_started:
+            return
+        _warm_started = True
+
+    def load() -> None:
+        try:
+            import pandas  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
+        except Exception:  # noqa: BLE001 - the import at the point of use reports it
+            pass
+
+    threading.Thread(target=load, name="judgelab-imports", daemon=True).start()
 
 
 def sync_tables(
@@ -600,7 +638,7 @@ def sync_tables(
     db = open_state(out_dir)
     try:
         if write_parquet and not _parquet_current(db, paths[1:]):
-            threading.Thread(target=_warm_imports, name="judgelab-imports", daemon=True).start()
+            _warm_imports()
         report = SyncReport(full=full)
         projects = selected_projects(api, project_ids)
         changed = False
@@ -633,7 +671,9 @@ def sync_tables(
             report.projects.append(sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin))
         changed = changed or report.changed
         if write_parquet and not _parquet_current(db, paths[1:]):
+            t0 = time.perf_counter()
             table_store.write_parquet(db, out_dir)
+            log.info("Parquet files written in %.2f s", time.perf_counter() - t0)
             with db:
                 db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
             changed = True

@@ -118,6 +118,18 @@ def _cell(value: Any, kind: str) -> Any:
     return int(value)
 
 
+_NATIVE = {"text": (str,), "bool": (bool,), "float": (float,), "int": (int,), "Int": (int,)}
+
+
+def _column(rows: list[dict[str, Any]], name: str, kind: str) -> list[Any]:
+    """One column's cells; converted only when some value is not already of the column's type."""
+    values = [row.get(name) for row in rows]
+    native = _NATIVE[kind]
+    if all(v is None or type(v) in native for v in values):
+        return values
+    return [_cell(v, kind) for v in values]
+
+
 def _insert(db: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -134,7 +146,7 @@ def _insert(db: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> N
     marks = ", ".join("?" for _ in cols)
     db.executemany(
         f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})",
-        [tuple(_cell(row.get(c), k) for c, k in cols) for row in rows],
+        zip(*(_column(rows, c, k) for c, k in cols), strict=True),
     )
 
 

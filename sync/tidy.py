@@ -42,6 +42,7 @@ class ItemNamer:
     """Maps control names to item names using the schema's ``items`` patterns."""
 
     patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    _seen: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def for_schema(cls, schema: Schema | None) -> ItemNamer:
@@ -55,6 +56,12 @@ class ItemNamer:
         return cls(patterns)
 
     def __call__(self, control: str) -> str:
+        item = self._seen.get(control)
+        if item is None:
+            item = self._seen[control] = self._name(control)
+        return item
+
+    def _name(self, control: str) -> str:
         for regex, target in self.patterns:
             m = regex.match(control)
             if m:
