@@ -67,9 +67,10 @@ MAX_EXPORT_IDS = 900  # Django refuses a request with more than 1,000 query fiel
 RANGE_MIN_DENSITY = 0.25  # "ranges" mode when at least this share of the id range are the project's tasks
 RECENT_MARGIN_SECONDS = 300  # "recent" mode lists tasks updated since the last run's newest update minus this
 # Reading the predictions of a batch's tasks through a Data Manager page costs Label Studio about
-# as much per task as serialising this many predictions in the project-wide read (measured on
-# 1.23, see bench/sync_scale.py): below that share of the project, pages are cheaper.
-PREDICTIONS_PER_LISTED_TASK = 9
+# as much per task as serialising this many predictions in the project-wide read (bench/sync_scale.py
+# on 1.23: 1.7-1.9 ms per task vs 0.34-0.40 ms per prediction, a ratio of 4.7-5.1): below that
+# share of the project, pages are cheaper.
+PREDICTIONS_PER_LISTED_TASK = 5
 LIST_PAGE_SIZE = 1000
 SIGNATURE_FIELDS = ("updated_at", "total_annotations", "cancelled_annotations", "total_predictions")
 
