@@ -144,7 +144,8 @@ def test_parquet_types_are_fixed_whatever_the_chunk_holds(db, tmp_path):
 def test_empty_tables_still_have_their_columns(db, tmp_path):
     table_store.write_parquet(db, tmp_path)
     spans = pd.read_parquet(tmp_path / "spans.parquet")
-    assert spans.empty and list(spans.columns)[:6] == ["project", "task_id", "annotation_id", "annotator", "source", "field"]
+    assert spans.empty
+    assert list(spans.columns)[:6] == ["project", "task_id", "annotation_id", "annotator", "source", "field"]
     assert str(spans["start"].dtype) == "Int64"
 
 
