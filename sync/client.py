@@ -44,13 +44,18 @@ def api_error_message(exc: Any) -> str:
     return f"HTTP {exc.status_code}: {body}"
 
 
-def connect(conn: Connection, timeout: float = 60.0) -> LabelStudio:
-    """A checked SDK client; raises :class:`SyncError` naming the URL and what went wrong."""
+def require_token(conn: Connection) -> None:
+    """A :class:`SyncError` saying how to give a token, when ``conn`` has none."""
     if not conn.token:
         raise SyncError(
             "no Label Studio token: pass --token or set JUDGELAB_LS_TOKEN "
             "(Account & Settings > Personal Access Token, or a legacy token)"
         )
+
+
+def connect(conn: Connection, timeout: float = 60.0) -> LabelStudio:
+    """A checked SDK client; raises :class:`SyncError` naming the URL and what went wrong."""
+    require_token(conn)
     from label_studio_sdk import LabelStudio
     from label_studio_sdk.core.api_error import ApiError
 

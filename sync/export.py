@@ -54,7 +54,9 @@ def export_project_json(client: LabelStudio, project_id: int) -> list[dict[str, 
 
 
 def user_emails(client: LabelStudio) -> dict[int, str]:
-    return {u.id: (u.email or u.username or str(u.id)) for u in client.users.list()}
+    from sync.ls_api import as_api
+
+    return as_api(client).user_emails()
 
 
 def pull_tables(client: LabelStudio, project_ids: list[int] | None = None) -> TidyTables:

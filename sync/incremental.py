@@ -354,6 +354,21 @@ def _tables_changed(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '0')")
 
 
+def _drop_tasks(db: sqlite3.Connection, project: int, task_ids: list[int]) -> None:
+    """Forget these tasks: their signatures and their rows (inside a transaction)."""
+    db.executemany("DELETE FROM sync_tasks WHERE project=? AND task_id=?", [(project, t) for t in task_ids])
+    table_store.delete_tasks(db, project, task_ids)
+
+
+def _forget_project(db: sqlite3.Connection, project: int | None) -> None:
+    """Forget a project (every project when None): state, signatures and rows."""
+    where, args = ("", ()) if project is None else (" WHERE project=?", (project,))
+    db.execute("DELETE FROM sync_tasks" + where, args)
+    db.execute("DELETE FROM sync_state" + where, args)
+    table_store.delete_project(db, project)
+    _tables_changed(db)
+
+
 def _parquet_current(db: sqlite3.Connection, paths: list[Path]) -> bool:
     row = db.execute("SELECT value FROM sync_meta WHERE key='parquet_current'").fetchone()
     return row is not None and row[0] == "1" and all(p.exists() for p in paths)
@@ -515,8 +530,7 @@ def sync_project(
     report.tasks_listed = plan.listed
     if plan.gone:
         with db:
-            db.executemany("DELETE FROM sync_tasks WHERE project=? AND task_id=?", [(project_id, t) for t in plan.gone])
-            table_store.delete_tasks(db, project_id, plan.gone)
+            _drop_tasks(db, project_id, plan.gone)
             _tables_changed(db)
         report.tasks_deleted = len(plan.gone)
 
@@ -550,15 +564,12 @@ def sync_project(
             # asked for but not exported: deleted meanwhile (or, in "ranges" mode, never a task here)
             vanished = sorted((set(batch) - set(present)) & set(stored))
             with db:  # one transaction: the batch's rows and signatures together
-                if stored:  # (a first sync has no rows to replace)
-                    table_store.delete_tasks(db, project_id, present + vanished)
-                table_store.insert_rows(db, rows)
+                _drop_tasks(db, project_id, vanished)
+                # (a first sync has no rows to replace)
+                table_store.replace_tasks(db, project_id, present if stored else [], rows)
                 db.executemany(
                     "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
                     [(project_id, int(task["id"]), _signature(task)) for task in exported],
-                )
-                db.executemany(
-                    "DELETE FROM sync_tasks WHERE project=? AND task_id=?", [(project_id, t) for t in vanished]
                 )
                 _tables_changed(db)
                 report.tasks_deleted += len(vanished)
@@ -645,16 +656,8 @@ def sync_tables(
         changed = False
         if full:
             with db:
-                if project_ids is None:
-                    db.execute("DELETE FROM sync_tasks")
-                    db.execute("DELETE FROM sync_state")
-                    table_store.delete_project(db, None)
-                else:
-                    for p, _ in projects:
-                        db.execute("DELETE FROM sync_tasks WHERE project=?", (p,))
-                        db.execute("DELETE FROM sync_state WHERE project=?", (p,))
-                        table_store.delete_project(db, p)
-                _tables_changed(db)
+                for p in [None] if project_ids is None else [p for p, _ in projects]:
+                    _forget_project(db, p)
             changed = True
         if project_ids is None:  # projects deleted in Label Studio
             known = {p for (p,) in db.execute("SELECT DISTINCT project FROM sync_tasks")}
@@ -662,14 +665,13 @@ def sync_tables(
             if stale:
                 with db:
                     for p in stale:
-                        db.execute("DELETE FROM sync_tasks WHERE project=?", (p,))
-                        db.execute("DELETE FROM sync_state WHERE project=?", (p,))
-                        table_store.delete_project(db, p)
-                    _tables_changed(db)
+                        _forget_project(db, p)
                 changed = True
         users = api.user_emails()
         for project_id, schema_name in projects:
-            report.projects.append(sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin))
+            report.projects.append(
+                sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
+            )
         changed = changed or report.changed
         if write_parquet and not _parquet_current(db, paths[1:]):
             t0 = time.perf_counter()

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from sync.client import Connection, SyncError
+from sync.client import Connection, SyncError, require_token
 
 PROJECT_PAGE_SIZE = 100
 
@@ -149,11 +149,7 @@ def as_api(client: Any) -> _Reads:
 
 def connect_api(conn: Connection, timeout: float = 60.0) -> LabelStudioAPI:
     """A checked :class:`LabelStudioAPI`; raises :class:`SyncError` naming the URL and the problem."""
-    if not conn.token:
-        raise SyncError(
-            "no Label Studio token: pass --token or set JUDGELAB_LS_TOKEN "
-            "(Account & Settings > Personal Access Token, or a legacy token)"
-        )
+    require_token(conn)
     api = LabelStudioAPI(conn.url, conn.token, timeout=timeout)
     try:
         api.get_json("api/current-user/whoami")
