@@ -68,6 +68,8 @@ def main(ctx: click.Context, url: str | None, token: str | None, home: Path, ver
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    # httpx logs every request line at INFO; a sync's export URLs carry up to 900 task ids each
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     ctx.obj = {"url": url, "token": token, "home": home}
 
 

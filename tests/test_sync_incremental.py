@@ -320,6 +320,11 @@ def test_cli_sync_defaults_to_incremental_and_full_flag(project, stack, tmp_path
     assert run().startswith("full sync")
     assert run().startswith("incremental sync: 0 tasks exported")
     assert run("--full").startswith("full sync")
+    # -v says where the time went, without httpx's request lines (each export URL lists its ids)
+    verbose = base[:3] + ["-v"] + base[3:] + ["--full"]
+    done = subprocess.run(verbose, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert "tasks exported in" in done.stderr and "Parquet files written" in done.stderr
+    assert "ids%5B%5D" not in done.stderr and "HTTP Request" not in done.stderr
     assert project["backend"].predict_calls == calls_before
 
 
