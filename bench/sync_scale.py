@@ -201,9 +201,10 @@ _PEAK_REPORT = (
 
 
 def run_sync(url: str, token: str, project_id: int, out: Path, full: bool) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, first output line) of ``judgelab sync`` in a child process."""
+    """(seconds, peak RSS in MiB, first output line and the sync's own timing log) of
+    ``judgelab -v sync`` in a child process."""
     env = {**os.environ, "JUDGELAB_LS_URL": url, "JUDGELAB_LS_TOKEN": token}
-    cmd = [sys.executable, "-c", _PEAK_REPORT, "sync", "--out", str(out), "--project", str(project_id)]
+    cmd = [sys.executable, "-c", _PEAK_REPORT, "-v", "sync", "--out", str(out), "--project", str(project_id)]
     if full:
         cmd.append("--full")
     t0 = time.perf_counter()
@@ -212,7 +213,9 @@ def run_sync(url: str, token: str, project_id: int, out: Path, full: bool) -> tu
     if done.returncode != 0:
         raise SystemExit(f"sync failed:\n{done.stdout}\n{done.stderr}")
     peaks = [int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("JUDGELAB_PEAK_KB ")]
-    return seconds, (peaks[-1] / 1024 if peaks else float("nan")), (done.stdout.strip().splitlines() or [""])[0]
+    timings = [line.split(": ", 1)[1] for line in done.stderr.splitlines() if line.startswith("INFO sync.incremental:")]
+    first = (done.stdout.strip().splitlines() or [""])[0]
+    return seconds, (peaks[-1] / 1024 if peaks else float("nan")), "\n    ".join([first, *timings])
 
 
 def python_start() -> float:
@@ -319,7 +322,7 @@ def main() -> None:
             print(
                 f"round {r + 1}: LS quick export {exports[-2]:.1f} s, full sync {seconds:.1f} s "
                 f"(peak RSS {peak:.0f} MiB), LS quick export {after:.1f} s ({size / 2**20:.0f} MiB): "
-                f"{quick[-1]:.2f}x; LS snapshot export with predictions {snapshots[-1]:.1f} s\n    [{line}]"
+                f"{quick[-1]:.2f}x; LS snapshot export with predictions {snapshots[-1]:.1f} s\n    {line}"
             )
         snap = [f / e for f, e in zip(fulls, snapshots, strict=True)]
         q1, _, q3 = quantiles(quick, n=4) if len(quick) > 1 else (quick[0], None, quick[0])
@@ -362,7 +365,7 @@ def main() -> None:
             inc[changes] = seconds
             print(
                 f"  after {changes:5d} changes ({made:5.1f} s to make): {seconds:6.1f} s, "
-                f"peak RSS {peak:.0f} MiB\n    [{line}]"
+                f"peak RSS {peak:.0f} MiB\n    {line}"
             )
         base = inc[0]
         for changes in (args.changes, 10 * args.changes):

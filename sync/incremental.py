@@ -263,6 +263,7 @@ class PredictionReader:
         self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_LISTED_TASK > project_predictions
         self._by_task: dict[int, list[dict[str, Any]]] | None = None
         self.requests = 0
+        self.seconds = 0.0  # spent in these requests
 
     def preload(self) -> None:
         """Read the project's predictions now (when the bulk read was chosen)."""
@@ -272,8 +273,10 @@ class PredictionReader:
     def _load_project(self) -> dict[int, list[dict[str, Any]]]:
         by_task: dict[int, list[dict[str, Any]]] = {}
         self.requests += 1
+        t0 = time.perf_counter()
         for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
             by_task.setdefault(int(pred["task"]), []).append(pred)
+        self.seconds += time.perf_counter() - t0
         return by_task
 
     def load_batch(self, task_ids: list[int]) -> None:
@@ -284,12 +287,14 @@ class PredictionReader:
         if not task_ids:
             return
         self.requests += 1
+        t0 = time.perf_counter()
         query = json.dumps(
             {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": task_ids}}
         )
         page = _dm_page(self.api, self.project_id, 1, len(task_ids), "id,predictions", query, all_fields=True)
         for task in page.get("tasks") or []:
             self._by_task[int(task["id"])] = [p for p in task.get("predictions") or [] if isinstance(p, dict)]
+        self.seconds += time.perf_counter() - t0
 
     def for_task(self, task_id: int, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
@@ -582,12 +587,14 @@ def sync_project(
     report.prediction_requests = predictions.requests
     if plan.batches:
         log.info(
-            "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; %d prediction reads",
+            "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; "
+            "%d prediction reads (%.1f s)",
             project_id,
             report.tasks_exported,
             time.perf_counter() - started,
             waited,
             predictions.requests,
+            predictions.seconds,
         )
 
     signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]

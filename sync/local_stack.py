@@ -165,6 +165,12 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
             "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
         }
     )
+    # Label Studio's own default reports errors (with request data: send_default_pii) and traces
+    # to HumanSignal's Sentry. A local study stack does not send its annotators' data out, the
+    # machine may be offline, and the per-request instrumentation made the sync's batched
+    # exports about 20% slower (bench/sync_scale.py). Set SENTRY_DSN to keep it.
+    for key in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN"):
+        env.setdefault(key, "")
     database = settings.database.label_studio_env() if settings.database else {"DJANGO_DB": "sqlite"}
     for key in DATABASE_ENV_KEYS:
         # Label Studio prefers LABEL_STUDIO_<key> and HEARTEX_<key> over <key>: ours must win

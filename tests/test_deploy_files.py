@@ -29,6 +29,8 @@ LABEL_STUDIO_ENV = {
     "USE_DEFAULT_BANNED_SUBNETS",
     "SSRF_PROTECTION_ENABLED",
     "ML_TIMEOUT_PREDICT",
+    "SENTRY_DSN",
+    "FRONTEND_SENTRY_DSN",
 }
 BACKEND_ENV = {
     "JUDGELAB_ANNOTATOR",
@@ -77,6 +79,7 @@ def test_compose_environment(services):
     assert LABEL_STUDIO_ENV <= set(ls_env), LABEL_STUDIO_ENV - set(ls_env)
     assert ls_env["DJANGO_DB"] == "default"
     assert ls_env["POSTGRE_HOST"] == "postgres"
+    assert ls_env["SENTRY_DSN"] == "${SENTRY_DSN:-}"  # no telemetry unless the user sets a DSN
     backend_env = environment(services["judgelab-backend"])
     assert BACKEND_ENV <= set(backend_env), BACKEND_ENV - set(backend_env)
     assert backend_env["JUDGELAB_ANNOTATOR"] == "${JUDGELAB_ANNOTATOR:-offline}"

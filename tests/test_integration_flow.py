@@ -8,6 +8,7 @@ two users, sync into tidy tables, and check the tables and the report's figures 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -257,6 +258,24 @@ def test_report_figures_match_the_annotations(study, annotated, tmp_path):
     assert row["cohen_kappa"].iloc[0] == pytest.approx(4 / 7)
     assert "Coherence" in markdown
     assert (tmp_path / "report" / "report.html").exists()
+
+
+def test_the_local_label_studio_sends_nothing_to_sentry(study):
+    """Neither the server (its process environment) nor the page it serves has a Sentry DSN."""
+    import httpx
+
+    stack = study["stack"]
+    pid = int((stack.settings.home / "label-studio.pid").read_text())
+    environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
+    assert environ.get("SENTRY_DSN") == "" and environ.get("FRONTEND_SENTRY_DSN") == ""
+    with httpx.Client(base_url=stack.url, follow_redirects=True, timeout=60) as browser:
+        browser.get("/user/login/")
+        login = {"email": stack.creds.username, "password": stack.creds.password}
+        login["csrfmiddlewaretoken"] = browser.cookies.get("csrftoken")
+        browser.post("/user/login/", data=login, headers={"Referer": f"{stack.url}/user/login/"})
+        page = browser.get("/projects/")
+    assert page.url.path == "/projects/"  # logged in, not sent back to the login page
+    assert "sentry_dsn: null" in page.text and "ingest.sentry.io" not in page.text
 
 
 def test_personal_access_token_works_and_a_wrong_token_is_refused(study):

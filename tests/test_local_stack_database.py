@@ -60,3 +60,15 @@ def test_up_refuses_a_bad_database_url_before_starting_anything(tmp_path: Path):
     assert result.exit_code == 1
     assert "postgresql://user:password@host:5432/name" in result.output
     assert not (tmp_path / "label-studio.pid").exists()
+
+
+def test_label_studio_reports_nothing_to_sentry_unless_asked(tmp_path, monkeypatch):
+    """Label Studio's default sends errors with request data and traces to HumanSignal's Sentry;
+    the local stack turns that off, and keeps a DSN the user set."""
+    monkeypatch.delenv("SENTRY_DSN", raising=False)
+    monkeypatch.delenv("FRONTEND_SENTRY_DSN", raising=False)
+    env = label_studio_env(StackSettings(home=tmp_path), CREDS)
+    assert env["SENTRY_DSN"] == "" and env["FRONTEND_SENTRY_DSN"] == ""
+    monkeypatch.setenv("SENTRY_DSN", "https://key@sentry.example/1")
+    env = label_studio_env(StackSettings(home=tmp_path), CREDS)
+    assert env["SENTRY_DSN"] == "https://key@sentry.example/1" and env["FRONTEND_SENTRY_DSN"] == ""
