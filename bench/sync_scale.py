@@ -19,6 +19,9 @@ the changes, not the project; and the final tables are checked against a fresh f
 
 Needs the ``server`` extra. ``--home`` keeps Label Studio's state folder between runs (the
 project is reused when it already has the tasks); ``--url``/``--token`` use a running server.
+Label Studio started here runs as the local stack starts it, without Sentry reporting; on a
+server with Label Studio's default ``SENTRY_DSN`` each export request costs more, which weighs
+on the sync's batches (measured: batches 1.20-1.22x the single export with it, 0.92-1.13x without).
 """
 
 from __future__ import annotations
