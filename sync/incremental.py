@@ -45,8 +45,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -265,6 +266,16 @@ class PredictionReader:
         self.requests = 0
         self.seconds = 0.0  # spent in these requests
 
+    @contextmanager
+    def _request(self) -> Iterator[None]:
+        """Count one request to Label Studio and the time it takes."""
+        self.requests += 1
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - t0
+
     def preload(self) -> None:
         """Read the project's predictions now (when the bulk read was chosen)."""
         if self.bulk and self._by_task is None:
@@ -272,11 +283,9 @@ class PredictionReader:
 
     def _load_project(self) -> dict[int, list[dict[str, Any]]]:
         by_task: dict[int, list[dict[str, Any]]] = {}
-        self.requests += 1
-        t0 = time.perf_counter()
-        for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
-            by_task.setdefault(int(pred["task"]), []).append(pred)
-        self.seconds += time.perf_counter() - t0
+        with self._request():
+            for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
+                by_task.setdefault(int(pred["task"]), []).append(pred)
         return by_task
 
     def load_batch(self, task_ids: list[int]) -> None:
@@ -286,15 +295,13 @@ class PredictionReader:
         self._by_task = {}
         if not task_ids:
             return
-        self.requests += 1
-        t0 = time.perf_counter()
         query = json.dumps(
             {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": task_ids}}
         )
-        page = _dm_page(self.api, self.project_id, 1, len(task_ids), "id,predictions", query, all_fields=True)
+        with self._request():
+            page = _dm_page(self.api, self.project_id, 1, len(task_ids), "id,predictions", query, all_fields=True)
         for task in page.get("tasks") or []:
             self._by_task[int(task["id"])] = [p for p in task.get("predictions") or [] if isinstance(p, dict)]
-        self.seconds += time.perf_counter() - t0
 
     def for_task(self, task_id: int, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
@@ -305,10 +312,8 @@ class PredictionReader:
         if set(ids) <= set(found):
             return [found[i] for i in ids]
         # a prediction newer than what was read: ask for this task only
-        self.requests += 1
-        t0 = time.perf_counter()
-        found = {p["id"]: p for p in self.api.get_json("api/predictions/", {"task": task_id})}
-        self.seconds += time.perf_counter() - t0
+        with self._request():
+            found = {p["id"]: p for p in self.api.get_json("api/predictions/", {"task": task_id})}
         return [found[i] for i in ids if i in found]
 
 
