@@ -184,7 +184,7 @@ def test_the_deadline_caps_the_request_timeout():
         started = time.monotonic()
         error, _ = complete(settings_for(sim, timeout=30, retries=5), deadline_s=0.8)
         elapsed = time.monotonic() - started
-    assert isinstance(error, LLMError) and error.kind in ("timeout", "deadline")
+    assert isinstance(error, LLMError) and error.kind == "deadline"  # not the server's 30 s timeout
     assert elapsed < 1.5
 
 

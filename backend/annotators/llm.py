@@ -232,6 +232,10 @@ class LLMAnnotator:
             llm_error = error if isinstance(error, LLMError) else LLMError(kind, f"{type(error).__name__}: {error}")
             for i in indices:
                 reasons[i] = llm_error
+            if kind == "deadline":  # the request ran out of time: the same as never finishing
+                counts["unfinished at deadline"] += len(indices)
+                log.debug("LLM task %d of %d not answered before the deadline: %s", indices[0], n, error)
+                return
             counts[f"failed: {kind}"] += len(indices)
             message = client.redact(str(error))
             if kind not in logged:  # the first of each kind per batch; the summary counts them all
