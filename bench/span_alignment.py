@@ -435,6 +435,33 @@ def print_table(ours_rows: dict[str, Score], base_rows: dict[str, Score]) -> Non
     )
 
 
+def long_texts() -> None:
+    """How the aligner's time grows with the text: synthetic texts of 1,500-12,000 words, a
+    span every 120 words upper-cased (case match) and one every 300 words with a typo (fuzzy).
+    A fuzzy span scans the text, so per-span time grows with the text; the last column shows
+    how fast (1.0x per doubling would be flat, 2.0x per doubling linear per span)."""
+    print("long texts (synthetic; case + fuzzy spans):")
+    print(f"  {'words':>6} {'spans':>5} {'placed':>6} {'ours s':>8} {'µs/span':>8} {'baseline s':>10} {'ratio':>6}")
+    first = None
+    for n_words in (1500, 3000, 6000, 12000):
+        words = [f"word{i % 997}" for i in range(n_words)]
+        text = " ".join(words)
+        spans = [RawSpan(" ".join(words[i : i + 6]).upper()) for i in range(0, n_words, 120)]
+        spans += [RawSpan(" ".join(words[i : i + 8]).replace("word", "wrd", 1)) for i in range(60, n_words, 300)]
+        t0 = time.perf_counter()
+        report = align_spans(text, spans)
+        t1 = time.perf_counter()
+        factgenie_baseline(text, spans)
+        t2 = time.perf_counter()
+        per = 1e6 * (t1 - t0) / len(spans)
+        first = first or per
+        print(
+            f"  {n_words:>6} {len(spans):>5} {len(report.spans):>6} {t1 - t0:>8.3f} {per:>8.0f} {t2 - t1:>10.4f} "
+            f"{(t1 - t0) / max(t2 - t1, 1e-9):>5.0f}x   (µs/span vs 1,500 words: {per / first:.2f}x)"
+        )
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with *.jsonl + *.config.yaml")
@@ -442,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="outputs per campaign (0 = all)")
     parser.add_argument("--by-campaign", action="store_true", help="also print one table per campaign")
     args = parser.parse_args(argv)
+    long_texts()
     files = sorted(args.data.glob("*.jsonl")) if args.data.is_dir() else []
     if not files:
         print(f"skipping: no span annotation data in {args.data} (expected *.jsonl beside *.config.yaml)")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -269,20 +267,18 @@ def test_overlap_forbid_same_span_twice():
 
 
 # ------------------------------------------------------------------------------------------
-# speed
+# long texts
 
 
-def test_long_text_stays_fast():
+def test_a_long_text_places_every_span_by_its_match_kind():
+    # how the time grows with the text is measured in bench/span_alignment.py, not asserted here
     words = [f"word{i % 997}" for i in range(6000)]
     text = " ".join(words)
     spans = [RawSpan(" ".join(words[i : i + 6]).upper()) for i in range(0, 6000, 120)]
     spans += [RawSpan(" ".join(words[i : i + 8]).replace("word", "wrd", 1)) for i in range(60, 6000, 300)]
-    t0 = time.perf_counter()
     report = align_spans(text, spans)
-    elapsed = time.perf_counter() - t0
     check(text, spans, report)
     assert report.counts["case"] == 50 and report.counts["fuzzy"] == 20
-    assert elapsed < 5, elapsed
 
 
 # ------------------------------------------------------------------------------------------
