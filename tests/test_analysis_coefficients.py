@@ -11,7 +11,6 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -195,13 +194,12 @@ def test_alpha_on_strings_matches_krippendorff_package(seed: int) -> None:
     assert krippendorff_alpha(ratings, "ordinal").value == pytest.approx(ordinal, abs=ORACLE)
 
 
-def test_alpha_on_a_large_matrix_is_vectorised() -> None:
+def test_alpha_on_a_large_matrix() -> None:
+    # its speed against the reference package is measured in bench/krippendorff_bench.py
     rng = np.random.default_rng(0)
     ratings = rng.integers(1, 6, size=(20_000, 5)).astype(np.float64)
     ratings[rng.random(ratings.shape) < 0.1] = np.nan
-    started = time.perf_counter()
     result = krippendorff_alpha(ratings, "ordinal")
-    assert time.perf_counter() - started < 1.0  # about 5 ms; a loop over units takes seconds
     assert result.n_units == int(((~np.isnan(ratings)).sum(axis=1) >= 2).sum())
     assert abs(result.value) < 0.05  # independent raters
 

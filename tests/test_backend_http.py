@@ -263,14 +263,14 @@ def test_health_and_setup_answer_while_a_big_batch_is_predicted(backend):
     worker = threading.Thread(target=big_batch)
     worker.start()
     time.sleep(0.5)  # the batch is being predicted now
-    started = time.monotonic()
+    assert worker.is_alive(), "the batch ended before /health was asked: make it bigger"
     health = backend.get("/health", timeout=5)
-    health_seconds = time.monotonic() - started
     setup = backend.post("/setup", json={"project": "5.1", "schema": get_schema("hotel_spans").config_xml}, timeout=5)
+    # both answered while the batch still runs: a batch holding the server up would end first
     batch_still_running = worker.is_alive()
     worker.join()
-    assert batch_still_running, "the batch ended before /health was asked: make it bigger"
-    assert health.status_code == 200 and health_seconds < 1.0, health_seconds
+    assert batch_still_running, "/health and /setup only answered once the batch had ended"
+    assert health.status_code == 200
     assert setup.status_code == 200
     response = done["response"]
     assert response.status_code == 200 and len(response.json()["results"]) == len(tasks)

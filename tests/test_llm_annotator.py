@@ -111,6 +111,11 @@ def annotator_for(closing, sim, **kw) -> LLMAnnotator:
     return annotator
 
 
+#: How far past its deadline a batch may return on a loaded machine. The deadline tests are
+#: built so that ignoring the deadline would take several times longer than deadline + this.
+LATE_S = 1.5
+
+
 def batch(annotator: LLMAnnotator, datas, deadline_s: float = 10.0, schema: str = "custom"):
     started = time.monotonic()
     drafts = annotator.annotate_batch(schema, "<View/>", datas, deadline_s)
@@ -193,7 +198,7 @@ def test_deadline_returns_what_is_finished_and_a_retry_finishes_more(closing):
         datas = texts(40)
         drafts, elapsed = batch(annotator, datas, deadline_s=3.0)
         done = [i for i, d in enumerate(drafts) if d is not None]
-        assert elapsed < 3.0 + 0.5, elapsed
+        assert elapsed < 3.0 + LATE_S, elapsed
         # 4 at a time, 1 s each, 3 s: at most 12; a loaded machine may finish fewer than the ideal
         assert 4 <= len(done) <= 12, len(done)
         assert done == list(range(len(done)))  # first come, first served
@@ -203,7 +208,7 @@ def test_deadline_returns_what_is_finished_and_a_retry_finishes_more(closing):
 
         again, elapsed = batch(annotator, datas, deadline_s=3.0)
         done_again = [i for i, d in enumerate(again) if d is not None]
-        assert elapsed < 3.0 + 0.5, elapsed
+        assert elapsed < 3.0 + LATE_S, elapsed
         assert len(done_again) >= len(done) + 4  # at least one more wave of 4
         assert set(done) <= set(done_again)
         asked_again = {r.last_user_text for r in sim.chat_requests[asked_first:]}
@@ -219,7 +224,7 @@ def test_tasks_left_with_no_time_count_as_unfinished_whichever_side_sees_the_dea
         annotator = annotator_for(closing, sim, concurrency=1)
         drafts, elapsed = batch(annotator, texts(10), deadline_s=1.0)
     done = [i for i, d in enumerate(drafts) if d is not None]
-    assert done in ([], [0]) and elapsed < 1.0 + 0.5, (done, elapsed)
+    assert done in ([], [0]) and elapsed < 1.0 + LATE_S, (done, elapsed)
     assert annotator.stats["unfinished at deadline"] == 10 - len(done), dict(annotator.stats)
     assert not any(k.startswith("failed") for k in annotator.stats), dict(annotator.stats)
 
@@ -242,7 +247,7 @@ def test_a_broken_endpoint_gives_nones_in_time_and_counts_them(closing, failure,
         annotator = annotator_for(closing, sim, concurrency=8, timeout=0.5, retries=1)
         drafts, elapsed = batch(annotator, texts(8), deadline_s=4.0)
     assert drafts == [None] * 8
-    assert elapsed < 4.0 + 0.5, elapsed
+    assert elapsed < 4.0 + LATE_S, elapsed
     assert annotator.stats[f"failed: {kind}"] == 8, dict(annotator.stats)
 
 
@@ -250,7 +255,7 @@ def test_a_hanging_endpoint_is_cut_at_the_deadline(closing):
     with LLMSim(answer=lambda m: Failure("hang", seconds=30)) as sim:
         annotator = annotator_for(closing, sim, timeout=60, retries=3)
         drafts, elapsed = batch(annotator, texts(6), deadline_s=1.5)
-    assert drafts == [None] * 6 and elapsed < 1.5 + 0.5
+    assert drafts == [None] * 6 and elapsed < 1.5 + LATE_S
     # cut by the deadline, not by the 60 s timeout: counted as unfinished, not as endpoint failures
     assert annotator.stats["unfinished at deadline"] == 6, dict(annotator.stats)
     assert not any(k.startswith("failed") for k in annotator.stats), dict(annotator.stats)
@@ -442,20 +447,18 @@ def check_health_during_slow_predict(url: str, tasks: list[dict], deadline_s: fl
     worker = threading.Thread(target=slow_predict)
     worker.start()
     time.sleep(0.5)
-    health_times = []
+    assert worker.is_alive(), "the predict ended before /health was asked"
     for _ in range(3):
-        started = time.monotonic()
         health = httpx.get(f"{url}/health", timeout=5)
-        health_times.append(time.monotonic() - started)
         assert health.status_code == 200 and health.json()["annotator"] == "llm"
         time.sleep(0.2)
+    # three answers while the predict still runs: it does not hold the server up
     running = worker.is_alive()
     worker.join()
-    assert running, "the predict ended before /health was asked"
-    assert max(health_times) < 1.0, health_times
+    assert running, "/health only answered once the predict had ended"
     response = done["response"]
     assert response.status_code == 200, response.text
-    assert done["seconds"] < deadline_s + 1.5, done["seconds"]
+    assert done["seconds"] < deadline_s + LATE_S, done["seconds"]
     return response.json(), done["seconds"]
 
 

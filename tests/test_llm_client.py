@@ -167,7 +167,7 @@ def test_a_retry_after_beyond_the_deadline_is_not_waited_for():
         elapsed = time.monotonic() - started
     assert isinstance(error, LLMError) and error.kind == "rate_limited"
     assert "deadline" in str(error)
-    assert elapsed < 1.0 and sim.count == 1
+    assert elapsed < 5 and sim.count == 1  # not the 30 s Retry-After
 
 
 def test_a_hanging_server_times_out_and_is_retried():
@@ -176,7 +176,7 @@ def test_a_hanging_server_times_out_and_is_retried():
         error, _ = complete(settings_for(sim, timeout=0.3, retries=1))
         elapsed = time.monotonic() - started
     assert isinstance(error, LLMError) and error.kind == "timeout"
-    assert sim.count == 2 and elapsed < 2.5
+    assert sim.count == 2 and elapsed < 8  # two 0.3 s timeouts, not two 10 s hangs
 
 
 def test_the_deadline_caps_the_request_timeout():
@@ -185,7 +185,7 @@ def test_the_deadline_caps_the_request_timeout():
         error, _ = complete(settings_for(sim, timeout=30, retries=5), deadline_s=0.8)
         elapsed = time.monotonic() - started
     assert isinstance(error, LLMError) and error.kind == "deadline"  # not the server's 30 s timeout
-    assert elapsed < 1.5
+    assert elapsed < 5  # not the 10 s hang
 
 
 def test_a_closed_port_is_a_connection_error():
