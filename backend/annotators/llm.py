@@ -232,10 +232,9 @@ class LLMAnnotator:
             llm_error = error if isinstance(error, LLMError) else LLMError(kind, f"{type(error).__name__}: {error}")
             for i in indices:
                 reasons[i] = llm_error
-            if kind == "deadline":  # the request ran out of time: the same as never finishing
+            if kind == "deadline":  # cut by the batch's wait or stopped by the client: the same to the user
                 counts["unfinished at deadline"] += len(indices)
-                log.debug("LLM task %d of %d not answered before the deadline: %s", indices[0], n, error)
-                return
+                return  # the batch's summary line counts them
             counts[f"failed: {kind}"] += len(indices)
             message = client.redact(str(error))
             if kind not in logged:  # the first of each kind per batch; the summary counts them all
@@ -301,9 +300,7 @@ class LLMAnnotator:
                     fail(requests[jobs[job]][2], kind, error)
             unfinished = [i for job in pending for i in requests[jobs[job]][2]]
             if unfinished:
-                counts["unfinished at deadline"] += len(unfinished)
-                for i in unfinished:
-                    reasons[i] = LLMError("deadline", "not answered before the /predict deadline")
+                fail(unfinished, "deadline", LLMError("deadline", "not answered before the /predict deadline"))
         self._count(counts)
         failed = {k: v for k, v in counts.items() if k.startswith("failed") or k.startswith("unfinished")}
         (log.warning if failed else log.info)(

@@ -220,15 +220,12 @@ class ChatClient:
         try:
             response = await self._http.post(self.url, json=body, timeout=timeout)
         except httpx.TimeoutException as exc:
-            if isinstance(exc, httpx.PoolTimeout):
-                kind = "connection"
-            elif remaining is not None and remaining < self.settings.timeout:
+            kind = "connection" if isinstance(exc, httpx.PoolTimeout) else "timeout"
+            if kind == "timeout" and timeout < self.settings.timeout:
                 # cut short by the caller's deadline, not by JUDGELAB_LLM_TIMEOUT: no time for a retry
                 raise self._error(
                     "deadline", f"no answer from {self.url} in the {timeout:.1f} s left before the deadline"
                 ) from None
-            else:
-                kind = "timeout"
             raise _Retryable(
                 self._error(kind, f"no answer from {self.url} within {timeout:.1f} s", count=False)
             ) from None
