@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementResult, ArrayLike
-from analysis.krippendorff import Level, distance_matrix, krippendorff_alpha, value_codes
+from judgelab.analysis.agreement import AgreementResult, ArrayLike
+from judgelab.analysis.krippendorff import Level, distance_matrix, krippendorff_alpha, value_codes
 
 Coefficient = Callable[[np.ndarray], AgreementResult | float]
 MAX_BATCH_CELLS = 4_000_000  # floats per block of replicates in bootstrap_alpha_ci

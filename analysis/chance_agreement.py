@@ -40,8 +40,8 @@ from typing import Literal
 
 import numpy as np
 
-from analysis.agreement import AgreementResult, ArrayLike
-from analysis.krippendorff import ValueCodes, value_codes
+from judgelab.analysis.agreement import AgreementResult, ArrayLike
+from judgelab.analysis.krippendorff import ValueCodes, value_codes
 
 WeightName = Literal["identity", "linear", "quadratic", "ordinal"]
 Weights = WeightName | np.ndarray | None

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.item_kinds import item_kind
-from analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, usable_judgments
+from judgelab.analysis.item_kinds import item_kind
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, usable_judgments
 
 ANNOTATOR_COUNT_COLUMNS = [
     "project",

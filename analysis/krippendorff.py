@@ -42,7 +42,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementResult, ArrayLike
+from judgelab.analysis.agreement import AgreementResult, ArrayLike
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")

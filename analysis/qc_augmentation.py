@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import cohen_kappa, exact_agreement
-from analysis.qc_likert import adjacent_agreement, numeric_ratings, unit_keys
-from analysis.tables import HUMAN_SOURCE, natural_key
+from judgelab.analysis.agreement import cohen_kappa, exact_agreement
+from judgelab.analysis.qc_likert import adjacent_agreement, numeric_ratings, unit_keys
+from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
 
 DEFAULT_ITEMS = ("SP", "SC")
 DEFAULT_TARGETS = {

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.qc_likert import welch_t_test
-from analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+from judgelab.analysis.qc_likert import welch_t_test
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
 ERROR_FREE = "error_free"
 OBVIOUS_INCORRECT = "obvious_incorrect"

@@ -26,16 +26,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.agreement import AgreementResult, exact_agreement, fleiss_kappa
-from analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
+from judgelab.analysis.agreement import AgreementResult, exact_agreement, fleiss_kappa
+from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
 try:  # the shared implementation, when present
-    from analysis.agreement import adjacent_agreement as _shared_adjacent
+    from judgelab.analysis.agreement import adjacent_agreement as _shared_adjacent
 except ImportError:  # pragma: no cover - depends on the other modules' progress
     _shared_adjacent = None
 
 try:
-    from analysis.krippendorff import krippendorff_alpha
+    from judgelab.analysis.krippendorff import krippendorff_alpha
 except ImportError:  # pragma: no cover
     krippendorff_alpha = None
 

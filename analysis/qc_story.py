@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import cohen_kappa, exact_agreement, fleiss_kappa
-from analysis.qc_likert import latest_per_task, unit_keys
-from analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
+from judgelab.analysis.agreement import cohen_kappa, exact_agreement, fleiss_kappa
+from judgelab.analysis.qc_likert import latest_per_task, unit_keys
+from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
 CONSISTENT = "Consistent"
 INCONSISTENT = "Inconsistent"

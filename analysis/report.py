@@ -20,12 +20,12 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.report_blocks import Section
-from analysis.report_data import ProjectData, ReportOptions
-from analysis.report_guide import guide_section
-from analysis.report_rendering import HTML_STYLE, render_html, render_markdown
-from analysis.report_sections import SECTION_BUILDERS, SectionBuilder
-from analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+from judgelab.analysis.report_blocks import Section
+from judgelab.analysis.report_data import ProjectData, ReportOptions
+from judgelab.analysis.report_guide import guide_section
+from judgelab.analysis.report_rendering import HTML_STYLE, render_html, render_markdown
+from judgelab.analysis.report_sections import SECTION_BUILDERS, SectionBuilder
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
 REPORT_TITLE = "Human evaluation report"
 TABLE_NAMES = ("tasks", "judgments", "spans")

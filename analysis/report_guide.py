@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.report_blocks import Paragraph, Section
+from judgelab.analysis.report_blocks import Paragraph, Section
 
 GUIDE = [
     (

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.tables import natural_key
+from judgelab.analysis.tables import natural_key
 
 
 def rating_distribution_png(judgments: pd.DataFrame, scales: Mapping[str, Mapping[str, Any]]) -> bytes | None:

@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from analysis.chance_agreement import light_kappa
-from analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
-from analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.chance_agreement import light_kappa
+from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
+from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     ReportOptions,
     alpha_label,
@@ -36,16 +36,16 @@ from analysis.report_data import (
     plural,
     short_table,
 )
-from analysis.report_guide import guide_section
-from analysis.report_plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
-from analysis.report_sections_augmentation import augmentation_section
-from analysis.report_sections_hotel import clustering_section, span_quality_section
-from analysis.report_sections_likert import likert_section
-from analysis.report_sections_models import model_agreement_section
-from analysis.report_sections_spans import span_agreement_section
-from analysis.report_sections_story import story_section
-from analysis.spans import span_counts
-from analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
+from judgelab.analysis.report_guide import guide_section
+from judgelab.analysis.report_plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
+from judgelab.analysis.report_sections_augmentation import augmentation_section
+from judgelab.analysis.report_sections_hotel import clustering_section, span_quality_section
+from judgelab.analysis.report_sections_likert import likert_section
+from judgelab.analysis.report_sections_models import model_agreement_section
+from judgelab.analysis.report_sections_spans import span_agreement_section
+from judgelab.analysis.report_sections_story import story_section
+from judgelab.analysis.spans import span_counts
+from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "

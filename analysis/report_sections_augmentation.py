@@ -12,15 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.qc_augmentation import (
+from judgelab.analysis.qc_augmentation import (
     DEFAULT_BLOCK_SIZE,
     annotator_drift,
     calibration_check,
     pilot_agreement,
     resolve_disagreements,
 )
-from analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     is_nan,
     number,
@@ -30,7 +30,7 @@ from analysis.report_data import (
     short_table,
     with_project,
 )
-from analysis.report_plots import drift_png
+from judgelab.analysis.report_plots import drift_png
 
 SCHEMA = "augmentation_quality"
 GUIDELINE_KEYS = ("agreement_targets", "calibration_markers", "drift_block_size")

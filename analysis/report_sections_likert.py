@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.qc_likert import (
+from judgelab.analysis.qc_likert import (
     DEFAULT_CRITERIA,
     RELEVANCE_ITEM,
     criterion_agreement,
@@ -18,8 +18,8 @@ from analysis.qc_likert import (
     relevance_cues,
     score_distributions,
 )
-from analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     is_nan,
     number,
@@ -30,7 +30,7 @@ from analysis.report_data import (
     short_table,
     with_project,
 )
-from analysis.report_plots import score_distribution_png
+from judgelab.analysis.report_plots import score_distribution_png
 
 SCHEMA = "likert_rubric_es"
 GROUP_COLUMN = "model"

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.agreement import cohen_kappa
-from analysis.item_kinds import item_kind
-from analysis.qc_story import INCONSISTENT
-from analysis.report_blocks import Block, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.agreement import cohen_kappa
+from judgelab.analysis.item_kinds import item_kind
+from judgelab.analysis.qc_story import INCONSISTENT
+from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     LINE_ITEM,
     ProjectData,
     is_nan,
@@ -32,9 +32,15 @@ from analysis.report_data import (
     section_or_none,
     with_project,
 )
-from analysis.report_sections_spans import comparison_table, span_inputs
-from analysis.span_tables import alignment_paradox, model_majority_agreement
-from analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, latest_annotations, normalised_values, usable_judgments
+from judgelab.analysis.report_sections_spans import comparison_table, span_inputs
+from judgelab.analysis.span_tables import alignment_paradox, model_majority_agreement
+from judgelab.analysis.tables import (
+    HUMAN_SOURCE,
+    MODEL_SOURCE_PREFIX,
+    latest_annotations,
+    normalised_values,
+    usable_judgments,
+)
 
 LINES = "line_* (inconsistent vs rest)"
 NOMINAL_NAMES = {

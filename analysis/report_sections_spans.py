@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     coverage,
     is_nan,
@@ -32,9 +32,15 @@ from analysis.report_data import (
     task_keys,
     with_project,
 )
-from analysis.report_plots import confusion_png, vote_table_png
-from analysis.span_agreement import FORMS, MATCHES, annotator_pairs, mean_span_agreement, pairwise_span_agreement
-from analysis.span_tables import (
+from judgelab.analysis.report_plots import confusion_png, vote_table_png
+from judgelab.analysis.span_agreement import (
+    FORMS,
+    MATCHES,
+    annotator_pairs,
+    mean_span_agreement,
+    pairwise_span_agreement,
+)
+from judgelab.analysis.span_tables import (
     ANY_LABEL,
     UNMATCHED,
     campaign_span_counts,
@@ -43,9 +49,9 @@ from analysis.span_tables import (
     label_confusion,
     vote_table,
 )
-from analysis.spans import NO_LABEL
-from analysis.tables import HUMAN_SOURCE, natural_key
-from analysis.unitizing import ALL_LABELS, unitizing_alpha
+from judgelab.analysis.spans import NO_LABEL
+from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
+from judgelab.analysis.unitizing import ALL_LABELS, unitizing_alpha
 
 FORM_NAMES = {"per_span": "per span", "character": "character"}
 EMPTY_POLICY = (

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.agreement import exact_agreement, fleiss_kappa
-from analysis.krippendorff import krippendorff_alpha
-from analysis.qc_story import (
+from judgelab.analysis.agreement import exact_agreement, fleiss_kappa
+from judgelab.analysis.krippendorff import krippendorff_alpha
+from judgelab.analysis.qc_story import (
     GOLD_SOURCE,
     LINE_ITEM,
     SUMMARY_ITEM,
@@ -27,8 +27,8 @@ from analysis.qc_story import (
     pairwise_line_kappa,
     summary_faithfulness_from_lines,
 )
-from analysis.report_blocks import Block, Paragraph, Section, Table
-from analysis.report_data import (
+from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report_data import (
     ProjectData,
     fragile,
     has_line_items,
@@ -41,7 +41,7 @@ from analysis.report_data import (
     short_table,
     with_project,
 )
-from analysis.tables import HUMAN_SOURCE, latest_annotations, usable_judgments
+from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, usable_judgments
 
 SCHEMA = "story_consistency"
 MIN_PAIR_UNITS = 10  # pairs of annotators sharing fewer lines are left off the page

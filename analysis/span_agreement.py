@@ -74,7 +74,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from analysis.spans import NO_LABEL
+from judgelab.analysis.spans import NO_LABEL
 
 Form = Literal["per_span", "character"]
 Match = Literal["hard", "soft"]

@@ -25,7 +25,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.span_agreement import (
+from judgelab.analysis.span_agreement import (
     SpanDesign,
     _example_table,
     default_example_key,
@@ -33,7 +33,7 @@ from analysis.span_agreement import (
     overlapping_pairs,
     span_design,
 )
-from analysis.spans import NO_LABEL
+from judgelab.analysis.spans import NO_LABEL
 
 ANY_LABEL = "(any)"
 UNMATCHED = "(unmatched)"

@@ -23,11 +23,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementResult, adjacent_agreement, cohen_kappa, exact_agreement, fleiss_kappa
-from analysis.bootstrap import bootstrap_alpha_ci
-from analysis.chance_agreement import bennett_s, gwet_ac1, gwet_ac2, light_kappa, scott_pi, weighted_cohen_kappa
-from analysis.item_kinds import item_kind
-from analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
+from judgelab.analysis.agreement import AgreementResult, adjacent_agreement, cohen_kappa, exact_agreement, fleiss_kappa
+from judgelab.analysis.bootstrap import bootstrap_alpha_ci
+from judgelab.analysis.chance_agreement import (
+    bennett_s,
+    gwet_ac1,
+    gwet_ac2,
+    light_kappa,
+    scott_pi,
+    weighted_cohen_kappa,
+)
+from judgelab.analysis.item_kinds import item_kind
+from judgelab.analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
 
 HUMAN_SOURCE = "human"
 MODEL_SOURCE_PREFIX = "model:"

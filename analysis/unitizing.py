@@ -43,7 +43,7 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.span_agreement import (
+from judgelab.analysis.span_agreement import (
     _example_table,
     key_codes,
     merge_intervals,

@@ -1,4 +1,4 @@
-"""``python -m backend``: serve the ML backend with uvicorn (settings from ``JUDGELAB_*``)."""
+"""``python -m judgelab.backend``: serve the ML backend with uvicorn (settings from ``JUDGELAB_*``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 import uvicorn
 
-from backend.app import create_app
-from backend.settings import BackendSettings, SettingsError
+from judgelab.backend.app import create_app
+from judgelab.backend.settings import BackendSettings, SettingsError
 
 
 def main() -> None:

@@ -18,11 +18,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from backend import __version__
-from backend.annotators.registry import make_annotator
-from backend.label_config import LabelConfigError
-from backend.model import Annotator, JudgelabModel
-from backend.settings import BackendSettings
+from judgelab.backend import __version__
+from judgelab.backend.annotators.registry import make_annotator
+from judgelab.backend.label_config import LabelConfigError
+from judgelab.backend.model import Annotator, JudgelabModel
+from judgelab.backend.settings import BackendSettings
 
 log = logging.getLogger("judgelab.backend")
 

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.draft import Draft, SpanDraft
-from backend.label_config import Control, LabelConfig
+from judgelab.backend.draft import Draft, SpanDraft
+from judgelab.backend.label_config import Control, LabelConfig
 
 SPAN_TAGS = {"Labels": "labels", "HyperTextLabels": "hypertextlabels", "ParagraphLabels": "paragraphlabels"}
 

@@ -70,15 +70,12 @@ class Schema:
 
 
 def configs_dir() -> Path:
-    """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else the repository's ``configs/``,
-    else the copy shipped inside the wheel."""
+    """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else ``configs/`` beside this
+    package (the repository's, or the copy the wheel installs as ``judgelab/configs``)."""
     env = os.environ.get("JUDGELAB_CONFIGS_DIR")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parent.parent / "configs"
-    if repo.is_dir():
-        return repo
-    return Path(__file__).resolve().parent / "_configs"
+    return Path(__file__).resolve().parent.parent / "configs"
 
 
 def load_schema(folder: Path) -> Schema:

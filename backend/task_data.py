@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from backend.schemas import Schema
+from judgelab.backend.schemas import Schema
 
 
 class TaskDataError(ValueError):

@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.bootstrap import bootstrap_alpha_ci  # noqa: E402
-from analysis.krippendorff import krippendorff_alpha  # noqa: E402
+from judgelab.analysis.bootstrap import bootstrap_alpha_ci  # noqa: E402
+from judgelab.analysis.krippendorff import krippendorff_alpha  # noqa: E402
 
 TOLERANCE = 1e-9
 MISSING_SHARE = 0.10

@@ -34,11 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backend.annotators.llm import LLMAnnotator  # noqa: E402
-from backend.draft import Draft  # noqa: E402
-from backend.llm.cache import SQLiteCache  # noqa: E402
-from backend.schemas import get_schema  # noqa: E402
-from backend.settings import LLMSettings  # noqa: E402
+from judgelab.backend.annotators.llm import LLMAnnotator  # noqa: E402
+from judgelab.backend.draft import Draft  # noqa: E402
+from judgelab.backend.llm.cache import SQLiteCache  # noqa: E402
+from judgelab.backend.schemas import get_schema  # noqa: E402
+from judgelab.backend.settings import LLMSettings  # noqa: E402
 
 HOTEL_ANSWER = json.dumps({"annotations": [{"reason": "not in the descriptions", "text": "ref", "annotation_type": 0}]})
 
@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     schema = get_schema("hotel_spans")
-    use_hotel = args.task == "hotel" or (args.task == "auto" and importlib.util.find_spec("backend.llm.tasks"))
+    use_hotel = args.task == "hotel" or (args.task == "auto" and importlib.util.find_spec("judgelab.backend.llm.tasks"))
     if use_hotel:
-        from backend.llm.tasks import task_for
+        from judgelab.backend.llm.tasks import task_for
 
         task, answer = task_for(schema, schema.config_xml), HOTEL_ANSWER
     else:

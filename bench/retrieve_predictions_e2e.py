@@ -33,18 +33,18 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backend.schemas import get_schema  # noqa: E402
-from sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
-from sync.client import Connection, connect  # noqa: E402
-from sync.importers import rows_from_records  # noqa: E402
-from sync.local_stack import (  # noqa: E402
+from judgelab.backend.schemas import get_schema  # noqa: E402
+from judgelab.sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
+from judgelab.sync.client import Connection, connect  # noqa: E402
+from judgelab.sync.importers import rows_from_records  # noqa: E402
+from judgelab.sync.local_stack import (  # noqa: E402
     StackSettings,
     free_port,
     load_credentials,
     start_label_studio,
     stop_stack,
 )
-from sync.projects import ensure_project, import_rows  # noqa: E402
+from judgelab.sync.projects import ensure_project, import_rows  # noqa: E402
 
 ANSWER = json.dumps({"annotations": [], "impression": 5})
 
@@ -77,7 +77,7 @@ def start_backend(
         }
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "backend"], cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT
+        [sys.executable, "-m", "judgelab.backend"], cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):

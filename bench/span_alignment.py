@@ -49,8 +49,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.llm.alignment import align_spans  # noqa: E402
-from backend.llm.contracts import RawSpan  # noqa: E402
+from judgelab.backend.llm.alignment import align_spans  # noqa: E402
+from judgelab.backend.llm.contracts import RawSpan  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "span_annotation"
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore".split()

@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.span_agreement import pairwise_span_agreement  # noqa: E402
+from judgelab.analysis.span_agreement import pairwise_span_agreement  # noqa: E402
 
 LABELS = ("Incorrect", "Misleading", "Not checkable")
 ANNOTATORS = ("ann1", "ann2", "ann3", "ann4", "llm")

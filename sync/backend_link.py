@@ -16,7 +16,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from sync.client import SyncError, api_error_message
+from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from backend.schemas import Schema, SchemaError, all_schemas, get_schema
-from sync.client import Connection, SyncError, connect
-from sync.importers import rows_from_records
+from judgelab.backend.schemas import Schema, SchemaError, all_schemas, get_schema
+from judgelab.sync.client import Connection, SyncError, connect
+from judgelab.sync.importers import rows_from_records
 
 DEFAULT_HOME = Path(os.environ.get("JUDGELAB_HOME", ".judgelab"))
 
@@ -38,7 +38,7 @@ def _connection(ctx: click.Context) -> Connection:
     url, token = ctx.obj.get("url"), ctx.obj.get("token")
     conn = Connection.from_env(url, token)
     if not conn.token:
-        from sync.local_stack import StackSettings, load_credentials
+        from judgelab.sync.local_stack import StackSettings, load_credentials
 
         home = ctx.obj["home"]
         if (home / "credentials.json").exists():
@@ -86,7 +86,7 @@ def schemas_cmd() -> None:
 @click.pass_context
 def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> None:
     """Create a project per schema (idempotent)."""
-    from sync.projects import ensure_project, import_rows
+    from judgelab.sync.projects import ensure_project, import_rows
 
     schemas = _schemas(names)  # an unknown name is reported before connecting
     client = connect(_connection(ctx))
@@ -142,15 +142,15 @@ def import_cmd(
     files: tuple[Path, ...],
 ) -> None:
     """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
-    from sync.file_formats import parse_mapping, read_tasks
-    from sync.import_annotations import (
+    from judgelab.sync.file_formats import parse_mapping, read_tasks
+    from judgelab.sync.import_annotations import (
         annotation_emails,
         attach_annotations,
         ensure_annotators,
         post_annotations,
         read_annotations,
     )
-    from sync.projects import ensure_project, existing_keys, import_rows
+    from judgelab.sync.projects import ensure_project, existing_keys, import_rows
 
     mapping = parse_mapping(maps)
     schema = get_schema(name) if name else None
@@ -202,8 +202,8 @@ def import_cmd(
 @click.pass_context
 def connect_cmd(ctx: click.Context, backend_url: str, names: tuple[str, ...], basic_auth: str | None) -> None:
     """Connect the ML backend to the schemas' projects."""
-    from sync.backend_link import connect_backend
-    from sync.projects import ensure_project
+    from judgelab.sync.backend_link import connect_backend
+    from judgelab.sync.projects import ensure_project
 
     schemas = _schemas(names)
     client = connect(_connection(ctx))
@@ -232,9 +232,9 @@ def preannotate_cmd(
     """Pre-annotate every task that has no prediction of the backend's current model version."""
     from tqdm import tqdm
 
-    from sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
-    from sync.bulk_predict import push_predictions, tasks_missing_version
-    from sync.projects import ensure_project
+    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from judgelab.sync.bulk_predict import push_predictions, tasks_missing_version
+    from judgelab.sync.projects import ensure_project
 
     schemas = _schemas(names)
     client = connect(_connection(ctx))
@@ -289,8 +289,8 @@ def sync_cmd(
     are exported; deleted tasks and annotations are removed); --full pulls everything again.
     The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
-    from sync.incremental import has_state, sync_tables
-    from sync.ls_api import connect_api
+    from judgelab.sync.incremental import has_state, sync_tables
+    from judgelab.sync.ls_api import connect_api
 
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
     full = full or not has_state(out)
@@ -357,10 +357,10 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     """
     import pandas as pd
 
-    from analysis.report import build_reports
-    from analysis.report_data import ReportOptions
-    from analysis.report_sections_hotel import clustering_available
-    from sync.export import read_tables
+    from judgelab.analysis.report import build_reports
+    from judgelab.analysis.report_data import ReportOptions
+    from judgelab.analysis.report_sections_hotel import clustering_available
+    from judgelab.sync.export import read_tables
 
     folders = tables_dirs or (Path("judgelab-data"),)
     parts, problems, seen = [], [], {}
@@ -431,10 +431,10 @@ def load_cmd(
     """
     import warnings
 
-    from analysis.loaders import LoaderError, LoaderWarning
-    from analysis.report import problems_with_project
-    from sync.export import write_tables
-    from sync.tidy import TidyTables
+    from judgelab.analysis.loaders import LoaderError, LoaderWarning
+    from judgelab.analysis.report import problems_with_project
+    from judgelab.sync.export import write_tables
+    from judgelab.sync.tidy import TidyTables
 
     given = {"predictions": predictions, "combined": combined, "config": config}
     for option, value in given.items():
@@ -487,7 +487,7 @@ def _load(
     schema_name: str | None,
 ) -> dict:
     """Run the loader of ``kind`` on ``path`` (a file, or a folder where the loader allows one)."""
-    from analysis import loaders
+    from judgelab.analysis import loaders
 
     named = {"project": project} if project else {}
     if kind == "storysumm":
@@ -524,9 +524,15 @@ def _load(
 @click.pass_context
 def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: str | None) -> None:
     """Start Label Studio and the backend, create the five projects with their samples, pre-annotate."""
-    from sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
-    from sync.local_stack import PostgresSettings, StackSettings, load_credentials, start_backend, start_label_studio
-    from sync.projects import ensure_project, import_rows
+    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from judgelab.sync.local_stack import (
+        PostgresSettings,
+        StackSettings,
+        load_credentials,
+        start_backend,
+        start_label_studio,
+    )
+    from judgelab.sync.projects import ensure_project, import_rows
 
     database = PostgresSettings.from_url(database_url) if database_url else None
     settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port, database=database)
@@ -558,7 +564,7 @@ def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: st
 @click.pass_context
 def down_cmd(ctx: click.Context) -> None:
     """Stop the local Label Studio and backend started by 'judgelab up'."""
-    from sync.local_stack import stop_stack
+    from judgelab.sync.local_stack import stop_stack
 
     stopped = stop_stack(ctx.obj["home"])
     click.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -569,7 +575,7 @@ def down_cmd(ctx: click.Context) -> None:
 
 class _DesignCli(_Cli):
     def invoke(self, ctx: click.Context):
-        from sync.study_design import StudyDesignError
+        from judgelab.sync.study_design import StudyDesignError
 
         try:
             return super().invoke(ctx)
@@ -579,7 +585,7 @@ class _DesignCli(_Cli):
 
 def _read_design_tasks(path: Path | None) -> list[dict]:
     """Tasks of a JSON/JSONL/CSV file as dicts (unchecked: the schema checks them at import)."""
-    from sync.importers import _raw_rows
+    from judgelab.sync.importers import _raw_rows
 
     if path is None:
         return []
@@ -600,7 +606,7 @@ def _write_design_tasks(path: Path, tasks: list[dict]) -> None:
 
 def _import_design_project(ctx: click.Context, schema: Schema, title: str, tasks: list[dict]) -> int:
     """Ensure the project ``title`` of ``schema`` and import ``tasks`` (idempotent); its id."""
-    from sync.projects import ensure_project, import_rows
+    from judgelab.sync.projects import ensure_project, import_rows
 
     rows = rows_from_records([(f"task {i}", t) for i, t in enumerate(tasks)], schema)
     client = connect(_connection(ctx))
@@ -634,7 +640,7 @@ def design_batches_cmd(
     tasks_file: Path, checks_file: Path | None, batch_size: int, by: str | None, shuffle: bool, seed: int, out: Path
 ) -> None:
     """Batches with one error-free and one obvious-Incorrect attention check each."""
-    from sync.study_design import make_batches
+    from judgelab.sync.study_design import make_batches
 
     tasks = make_batches(
         _read_design_tasks(tasks_file),
@@ -660,7 +666,7 @@ def design_qualification_cmd(
     tasks_file: Path, checks_file: Path | None, n_new: int, seed: int, out: Path, rest: Path | None
 ) -> None:
     """Qualification batch: the two attention checks and new examples with reference answers."""
-    from sync.study_design import qualification_batch, task_data
+    from judgelab.sync.study_design import qualification_batch, task_data
 
     result = qualification_batch(
         _read_design_tasks(tasks_file), _read_design_tasks(checks_file), n_new=n_new, seed=seed
@@ -701,7 +707,7 @@ def design_groups_cmd(
     group gets its own project "<title> (group A)" / "(group B)"; give each annotator the
     project of their group.
     """
-    from sync.study_design import assign_groups, split_by_group, suffixed_title
+    from judgelab.sync.study_design import assign_groups, split_by_group, suffixed_title
 
     if split_projects and not schema_name:
         raise SyncError("--split-projects needs --schema")
@@ -748,7 +754,7 @@ def design_pilot_cmd(
     title: str | None,
 ) -> None:
     """Seeded pilot subset, stratified (seed 001: 30 samples rated by both annotators)."""
-    from sync.study_design import pilot_subset, set_overlap, suffixed_title, task_data
+    from judgelab.sync.study_design import pilot_subset, set_overlap, suffixed_title, task_data
 
     if pilot_project and not schema_name:
         raise SyncError("--pilot-project needs --schema")
@@ -789,8 +795,8 @@ def design_overlap_cmd(
     Label Studio applies the overlap to a percentage of a project's tasks, not to chosen
     ones: for a pilot rated by everyone, use its own project (--pilot-project).
     """
-    from sync.projects import find_project
-    from sync.study_design import set_overlap, suffixed_title
+    from judgelab.sync.projects import find_project
+    from judgelab.sync.study_design import set_overlap, suffixed_title
 
     schema = get_schema(schema_name)
     client = connect(_connection(ctx))

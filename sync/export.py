@@ -16,10 +16,10 @@ import pandas as pd
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from backend.schemas import all_schemas
-from sync.client import SyncError, api_error_message
-from sync.projects import selected_projects
-from sync.tidy import TidyTables, concat_tables, tidy_from_export
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.projects import selected_projects
+from judgelab.sync.tidy import TidyTables, concat_tables, tidy_from_export
 
 EXPORT_POLL_SECONDS = 0.5
 EXPORT_TIMEOUT_SECONDS = 600
@@ -54,7 +54,7 @@ def export_project_json(client: LabelStudio, project_id: int) -> list[dict[str, 
 
 
 def user_emails(client: LabelStudio) -> dict[int, str]:
-    from sync.ls_api import as_api
+    from judgelab.sync.ls_api import as_api
 
     return as_api(client).user_emails()
 
@@ -97,7 +97,7 @@ def read_tables(folder: Path) -> TidyTables:
         return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in ("tasks", "judgments", "spans")))
     db_path = folder / "judgelab.sqlite"
     if db_path.exists():
-        from sync import table_store
+        from judgelab.sync import table_store
 
         with sqlite3.connect(db_path) as db:
             if table_store.is_store(db):  # kept by 'judgelab sync': column types and order from the store

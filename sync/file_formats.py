@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from backend.schemas import Schema
-from sync.client import SyncError
-from sync.importers import MAX_ERRORS_SHOWN, TaskRow, rows_from_records, task_key
+from judgelab.backend.schemas import Schema
+from judgelab.sync.client import SyncError
+from judgelab.sync.importers import MAX_ERRORS_SHOWN, TaskRow, rows_from_records, task_key
 
 Record = tuple[str, Any]  # (where, raw record)
 FORMATS = ("auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel")
@@ -315,7 +315,7 @@ FORMAT_SCHEMAS = {
 
 def detect_format(path: Path) -> str:
     """The seed format a file looks like, else ``generic`` (from its first record and columns)."""
-    from sync.import_augmentation import _GENERATED
+    from judgelab.sync.import_augmentation import _GENERATED
 
     try:
         records = read_records(Path(path), skip_bad=True, bad=[])
@@ -349,7 +349,7 @@ def read_tasks(
     Seed formats imply their schema: a different ``schema`` is an error. ``mapping`` applies
     to the generic format only; ``with_annotations`` to ``basse`` only.
     """
-    from backend.schemas import get_schema
+    from judgelab.backend.schemas import get_schema
 
     if fmt not in FORMATS:
         raise SyncError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
@@ -368,17 +368,17 @@ def read_tasks(
     if with_annotations and fmt != "basse":
         raise SyncError(f"--with-annotations reads the ratings of BASSE files, not of format {fmt}")
     if fmt == "wide-augmentation":
-        from sync.import_augmentation import read_wide_augmentation
+        from judgelab.sync.import_augmentation import read_wide_augmentation
 
         return implied, read_wide_augmentation(path, implied, skip_bad=skip_bad)
     if fmt == "storysumm":
-        from sync.import_story import read_storysumm
+        from judgelab.sync.import_story import read_storysumm
 
         return implied, read_storysumm(path, implied, skip_bad=skip_bad)
     if fmt == "basse":
-        from sync.import_basse import read_basse
+        from judgelab.sync.import_basse import read_basse
 
         return implied, read_basse(path, implied, skip_bad=skip_bad, with_annotations=with_annotations)
-    from sync.import_hotel import read_hotel
+    from judgelab.sync.import_hotel import read_hotel
 
     return implied, read_hotel(path, implied, skip_bad=skip_bad)

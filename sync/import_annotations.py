@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backend.label_config import Control, parse_label_config
-from backend.schemas import Schema
-from sync.client import SyncError
-from sync.file_formats import read_records
-from sync.importers import KEY_FIELD, TaskRow
+from judgelab.backend.label_config import Control, parse_label_config
+from judgelab.backend.schemas import Schema
+from judgelab.sync.client import SyncError
+from judgelab.sync.file_formats import read_records
+from judgelab.sync.importers import KEY_FIELD, TaskRow
 
 ANNOTATOR_DOMAIN = "judgelab.local"
 _RESULT_TYPES = {"Choices": "choices", "Rating": "rating", "Number": "number", "TextArea": "textarea"}

@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from backend.schemas import Schema, get_schema
-from sync.client import SyncError
-from sync.file_formats import Rows, checked_rows, read_records
+from judgelab.backend.schemas import Schema, get_schema
+from judgelab.sync.client import SyncError
+from judgelab.sync.file_formats import Rows, checked_rows, read_records
 
 MODELS = ("Llama3.1-8b", "Mistral-Nemo", "Qwen2.5-14b")
 TYPES = {"rephrased": "rephrased", "it_perturbed": "it_perturbed", "rewritten_text": "rewritten"}

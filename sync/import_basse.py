@@ -24,11 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.loaders.basse import CRITERIA
-from analysis.loaders.common import is_missing, rating_text
-from backend.schemas import Schema, get_schema
-from sync.file_formats import Rows, checked_rows, read_records
-from sync.import_annotations import control_result, controls_by_name, make_annotation
+from judgelab.analysis.loaders.basse import CRITERIA
+from judgelab.analysis.loaders.common import is_missing, rating_text
+from judgelab.backend.schemas import Schema, get_schema
+from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.import_annotations import control_result, controls_by_name, make_annotation
 
 RATER_EMAIL = "basse-rater-{}@judgelab.local"
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.loaders.storysumm import split_sentences
-from backend.schemas import Schema, get_schema
-from sync.file_formats import Rows, checked_rows, read_records
-from sync.text_overlap import THRESHOLD, dedupe_segments, tokens
+from judgelab.analysis.loaders.storysumm import split_sentences
+from judgelab.backend.schemas import Schema, get_schema
+from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.text_overlap import THRESHOLD, dedupe_segments, tokens
 
 PROPERTY_COLUMNS = ("property_id", "hotel_id", "property", "hotel")
 DESCRIPTION_COLUMNS = ("description", "text")

@@ -24,9 +24,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.loaders.storysumm import parse_lines
-from backend.schemas import Schema, get_schema
-from sync.file_formats import Rows, checked_rows, read_records
+from judgelab.analysis.loaders.storysumm import parse_lines
+from judgelab.backend.schemas import Schema, get_schema
+from judgelab.sync.file_formats import Rows, checked_rows, read_records
 
 
 class _BadItem(ValueError):

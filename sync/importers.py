@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backend.schemas import Schema
-from backend.task_data import TaskDataError, prepare_task_data
-from sync.client import SyncError
+from judgelab.backend.schemas import Schema
+from judgelab.backend.task_data import TaskDataError, prepare_task_data
+from judgelab.sync.client import SyncError
 
 KEY_FIELD = "judgelab_key"
 MAX_ERRORS_SHOWN = 10

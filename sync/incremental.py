@@ -53,12 +53,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from backend.schemas import all_schemas
-from sync import table_store
-from sync.client import SyncError
-from sync.ls_api import as_api
-from sync.projects import selected_projects
-from sync.tidy import TidyTables, tidy_rows_from_export
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync import table_store
+from judgelab.sync.client import SyncError
+from judgelab.sync.ls_api import as_api
+from judgelab.sync.projects import selected_projects
+from judgelab.sync.tidy import TidyTables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
 

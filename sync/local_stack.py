@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from sync.client import SyncError
+from judgelab.sync.client import SyncError
 
 LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
 DATABASE_ENV_KEYS = ("DJANGO_DB", "POSTGRE_NAME", "POSTGRE_USER", "POSTGRE_PASSWORD", "POSTGRE_HOST", "POSTGRE_PORT")
@@ -206,8 +206,8 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
         }
     )
     env.update(extra_env or {})
-    log = settings.home / "backend.log"
-    proc = _spawn([sys.executable, "-m", "backend"], env, log, settings.home / "backend.pid")
+    log = settings.home / "judgelab.backend.log"
+    proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "judgelab.backend.pid")
     _wait_healthy(settings.backend_url, proc, 60, log, "judgelab backend")
     return True
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from sync.client import Connection, SyncError, require_token
+from judgelab.sync.client import Connection, SyncError, require_token
 
 PROJECT_PAGE_SIZE = 100
 

@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sync.client import SyncError
-from sync.local_stack import PostgresSettings, free_port
+from judgelab.sync.client import SyncError
+from judgelab.sync.local_stack import PostgresSettings, free_port
 
 BINDIR_ENV = "JUDGELAB_PG_BINDIR"
 DEBIAN_BINDIRS = "/usr/lib/postgresql/*/bin"

@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from backend.schemas import Schema
-from sync.client import SyncError, api_error_message
-from sync.importers import KEY_FIELD, TaskRow
+from judgelab.backend.schemas import Schema
+from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.importers import KEY_FIELD, TaskRow
 
 if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
     from label_studio_sdk import LabelStudio
@@ -36,7 +36,7 @@ def project_schema_name(project: Any) -> str | None:
 def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
     """(id, schema name) of the given projects, or of every judgelab project when none are given.
     ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
-    from sync.ls_api import as_api
+    from judgelab.sync.ls_api import as_api
 
     chosen = []
     for project in as_api(client).projects():

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
-from backend.schemas import Schema
+from judgelab.analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
+from judgelab.backend.schemas import Schema
 
 if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path does not need it
     import pandas as pd

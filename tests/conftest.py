@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sync.local_stack import free_port  # tests import it from here too
+from judgelab.sync.local_stack import free_port  # tests import it from here too
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
@@ -33,8 +33,8 @@ class LiveStack:
 
 def _run_stack(settings):
     """Start Label Studio and the backend for ``settings``; yield the LiveStack; stop both."""
-    from sync.client import Connection, connect
-    from sync.local_stack import load_credentials, start_backend, start_label_studio, stop_stack
+    from judgelab.sync.client import Connection, connect
+    from judgelab.sync.local_stack import load_credentials, start_backend, start_label_studio, stop_stack
 
     creds = load_credentials(settings.home)
     try:
@@ -55,7 +55,7 @@ def live_stack(tmp_path_factory):
     ``JUDGELAB_TEST_HOME`` keeps the state folder between runs (a migrated database makes the
     next start take seconds instead of minutes); by default it is a fresh temporary folder.
     """
-    from sync.local_stack import StackSettings
+    from judgelab.sync.local_stack import StackSettings
 
     home = Path(os.environ.get("JUDGELAB_TEST_HOME") or tmp_path_factory.mktemp("stack"))
     yield from _run_stack(StackSettings(home=home, ls_port=free_port(), backend_port=free_port()))
@@ -68,8 +68,8 @@ def postgres_server():
     Without PostgreSQL's binaries the tests that need it skip, except as root on Debian (CI, where
     scripts/test.sh installs Debian's postgresql): there they fail, so they cannot silently vanish.
     """
-    from sync.client import SyncError
-    from sync.postgres_server import PostgresServer, find_postgres_bindir
+    from judgelab.sync.client import SyncError
+    from judgelab.sync.postgres_server import PostgresServer, find_postgres_bindir
 
     try:
         find_postgres_bindir()
@@ -91,7 +91,7 @@ def postgres_server():
 def live_stack_postgres(tmp_path_factory, postgres_server):
     """Like ``live_stack``, with Label Studio on a fresh database of the throwaway PostgreSQL server
     (its first start runs all of Label Studio's migrations there: 1-3 minutes)."""
-    from sync.local_stack import StackSettings
+    from judgelab.sync.local_stack import StackSettings
 
     database = postgres_server.create_database("labelstudio")
     settings = StackSettings(

@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analysis.agreement
-import analysis.item_kinds
-from analysis import (
+from judgelab.analysis import (
     AgreementResult,
+    agreement,
     cohen_kappa,
     exact_agreement,
     fleiss_kappa,
     item_kind,
+    item_kinds,
     per_item_agreement,
     ratings_matrix,
 )
@@ -192,7 +192,7 @@ def test_exact_agreement_equals_counting_all_pairs(seed: int) -> None:
 
 
 def test_docstring_examples() -> None:
-    for module in (analysis.agreement, analysis.item_kinds):
+    for module in (agreement, item_kinds):
         failures, attempted = doctest.testmod(module)
         assert attempted > 0 and failures == 0
 

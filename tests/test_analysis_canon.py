@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import (
+from judgelab.analysis import (
     bennett_s,
     cohen_kappa,
     fleiss_kappa,

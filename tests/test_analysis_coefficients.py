@@ -16,22 +16,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analysis.agreement
-import analysis.bootstrap
-import analysis.chance_agreement
-import analysis.krippendorff
-from analysis import (
+from judgelab.analysis import (
     adjacent_agreement,
+    agreement,
     agreement_weights,
     alpha_from_counts,
     bennett_s,
+    bootstrap,
     bootstrap_alpha_ci,
     bootstrap_ci,
+    chance_agreement,
     cohen_kappa,
     exact_agreement,
     fleiss_kappa,
     gwet_ac1,
     gwet_ac2,
+    krippendorff,
     krippendorff_alpha,
     light_kappa,
     per_item_agreement,
@@ -39,8 +39,8 @@ from analysis import (
     value_codes,
     weighted_cohen_kappa,
 )
-from analysis.krippendorff import LEVELS
-from analysis.tables import AGREEMENT_COLUMNS
+from judgelab.analysis.krippendorff import LEVELS
+from judgelab.analysis.tables import AGREEMENT_COLUMNS
 
 ORACLE = 1e-9
 
@@ -376,7 +376,7 @@ def test_adjacent_agreement_counts_all_pairs_within_one_point(seed: int) -> None
 
 
 def test_adjacent_agreement_on_a_rating_scale() -> None:
-    assert adjacent_agreement([[4, 5], [3, 5], [1, 1], [2, None]]) == analysis.agreement.AgreementResult(2 / 3, 3, None)
+    assert adjacent_agreement([[4, 5], [3, 5], [1, 1], [2, None]]) == agreement.AgreementResult(2 / 3, 3, None)
     assert adjacent_agreement([[0.5, 1.0], [1.0, 2.0]], within=0.5).value == 0.5
     with pytest.raises(ValueError, match="numeric"):
         adjacent_agreement([["a", "b"]])
@@ -458,9 +458,9 @@ def test_vectorised_alpha_bootstrap_on_strings_and_in_blocks(monkeypatch: pytest
     ratings = labels[np.nan_to_num(random_ratings(5, n_values=3)).astype(int)]
     generic = bootstrap_ci(ratings, krippendorff_alpha, n_boot=100, seed=1)
     assert bootstrap_alpha_ci(ratings, n_boot=100, seed=1) == pytest.approx(generic, abs=ORACLE)
-    monkeypatch.setattr(analysis.bootstrap, "MAX_BATCH_CELLS", 500)  # many small blocks
+    monkeypatch.setattr(bootstrap, "MAX_BATCH_CELLS", 500)  # many small blocks
     assert bootstrap_alpha_ci(ratings, n_boot=100, seed=1) == pytest.approx(generic, abs=ORACLE)
-    monkeypatch.setattr(analysis.bootstrap, "MAX_BATCH_CELLS", 10)  # falls back to the loop
+    monkeypatch.setattr(bootstrap, "MAX_BATCH_CELLS", 10)  # falls back to the loop
     assert bootstrap_alpha_ci(ratings, n_boot=100, seed=1) == pytest.approx(generic, abs=ORACLE)
 
 
@@ -581,7 +581,7 @@ def test_per_item_agreement_ordinal_item_with_text_values_explains_the_gaps() ->
 
 
 def test_docstring_examples() -> None:
-    for module in (analysis.krippendorff, analysis.chance_agreement, analysis.bootstrap, analysis.agreement):
+    for module in (krippendorff, chance_agreement, bootstrap, agreement):
         failures, attempted = doctest.testmod(module)
         assert attempted > 0 and failures == 0, module.__name__
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.loaders import (
+from judgelab.analysis.loaders import (
     JUDGMENT_COLUMNS,
     SPAN_COLUMNS,
     TASK_COLUMNS,
@@ -28,7 +28,7 @@ from analysis.loaders import (
     load_storysumm,
     load_storysumm_predictions,
 )
-from analysis.loaders.storysumm import parse_lines, split_sentences
+from judgelab.analysis.loaders.storysumm import parse_lines, split_sentences
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -49,9 +49,9 @@ def contract_ok(tables: dict[str, pd.DataFrame]) -> None:
 
 
 def test_columns_match_sync_tidy():
-    from sync.tidy import JUDGMENT_COLUMNS as J
-    from sync.tidy import SPAN_COLUMNS as S
-    from sync.tidy import TASK_COLUMNS as T
+    from judgelab.sync.tidy import JUDGMENT_COLUMNS as J
+    from judgelab.sync.tidy import SPAN_COLUMNS as S
+    from judgelab.sync.tidy import TASK_COLUMNS as T
 
     assert (TASK_COLUMNS, JUDGMENT_COLUMNS, SPAN_COLUMNS) == (T, J, S)
 

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import qc_augmentation, qc_hotel, qc_likert, qc_story
-from analysis.clustering import cluster_spans
-from backend.schemas import get_schema
+from judgelab.analysis import qc_augmentation, qc_hotel, qc_likert, qc_story
+from judgelab.analysis.clustering import cluster_spans
+from judgelab.backend.schemas import get_schema
 
 
 def judgments(rows, project="p"):
@@ -692,7 +692,7 @@ MAIN_ANNOTATORS = ["5540027", "7778335", "8784498"]
 
 @needs_data
 def test_real_story_qc():
-    from analysis.loaders import load_evaluation_interface, load_storysumm
+    from judgelab.analysis.loaders import load_evaluation_interface, load_storysumm
 
     folder = SHARED_DATA / "evaluation_interface"
     interface = load_evaluation_interface(folder / "annotations_pl_latest.json", combined=folder / "combined.json")
@@ -712,7 +712,7 @@ def test_real_story_qc():
 
 @needs_data
 def test_real_basse_qc():
-    from analysis.loaders import load_basse
+    from judgelab.analysis.loaders import load_basse
 
     tables = load_basse(SHARED_DATA / "basse" / "BASSE.es.round_0.jsonl")
     agreement = qc_likert.criterion_agreement(tables["judgments"], LIKERT_META)

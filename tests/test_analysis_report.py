@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import (
+from judgelab.analysis import (
     ReportOptions,
     ReportPaths,
     annotation_counts_per_annotator,
@@ -22,8 +22,8 @@ from analysis import (
     counts_by_source,
     span_counts,
 )
-from analysis.report_blocks import Paragraph, Section
-from analysis.report_sections import SECTION_BUILDERS, ProjectData
+from judgelab.analysis.report_blocks import Paragraph, Section
+from judgelab.analysis.report_sections import SECTION_BUILDERS, ProjectData
 
 SCHEMAS = {
     "augmentation_quality": {

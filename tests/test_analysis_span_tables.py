@@ -8,8 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-import analysis.span_tables
-from analysis import (
+from judgelab.analysis import (
     alignment_paradox,
     campaign_span_counts,
     example_votes,
@@ -18,6 +17,7 @@ from analysis import (
     label_confusion,
     matched_spans,
     model_majority_agreement,
+    span_tables,
     vote_table,
 )
 
@@ -66,7 +66,7 @@ EXAMPLES = list(range(1, 11))
 
 
 def test_doctests() -> None:
-    assert doctest.testmod(analysis.span_tables).failed == 0
+    assert doctest.testmod(span_tables).failed == 0
 
 
 # ---- example-level votes (Table 5) ---------------------------------------------------------

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import analysis.unitizing
-from analysis import unitizing_alpha, unitizing_alpha_units
+from judgelab.analysis import unitizing, unitizing_alpha, unitizing_alpha_units
 
 # Krippendorff (2004) Content Analysis p. 254, copied from agreement_canon.json ("unitizing",
 # "krippendorff2004_p254"): continuum begins at 150, length 300; units are
@@ -47,7 +46,7 @@ def one_continuum(begin: int, length: int, continuum=0) -> pd.DataFrame:
 
 
 def test_doctests() -> None:
-    assert doctest.testmod(analysis.unitizing).failed == 0
+    assert doctest.testmod(unitizing).failed == 0
 
 
 def test_krippendorff_2004_published_example() -> None:

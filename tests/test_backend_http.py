@@ -1,4 +1,4 @@
-"""The ML backend over HTTP, as Label Studio 1.23 talks to it: the real ``python -m backend``
+"""The ML backend over HTTP, as Label Studio 1.23 talks to it: the real ``python -m judgelab.backend``
 process on a free local port, spoken to with httpx."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backend.schemas import all_schemas, get_schema
-from sync.local_stack import free_port
+from judgelab.backend.schemas import all_schemas, get_schema
+from judgelab.sync.local_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_NAMES = sorted(all_schemas())
@@ -31,7 +31,9 @@ def start_backend(log_path: Path, **extra_env: str) -> tuple[subprocess.Popen, s
         **extra_env,
     )
     log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "backend"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judgelab.backend"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -58,7 +60,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory):
-    proc, url = start_backend(tmp_path_factory.mktemp("backend") / "backend.log")
+    proc, url = start_backend(tmp_path_factory.mktemp("backend") / "judgelab.backend.log")
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
             yield client
@@ -69,7 +71,7 @@ def backend(tmp_path_factory):
 @pytest.fixture(scope="module")
 def auth_backend(tmp_path_factory):
     proc, url = start_backend(
-        tmp_path_factory.mktemp("auth") / "backend.log",
+        tmp_path_factory.mktemp("auth") / "judgelab.backend.log",
         JUDGELAB_BASIC_AUTH_USER="ls",
         JUDGELAB_BASIC_AUTH_PASS="s3cret:pass",
     )

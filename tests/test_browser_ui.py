@@ -13,10 +13,10 @@ import shutil
 
 import pytest
 
-from backend.schemas import all_schemas
-from sync.backend_link import connect_backend, retrieve_predictions
-from sync.importers import rows_from_records
-from sync.projects import ensure_project, import_rows
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync.backend_link import connect_backend, retrieve_predictions
+from judgelab.sync.importers import rows_from_records
+from judgelab.sync.projects import ensure_project, import_rows
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sync.cli import main
+from judgelab.sync.cli import main
 
 GOOD_CSV = "article,summary\nEl pleno aprobó el plan de 42 millones.,Se aprueba un plan.\n"
 BAD_CSV = "article,summary\nEl pleno aprobó el plan de 42 millones.,Se aprueba un plan.\n,Resumen sin noticia.\n"

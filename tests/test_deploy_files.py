@@ -152,7 +152,7 @@ def test_dockerfile_runtime_settings():
     assert ("EXPOSE", "9090") in instructions
     healthcheck = next(a for k, a in instructions if k == "HEALTHCHECK")
     assert "urllib" in healthcheck and "/health" in healthcheck
-    assert instructions[-1] == ("CMD", '["python", "-m", "backend"]')
+    assert instructions[-1] == ("CMD", '["python", "-m", "judgelab.backend"]')
     for setting in ("JUDGELAB_BACKEND_HOST=0.0.0.0", "JUDGELAB_BACKEND_PORT=9090", "JUDGELAB_CONFIGS_DIR=/app/configs"):
         assert setting in text
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from lxml import etree
 
-from backend.detect import detect_schema
-from backend.schemas import all_schemas
+from judgelab.backend.detect import detect_schema
+from judgelab.backend.schemas import all_schemas
 
 SCHEMAS = all_schemas()
 NAMES = ["summary_flaws", "augmentation_quality", "story_consistency", "likert_rubric_es", "hotel_spans"]

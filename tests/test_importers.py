@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from backend.schemas import Schema, get_schema
-from sync.client import SyncError
-from sync.importers import KEY_FIELD, read_task_file, rows_from_records
+from judgelab.backend.schemas import Schema, get_schema
+from judgelab.sync.client import SyncError
+from judgelab.sync.importers import KEY_FIELD, read_task_file, rows_from_records
 
 FLAWS = get_schema("summary_flaws")  # title, post, summary required; score a number 0..10
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from backend.schemas import get_schema
-from sync.cli import main
-from sync.client import SyncError
-from sync.file_formats import detect_format, parse_mapping, read_generic, read_tasks
-from sync.import_annotations import attach_annotations, read_annotations
-from sync.import_augmentation import EMPTY_CELLS, read_wide_augmentation
-from sync.import_basse import read_basse
-from sync.import_hotel import DROPPED, aggregate_descriptions, read_hotel
-from sync.import_story import read_storysumm
-from sync.text_overlap import bleu, dedupe_segments, rouge_l_f1
+from judgelab.backend.schemas import get_schema
+from judgelab.sync.cli import main
+from judgelab.sync.client import SyncError
+from judgelab.sync.file_formats import detect_format, parse_mapping, read_generic, read_tasks
+from judgelab.sync.import_annotations import attach_annotations, read_annotations
+from judgelab.sync.import_augmentation import EMPTY_CELLS, read_wide_augmentation
+from judgelab.sync.import_basse import read_basse
+from judgelab.sync.import_hotel import DROPPED, aggregate_descriptions, read_hotel
+from judgelab.sync.import_story import read_storysumm
+from judgelab.sync.text_overlap import bleu, dedupe_segments, rouge_l_f1
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FLAWS = get_schema("summary_flaws")

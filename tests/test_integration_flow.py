@@ -13,12 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.label_config import parse_label_config
-from backend.schemas import all_schemas
-from sync.backend_link import connect_backend, retrieve_predictions
-from sync.export import pull_tables, read_tables, write_tables
-from sync.importers import rows_from_records
-from sync.projects import ensure_project, import_rows
+from judgelab.backend.label_config import parse_label_config
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync.backend_link import connect_backend, retrieve_predictions
+from judgelab.sync.export import pull_tables, read_tables, write_tables
+from judgelab.sync.importers import rows_from_records
+from judgelab.sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
 
@@ -243,7 +243,7 @@ def test_sync_writes_tidy_tables_with_annotations_and_predictions(study, annotat
 
 
 def test_report_figures_match_the_annotations(study, annotated, tmp_path):
-    from analysis.report import build_report
+    from judgelab.analysis.report import build_report
 
     tables = pull_tables(study["client"])
     schemas = {name: s.meta for name, s in all_schemas().items()}
@@ -279,7 +279,7 @@ def test_the_local_label_studio_sends_nothing_to_sentry(study):
 
 
 def test_personal_access_token_works_and_a_wrong_token_is_refused(study):
-    from sync.client import Connection, SyncError, connect
+    from judgelab.sync.client import Connection, SyncError, connect
 
     client, stack = study["client"], study["stack"]
     for token in client.tokens.list():  # one personal access token per user: start from none
@@ -295,8 +295,8 @@ def test_personal_access_token_works_and_a_wrong_token_is_refused(study):
 def test_the_sync_api_authenticates_like_the_sdk(study):
     """``judgelab sync`` talks plain HTTP: a legacy token, a personal access token (exchanged for
     an access token, and again when that one is refused), and a wrong token clearly refused."""
-    from sync.client import Connection, SyncError
-    from sync.ls_api import connect_api
+    from judgelab.sync.client import Connection, SyncError
+    from judgelab.sync.ls_api import connect_api
 
     client, stack = study["client"], study["stack"]
     expected = {p.id for p in client.projects.list()}
@@ -315,8 +315,8 @@ def test_the_sync_api_authenticates_like_the_sdk(study):
 
 
 def test_a_config_label_studio_rejects_is_reported_with_its_folder(study, tmp_path):
-    from backend.schemas import load_schema
-    from sync.client import SyncError
+    from judgelab.backend.schemas import load_schema
+    from judgelab.sync.client import SyncError
 
     folder = tmp_path / "broken_schema"
     folder.mkdir()
@@ -334,7 +334,7 @@ def test_a_config_label_studio_rejects_is_reported_with_its_folder(study, tmp_pa
 def test_cli_import_refuses_a_bad_csv_whole_and_reruns_without_duplicates(study, tmp_path):
     from click.testing import CliRunner
 
-    from sync.cli import main
+    from judgelab.sync.cli import main
 
     stack = study["stack"]
     project_id = study["projects"]["likert_rubric_es"]
@@ -364,7 +364,7 @@ def test_backend_behind_basic_auth_is_reached_by_label_studio(study, tmp_path):
     import httpx
     from conftest import free_port
 
-    from sync.local_stack import StackSettings, start_backend, stop_stack
+    from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
 
     settings = StackSettings(home=tmp_path, backend_port=free_port())
     start_backend(settings, {"JUDGELAB_BASIC_AUTH_USER": "ls", "JUDGELAB_BASIC_AUTH_PASS": "s3cret-pass"})

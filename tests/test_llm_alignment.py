@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from backend.llm.alignment import align_spans, match_counts, normalize_with_map
-from backend.llm.contracts import MATCH_KINDS, AlignmentReport, RawSpan
+from judgelab.backend.llm.alignment import align_spans, match_counts, normalize_with_map
+from judgelab.backend.llm.contracts import MATCH_KINDS, AlignmentReport, RawSpan
 
 OUTCOMES = set(MATCH_KINDS) | {"overlap_dropped"}
 

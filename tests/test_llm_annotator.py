@@ -25,15 +25,15 @@ import pytest
 import uvicorn
 from llm_sim import Failure, LLMSim
 
-from backend.annotators.llm import LLMAnnotator, LLMTaskUnavailable
-from backend.annotators.registry import make_annotator
-from backend.app import create_app
-from backend.draft import Draft
-from backend.llm.cache import MemoryCache, SQLiteCache
-from backend.llm.client import LLMError
-from backend.model import JudgelabModel
-from backend.schemas import get_schema
-from backend.settings import BackendSettings, LLMSettings
+from judgelab.backend.annotators.llm import LLMAnnotator, LLMTaskUnavailable
+from judgelab.backend.annotators.registry import make_annotator
+from judgelab.backend.app import create_app
+from judgelab.backend.draft import Draft
+from judgelab.backend.llm.cache import MemoryCache, SQLiteCache
+from judgelab.backend.llm.client import LLMError
+from judgelab.backend.model import JudgelabModel
+from judgelab.backend.schemas import get_schema
+from judgelab.backend.settings import BackendSettings, LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-annotator-SECRET-77"
@@ -481,7 +481,7 @@ def test_http_predict_keeps_health_responsive_and_returns_by_the_deadline(closin
 
 # ---------------------------------------------------------------------------- the real backend process
 
-HAS_TASKS = importlib.util.find_spec("backend.llm.tasks") is not None
+HAS_TASKS = importlib.util.find_spec("judgelab.backend.llm.tasks") is not None
 
 
 def hotel_answer(messages) -> str:
@@ -495,14 +495,14 @@ def hotel_answer(messages) -> str:
 
 
 def start_llm_backend(log_path: Path, **env_vars: str) -> tuple[subprocess.Popen, str]:
-    """``python -m backend`` with the LLM annotator on a free port; returns (process, url)."""
+    """``python -m judgelab.backend`` with the LLM annotator on a free port; returns (process, url)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGELAB_")}
     env.update(JUDGELAB_BACKEND_HOST="127.0.0.1", JUDGELAB_BACKEND_PORT=str(port), JUDGELAB_ANNOTATOR="llm", **env_vars)
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "backend"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, "-m", "judgelab.backend"], cwd=ROOT, env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -521,7 +521,7 @@ def test_real_backend_process_with_hotel_spans_tasks(tmp_path):
     tasks = [{"id": 200 + i, "data": s["data"], "annotations": [], "predictions": []} for i, s in enumerate(samples)]
     with LLMSim(answer=hotel_answer, latency=1.0) as sim:
         proc, url = start_llm_backend(
-            tmp_path / "backend.log",
+            tmp_path / "judgelab.backend.log",
             JUDGELAB_LLM_BASE_URL=sim.url,
             JUDGELAB_LLM_MODEL="sim-model",
             JUDGELAB_LLM_CONCURRENCY="2",
@@ -555,14 +555,14 @@ def test_real_backend_process_with_hotel_spans_tasks(tmp_path):
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-            assert SECRET not in (tmp_path / "backend.log").read_text(errors="replace")
+            assert SECRET not in (tmp_path / "judgelab.backend.log").read_text(errors="replace")
 
 
 def test_real_backend_process_refuses_to_start_without_an_endpoint(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGELAB_")}
     env.update(JUDGELAB_ANNOTATOR="llm", JUDGELAB_BACKEND_PORT="1")
     out = subprocess.run(
-        [sys.executable, "-m", "backend"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "judgelab.backend"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode != 0
     assert "JUDGELAB_LLM_BASE_URL" in out.stderr

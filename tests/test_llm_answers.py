@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend.llm.answers import (
+from judgelab.backend.llm.answers import (
     extract_json,
     parse_answer,
     parse_json_answer,
@@ -16,7 +16,7 @@ from backend.llm.answers import (
     parse_span_lines,
     resolve_label,
 )
-from backend.llm.contracts import ParsedAnswer, RawSpan
+from judgelab.backend.llm.contracts import ParsedAnswer, RawSpan
 
 ANSWER = {"annotations": [{"reason": "r", "text": "two goals", "annotation_type": 1}]}
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from llm_sim import Failure, LLMSim
 
-from backend.llm.cache import MemoryCache, NoCache, SQLiteCache, cache_key, open_cache
-from backend.llm.client import ChatClient, LLMError, parse_retry_after
-from backend.settings import BackendSettings, LLMSettings, SettingsError
+from judgelab.backend.llm.cache import MemoryCache, NoCache, SQLiteCache, cache_key, open_cache
+from judgelab.backend.llm.client import ChatClient, LLMError, parse_retry_after
+from judgelab.backend.settings import BackendSettings, LLMSettings, SettingsError
 
 MESSAGES = [{"role": "user", "content": "Rate this. Answer in JSON."}]
 SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}

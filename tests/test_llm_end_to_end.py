@@ -15,12 +15,12 @@ import pytest
 from conftest import free_port
 from llm_sim import Failure, LLMSim
 
-from backend.schemas import all_schemas
-from sync.backend_link import connect_backend, retrieve_predictions
-from sync.bulk_predict import push_predictions
-from sync.importers import rows_from_records
-from sync.local_stack import StackSettings, start_backend, stop_stack
-from sync.projects import ensure_project, import_rows
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync.backend_link import connect_backend, retrieve_predictions
+from judgelab.sync.bulk_predict import push_predictions
+from judgelab.sync.importers import rows_from_records
+from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
+from judgelab.sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,7 @@ def test_llm_predictions_land_at_the_right_places(llm_stack):
         "no skyline named in the descriptions",
     }
     assert [r["value"]["rating"] for r in prediction.result if r["type"] == "rating"] == [2]
-    log = (llm_stack["tmp"] / "backend.log").read_text()
+    log = (llm_stack["tmp"] / "judgelab.backend.log").read_text()
     assert "sk-test-secret-never-logged" not in log
     sent = llm_stack["sim"].chat_requests[-1]
     assert "Hudson River" in json.dumps(sent.body) and "Annotate all the errors" in json.dumps(sent.body)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sync.cli import main
-from sync.client import SyncError
-from sync.local_stack import Credentials, PostgresSettings, StackSettings, label_studio_env
+from judgelab.sync.cli import main
+from judgelab.sync.client import SyncError
+from judgelab.sync.local_stack import Credentials, PostgresSettings, StackSettings, label_studio_env
 
 CREDS = Credentials(username="admin@judgelab.local", password="pw", token="t" * 40)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from backend.annotators import OfflineAnnotator
-from backend.annotators import grounding as g
-from backend.draft import Draft
+from judgelab.backend.annotators import OfflineAnnotator
+from judgelab.backend.annotators import grounding as g
+from judgelab.backend.draft import Draft
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 SCHEMAS = ["summary_flaws", "augmentation_quality", "story_consistency", "likert_rubric_es", "hotel_spans"]
@@ -390,7 +390,7 @@ def test_better_grounded_alternate_is_swapped(annotator: OfflineAnnotator) -> No
 
 
 def test_commentary_detection() -> None:
-    from backend.annotators.offline import is_commentary
+    from judgelab.backend.annotators.offline import is_commentary
 
     assert is_commentary("This poignant tale explores themes of loss and duty.")
     assert is_commentary("The story serves as a reminder that kindness matters.")

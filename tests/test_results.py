@@ -14,12 +14,12 @@ import pytest
 from label_studio_sdk.label_interface import LabelInterface
 from lxml import etree
 
-from backend.annotators import OfflineAnnotator
-from backend.draft import Draft, SpanDraft
-from backend.label_config import parse_label_config
-from backend.results import build_results
-from backend.schemas import all_schemas, get_schema
-from backend.task_data import prepare_task_data
+from judgelab.backend.annotators import OfflineAnnotator
+from judgelab.backend.draft import Draft, SpanDraft
+from judgelab.backend.label_config import parse_label_config
+from judgelab.backend.results import build_results
+from judgelab.backend.schemas import all_schemas, get_schema
+from judgelab.backend.task_data import prepare_task_data
 
 
 def config(name: str):

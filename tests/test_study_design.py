@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis.qc_hotel import attention_checks, qualification_scores
-from backend.schemas import get_schema
-from backend.task_data import prepare_task_data
-from sync.cli import main
-from sync.study_design import (
+from judgelab.analysis.qc_hotel import attention_checks, qualification_scores
+from judgelab.backend.schemas import get_schema
+from judgelab.backend.task_data import prepare_task_data
+from judgelab.sync.cli import main
+from judgelab.sync.study_design import (
     ERROR_FREE,
     MAX_TITLE,
     OBVIOUS_INCORRECT,

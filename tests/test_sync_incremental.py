@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from backend.schemas import all_schemas
-from sync.export import read_tables
-from sync.importers import rows_from_records
-from sync.incremental import STATE_FILE, has_state, sync_tables
-from sync.projects import ensure_project, import_rows
+from judgelab.backend.schemas import all_schemas
+from judgelab.sync.export import read_tables
+from judgelab.sync.importers import rows_from_records
+from judgelab.sync.incremental import STATE_FILE, has_state, sync_tables
+from judgelab.sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sync import table_store
-from sync.export import read_tables
-from sync.incremental import STATE_FILE, open_state, tables_from_state
+from judgelab.sync import table_store
+from judgelab.sync.export import read_tables
+from judgelab.sync.incremental import STATE_FILE, open_state, tables_from_state
 
 
 def task_rows(project: int, task_id: int, rating: int, *, data: dict | None = None, span_start: int | None = 3):

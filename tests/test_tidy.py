@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 
-from backend.schemas import get_schema
-from sync.tidy import JUDGMENT_COLUMNS, SPAN_COLUMNS, ItemNamer, concat_tables, tidy_from_export
+from judgelab.backend.schemas import get_schema
+from judgelab.sync.tidy import JUDGMENT_COLUMNS, SPAN_COLUMNS, ItemNamer, concat_tables, tidy_from_export
 
 LINES = [
     {"text": "Edith climbs the steps."},

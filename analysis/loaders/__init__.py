@@ -20,7 +20,7 @@ loader                                 files                                    
 
 Example::
 
-    from analysis.loaders import load_storysumm
+    from judgelab.analysis.loaders import load_storysumm
     tables = load_storysumm("data/storysumm/storysumm.json", predictions="data/storysumm/predictions")
     tables["judgments"].query("item == 'faithful'").groupby("source").size()
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.loaders.basse import load_basse
-from analysis.loaders.common import (
+from judgelab.analysis.loaders.basse import load_basse
+from judgelab.analysis.loaders.common import (
     JUDGMENT_COLUMNS,
     PROBLEM_COLUMNS,
     SPAN_COLUMNS,
@@ -43,9 +43,9 @@ from analysis.loaders.common import (
     LoaderWarning,
     concat_loaded,
 )
-from analysis.loaders.evaluation_interface import load_evaluation_interface
-from analysis.loaders.span_annotation import load_span_annotation, load_span_annotation_dir
-from analysis.loaders.storysumm import load_storysumm, load_storysumm_predictions
+from judgelab.analysis.loaders.evaluation_interface import load_evaluation_interface
+from judgelab.analysis.loaders.span_annotation import load_span_annotation, load_span_annotation_dir
+from judgelab.analysis.loaders.storysumm import load_storysumm, load_storysumm_predictions
 
 __all__ = [
     "JUDGMENT_COLUMNS",

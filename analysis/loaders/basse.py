@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.loaders.common import (
+from judgelab.analysis.loaders.common import (
     HUMAN,
     Collector,
     is_missing,

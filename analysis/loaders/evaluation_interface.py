@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.loaders.common import (
+from judgelab.analysis.loaders.common import (
     CONSISTENT,
     FAITHFUL,
     FAITHFUL_ITEM,
@@ -47,7 +47,7 @@ from analysis.loaders.common import (
     judgment_base,
     read_json,
 )
-from analysis.loaders.storysumm import SCHEMA, split_sentences
+from judgelab.analysis.loaders.storysumm import SCHEMA, split_sentences
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
 SUMMARY_VERDICTS = {"yes": FAITHFUL, "no": UNFAITHFUL}

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from analysis.loaders.common import (
+from judgelab.analysis.loaders.common import (
     HUMAN,
     Collector,
     LoaderError,

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.loaders.common import (
+from judgelab.analysis.loaders.common import (
     CONSISTENT,
     FAITHFUL,
     FAITHFUL_ITEM,

@@ -3,6 +3,6 @@
 ``OfflineAnnotator`` is the built-in deterministic baseline (no model, no network).
 """
 
-from backend.annotators.offline import OfflineAnnotator
+from judgelab.backend.annotators.offline import OfflineAnnotator
 
 __all__ = ["OfflineAnnotator"]

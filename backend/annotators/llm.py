@@ -29,12 +29,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from backend.draft import Draft
-from backend.llm.cache import ResponseCache, cache_key, open_cache
-from backend.llm.client import ChatClient, LLMError
-from backend.llm.contracts import LLMTask
-from backend.schemas import Schema, SchemaError, all_schemas
-from backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
+from judgelab.backend.draft import Draft
+from judgelab.backend.llm.cache import ResponseCache, cache_key, open_cache
+from judgelab.backend.llm.client import ChatClient, LLMError
+from judgelab.backend.llm.contracts import LLMTask
+from judgelab.backend.schemas import Schema, SchemaError, all_schemas
+from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
 
 log = logging.getLogger("judgelab.annotators.llm")
 
@@ -50,7 +50,7 @@ class LLMTaskUnavailable(ValueError):
 
 
 def default_task_factory(schema: Schema | None, label_config_xml: str) -> LLMTask:
-    from backend.llm.tasks import task_for  # imported late: the tasks module loads prompts
+    from judgelab.backend.llm.tasks import task_for  # imported late: the tasks module loads prompts
 
     return task_for(schema, label_config_xml)
 

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from backend.annotators import grounding as g
-from backend.draft import Draft, SpanDraft
+from judgelab.backend.annotators import grounding as g
+from judgelab.backend.draft import Draft, SpanDraft
 
 log = logging.getLogger(__name__)
 

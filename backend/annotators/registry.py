@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from backend.settings import BackendSettings
+from judgelab.backend.settings import BackendSettings
 
 
 def _offline(settings: BackendSettings) -> Any:
-    from backend.annotators.offline import OfflineAnnotator
+    from judgelab.backend.annotators.offline import OfflineAnnotator
 
     return OfflineAnnotator()
 
 
 def _llm(settings: BackendSettings) -> Any:
-    from backend.annotators.llm import LLMAnnotator
+    from judgelab.backend.annotators.llm import LLMAnnotator
 
     return LLMAnnotator(settings.llm)
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from backend.llm.contracts import AlignedSpan, AlignmentReport, RawSpan
+from judgelab.backend.llm.contracts import AlignedSpan, AlignmentReport, RawSpan
 
 __all__ = ["align_spans", "match_counts", "normalize_with_map", "MAX_WORD_EXTENSION"]
 

@@ -30,7 +30,7 @@ import math
 import re
 from typing import Any
 
-from backend.llm.contracts import ParsedAnswer, RawSpan
+from judgelab.backend.llm.contracts import ParsedAnswer, RawSpan
 
 __all__ = [
     "extract_json",

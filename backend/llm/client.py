@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from backend.settings import LLMSettings
+from judgelab.backend.settings import LLMSettings
 
 log = logging.getLogger("judgelab.llm.client")
 

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from backend.draft import Draft
+from judgelab.backend.draft import Draft
 
 MATCH_KINDS = ("exact", "case", "normalized", "fuzzy", "unmatched")
 
