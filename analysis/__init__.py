@@ -46,7 +46,7 @@ _EXPORTS = {
     "format_vote_table": "judgelab.analysis.span_tables",
     "gwet_ac1": "judgelab.analysis.chance_agreement",
     "gwet_ac2": "judgelab.analysis.chance_agreement",
-    "item_kind": "judgelab.analysis.item_kinds",
+    "item_kind": "judgelab.configs.items",
     "judgment_counts_per_item": "judgelab.analysis.counts",
     "krippendorff_alpha": "judgelab.analysis.krippendorff",
     "label_confusion": "judgelab.analysis.span_tables",

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.item_kinds import item_kind
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, usable_judgments
+from judgelab.configs.items import item_kind
 
 ANNOTATOR_COUNT_COLUMNS = [
     "project",

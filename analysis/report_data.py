@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.item_kinds import _matches
 from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
+from judgelab.configs.items import _matches
 
 GOLD_SOURCE = "gold"
 MAX_INFERRED_SCALE_POINTS = 11  # an undeclared item with at most this many integer values is a rating scale

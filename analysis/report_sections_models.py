@@ -19,7 +19,6 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.agreement import cohen_kappa
-from judgelab.analysis.item_kinds import item_kind
 from judgelab.analysis.qc_story import INCONSISTENT
 from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report_data import (
@@ -41,6 +40,7 @@ from judgelab.analysis.tables import (
     normalised_values,
     usable_judgments,
 )
+from judgelab.configs.items import item_kind
 
 LINES = "line_* (inconsistent vs rest)"
 NOMINAL_NAMES = {

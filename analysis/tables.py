@@ -33,8 +33,8 @@ from judgelab.analysis.chance_agreement import (
     scott_pi,
     weighted_cohen_kappa,
 )
-from judgelab.analysis.item_kinds import item_kind
 from judgelab.analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
+from judgelab.configs.items import item_kind
 
 HUMAN_SOURCE = "human"
 MODEL_SOURCE_PREFIX = "model:"

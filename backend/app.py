@@ -20,9 +20,9 @@ from starlette.concurrency import run_in_threadpool
 
 from judgelab.backend import __version__
 from judgelab.backend.annotators.registry import make_annotator
-from judgelab.backend.label_config import LabelConfigError
 from judgelab.backend.model import Annotator, JudgelabModel
 from judgelab.backend.settings import BackendSettings
+from judgelab.configs.label_config import LabelConfigError
 
 log = logging.getLogger("judgelab.backend")
 

@@ -18,13 +18,13 @@ import time
 from collections import Counter
 from typing import Any, Protocol
 
-from judgelab.backend.detect import Detection, detect_schema
 from judgelab.backend.draft import Draft
-from judgelab.backend.label_config import parse_label_config
 from judgelab.backend.results import build_results
-from judgelab.backend.schemas import all_schemas
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE
-from judgelab.backend.task_data import TaskDataError, prepare_task_data
+from judgelab.configs.detect import Detection, detect_schema
+from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.schema import all_schemas
+from judgelab.configs.task_data import TaskDataError, prepare_task_data
 
 log = logging.getLogger("judgelab.backend")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.backend.label_config import Control, LabelConfig
+from judgelab.configs.label_config import Control, LabelConfig
 
 SPAN_TAGS = {"Labels": "labels", "HyperTextLabels": "hypertextlabels", "ParagraphLabels": "paragraphlabels"}
 

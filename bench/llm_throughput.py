@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 from judgelab.backend.annotators.llm import LLMAnnotator  # noqa: E402
 from judgelab.backend.draft import Draft  # noqa: E402
 from judgelab.backend.llm.cache import SQLiteCache  # noqa: E402
-from judgelab.backend.schemas import get_schema  # noqa: E402
 from judgelab.backend.settings import LLMSettings  # noqa: E402
+from judgelab.configs.schema import get_schema  # noqa: E402
 
 HOTEL_ANSWER = json.dumps({"annotations": [{"reason": "not in the descriptions", "text": "ref", "annotation_type": 0}]})
 

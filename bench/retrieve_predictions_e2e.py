@@ -33,7 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judgelab.backend.schemas import get_schema  # noqa: E402
+from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402

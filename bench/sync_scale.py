@@ -42,7 +42,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judgelab.backend.schemas import get_schema  # noqa: E402
+from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
 from judgelab.sync.import_annotations import ensure_annotators  # noqa: E402
 from judgelab.sync.importers import TaskRow, rows_from_records  # noqa: E402

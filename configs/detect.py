@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgelab.backend.label_config import parse_label_config
-from judgelab.backend.schemas import Schema
+from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.schema import Schema
 
 MIN_SIMILARITY = 0.6
 

@@ -70,12 +70,12 @@ class Schema:
 
 
 def configs_dir() -> Path:
-    """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else ``configs/`` beside this
-    package (the repository's, or the copy the wheel installs as ``judgelab/configs``)."""
+    """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else this package's own folder
+    (the repository's ``configs/``, or the copy the wheel installs as ``judgelab/configs``)."""
     env = os.environ.get("JUDGELAB_CONFIGS_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "configs"
+    return Path(__file__).resolve().parent
 
 
 def load_schema(folder: Path) -> Schema:

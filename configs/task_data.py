@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from judgelab.backend.schemas import Schema
+from judgelab.configs.schema import Schema
 
 
 class TaskDataError(ValueError):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from judgelab.backend.schemas import Schema, SchemaError, all_schemas, get_schema
+from judgelab.configs.schema import Schema, SchemaError, all_schemas, get_schema
 from judgelab.sync.client import Connection, SyncError, connect
 from judgelab.sync.importers import rows_from_records
 

@@ -16,7 +16,7 @@ import pandas as pd
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.schema import all_schemas
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.projects import selected_projects
 from judgelab.sync.tidy import TidyTables, concat_tables, tidy_from_export

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from judgelab.backend.schemas import Schema
+from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
 from judgelab.sync.importers import MAX_ERRORS_SHOWN, TaskRow, rows_from_records, task_key
 
@@ -349,7 +349,7 @@ def read_tasks(
     Seed formats imply their schema: a different ``schema`` is an error. ``mapping`` applies
     to the generic format only; ``with_annotations`` to ``basse`` only.
     """
-    from judgelab.backend.schemas import get_schema
+    from judgelab.configs.schema import get_schema
 
     if fmt not in FORMATS:
         raise SyncError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")

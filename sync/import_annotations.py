@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judgelab.backend.label_config import Control, parse_label_config
-from judgelab.backend.schemas import Schema
+from judgelab.configs.label_config import Control, parse_label_config
+from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
 from judgelab.sync.file_formats import read_records
 from judgelab.sync.importers import KEY_FIELD, TaskRow

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from judgelab.backend.schemas import Schema, get_schema
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
 from judgelab.sync.file_formats import Rows, checked_rows, read_records
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from judgelab.analysis.loaders.basse import CRITERIA
 from judgelab.analysis.loaders.common import is_missing, rating_text
-from judgelab.backend.schemas import Schema, get_schema
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.file_formats import Rows, checked_rows, read_records
 from judgelab.sync.import_annotations import control_result, controls_by_name, make_annotation
 

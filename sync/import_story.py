@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from judgelab.analysis.loaders.storysumm import parse_lines
-from judgelab.backend.schemas import Schema, get_schema
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.file_formats import Rows, checked_rows, read_records
 
 

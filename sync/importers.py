@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgelab.backend.schemas import Schema
-from judgelab.backend.task_data import TaskDataError, prepare_task_data
+from judgelab.configs.schema import Schema
+from judgelab.configs.task_data import TaskDataError, prepare_task_data
 from judgelab.sync.client import SyncError
 
 KEY_FIELD = "judgelab_key"

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from judgelab.backend.schemas import Schema
+from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.importers import KEY_FIELD, TaskRow
 

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from judgelab.analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
-from judgelab.backend.schemas import Schema
+from judgelab.configs.schema import Schema
+from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 
 if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path does not need it
     import pandas as pd

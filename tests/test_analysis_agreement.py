@@ -21,10 +21,10 @@ from judgelab.analysis import (
     exact_agreement,
     fleiss_kappa,
     item_kind,
-    item_kinds,
     per_item_agreement,
     ratings_matrix,
 )
+from judgelab.configs import items
 
 PUBLISHED = 0.0015
 
@@ -192,7 +192,7 @@ def test_exact_agreement_equals_counting_all_pairs(seed: int) -> None:
 
 
 def test_docstring_examples() -> None:
-    for module in (agreement, item_kinds):
+    for module in (agreement, items):
         failures, attempted = doctest.testmod(module)
         assert attempted > 0 and failures == 0
 

@@ -16,7 +16,7 @@ import pytest
 
 from judgelab.analysis import qc_augmentation, qc_hotel, qc_likert, qc_story
 from judgelab.analysis.clustering import cluster_spans
-from judgelab.backend.schemas import get_schema
+from judgelab.configs.schema import get_schema
 
 
 def judgments(rows, project="p"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judgelab.backend.schemas import all_schemas, get_schema
+from judgelab.configs.schema import all_schemas, get_schema
 from judgelab.sync.local_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

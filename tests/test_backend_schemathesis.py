@@ -9,8 +9,8 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from judgelab.backend.app import create_app  # noqa: E402
-from judgelab.backend.schemas import all_schemas  # noqa: E402
 from judgelab.backend.settings import BackendSettings  # noqa: E402
+from judgelab.configs.schema import all_schemas  # noqa: E402
 
 app = create_app(BackendSettings())
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)

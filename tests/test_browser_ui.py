@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows

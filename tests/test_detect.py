@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from lxml import etree
 
-from judgelab.backend.detect import detect_schema
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.detect import detect_schema
+from judgelab.configs.schema import all_schemas
 
 SCHEMAS = all_schemas()
 NAMES = ["summary_flaws", "augmentation_quality", "story_consistency", "likert_rubric_es", "hotel_spans"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judgelab.backend.schemas import Schema, get_schema
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
 from judgelab.sync.importers import KEY_FIELD, read_task_file, rows_from_records
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgelab.backend.schemas import get_schema
+from judgelab.configs.schema import get_schema
 from judgelab.sync.cli import main
 from judgelab.sync.client import SyncError
 from judgelab.sync.file_formats import detect_format, parse_mapping, read_generic, read_tasks

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgelab.backend.label_config import parse_label_config
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.export import pull_tables, read_tables, write_tables
 from judgelab.sync.importers import rows_from_records
@@ -315,7 +315,7 @@ def test_the_sync_api_authenticates_like_the_sdk(study):
 
 
 def test_a_config_label_studio_rejects_is_reported_with_its_folder(study, tmp_path):
-    from judgelab.backend.schemas import load_schema
+    from judgelab.configs.schema import load_schema
     from judgelab.sync.client import SyncError
 
     folder = tmp_path / "broken_schema"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judgelab.backend.label_config import LabelConfigError, parse_label_config
+from judgelab.configs.label_config import LabelConfigError, parse_label_config
 
 LINES_CONFIG = """
 <View>

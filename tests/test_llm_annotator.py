@@ -32,8 +32,8 @@ from judgelab.backend.draft import Draft
 from judgelab.backend.llm.cache import MemoryCache, SQLiteCache
 from judgelab.backend.llm.client import LLMError
 from judgelab.backend.model import JudgelabModel
-from judgelab.backend.schemas import get_schema
 from judgelab.backend.settings import BackendSettings, LLMSettings
+from judgelab.configs.schema import get_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-annotator-SECRET-77"

@@ -15,7 +15,7 @@ import pytest
 from conftest import free_port
 from llm_sim import Failure, LLMSim
 
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.bulk_predict import push_predictions
 from judgelab.sync.importers import rows_from_records

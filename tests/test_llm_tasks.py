@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from judgelab.backend.draft import Draft
-from judgelab.backend.label_config import parse_label_config
 from judgelab.backend.llm.prompting import PROMPTS_DIR_ENV, render
 from judgelab.backend.llm.tasks import GenericTask, PromptError, task_for, verdict_of
 from judgelab.backend.results import build_results
-from judgelab.backend.schemas import get_schema
-from judgelab.backend.task_data import prepare_task_data
+from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.schema import get_schema
+from judgelab.configs.task_data import prepare_task_data
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 SCHEMAS = ["summary_flaws", "hotel_spans", "augmentation_quality", "likert_rubric_es", "story_consistency"]
@@ -500,7 +500,7 @@ def test_missing_template_is_a_clear_error(tmp_path):
     folder = tmp_path / "likert_rubric_es"
     shutil.copytree(schema.folder, folder)
     (folder / "prompt.txt").unlink()
-    from judgelab.backend.schemas import load_schema
+    from judgelab.configs.schema import load_schema
 
     with pytest.raises(PromptError, match="prompt template"):
         task_for(load_schema(folder), schema.config_xml)

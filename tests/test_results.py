@@ -16,10 +16,10 @@ from lxml import etree
 
 from judgelab.backend.annotators import OfflineAnnotator
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.backend.label_config import parse_label_config
 from judgelab.backend.results import build_results
-from judgelab.backend.schemas import all_schemas, get_schema
-from judgelab.backend.task_data import prepare_task_data
+from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.schema import all_schemas, get_schema
+from judgelab.configs.task_data import prepare_task_data
 
 
 def config(name: str):

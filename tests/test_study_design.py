@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.analysis.qc_hotel import attention_checks, qualification_scores
-from judgelab.backend.schemas import get_schema
-from judgelab.backend.task_data import prepare_task_data
+from judgelab.configs.schema import get_schema
+from judgelab.configs.task_data import prepare_task_data
 from judgelab.sync.cli import main
 from judgelab.sync.study_design import (
     ERROR_FREE,

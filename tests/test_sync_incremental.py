@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from judgelab.backend.schemas import all_schemas
+from judgelab.configs.schema import all_schemas
 from judgelab.sync.export import read_tables
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.incremental import STATE_FILE, has_state, sync_tables

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judgelab.backend.schemas import Schema, get_schema
-from judgelab.backend.task_data import TaskDataError, prepare_task_data
+from judgelab.configs.schema import Schema, get_schema
+from judgelab.configs.task_data import TaskDataError, prepare_task_data
 
 META = {
     "name": "toy",

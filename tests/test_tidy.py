@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from judgelab.backend.schemas import get_schema
+from judgelab.configs.schema import get_schema
 from judgelab.sync.tidy import JUDGMENT_COLUMNS, SPAN_COLUMNS, ItemNamer, concat_tables, tidy_from_export
 
 LINES = [

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.contract import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
+from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 
 PROBLEM_COLUMNS = ["file", "line", "task_id", "kind", "message"]
 

@@ -33,8 +33,8 @@ from judgelab.backend.draft import Draft
 from judgelab.backend.llm.cache import ResponseCache, cache_key, open_cache
 from judgelab.backend.llm.client import ChatClient, LLMError
 from judgelab.backend.llm.contracts import LLMTask
-from judgelab.backend.schemas import Schema, SchemaError, all_schemas
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
+from judgelab.configs.schema import Schema, SchemaError, all_schemas
 
 log = logging.getLogger("judgelab.annotators.llm")
 

@@ -33,13 +33,13 @@ from typing import Any, ClassVar
 from label_studio_sdk.label_interface import LabelInterface
 
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.backend.label_config import Control, LabelConfig, parse_label_config
 from judgelab.backend.llm.alignment import align_spans
 from judgelab.backend.llm.answers import extract_json, parse_json_answer, parse_rating, parse_span_lines, resolve_label
 from judgelab.backend.llm.contracts import MATCH_KINDS, LLMTask, ParsedAnswer, RawSpan
 from judgelab.backend.llm.prompting import PromptError, PromptTemplate, find_template, load_template, short_hash
 from judgelab.backend.results import build_results
-from judgelab.backend.schemas import Schema
+from judgelab.configs.label_config import Control, LabelConfig, parse_label_config
+from judgelab.configs.schema import Schema
 
 log = logging.getLogger(__name__)
 
