@@ -1,0 +1,67 @@
+"""The local stack of scripts/up.sh: up, down."""
+
+from __future__ import annotations
+
+import click
+
+from judgelab.configs.schema import all_schemas
+from judgelab.sync.cli.base import main
+from judgelab.sync.client import Connection, connect
+from judgelab.sync.importers import rows_from_records
+
+
+@main.command("up")
+@click.option("--ls-port", default=8080, show_default=True)
+@click.option("--backend-port", default=9090, show_default=True)
+@click.option(
+    "--database-url",
+    envvar="JUDGELAB_LS_DATABASE_URL",
+    help="Label Studio's PostgreSQL database (postgresql://user:password@host:5432/name); default SQLite.",
+)
+@click.pass_context
+def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: str | None) -> None:
+    """Start Label Studio and the backend, create the five projects with their samples, pre-annotate."""
+    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from judgelab.sync.local_stack import (
+        PostgresSettings,
+        StackSettings,
+        load_credentials,
+        start_backend,
+        start_label_studio,
+    )
+    from judgelab.sync.projects import ensure_project, import_rows
+
+    database = PostgresSettings.from_url(database_url) if database_url else None
+    settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port, database=database)
+    creds = load_credentials(settings.home)
+    where = f"on {database.display_url}" if database else "on SQLite"
+    click.echo(f"Label Studio at {settings.ls_url} {where} (a first start migrates the database: 1-3 minutes)...")
+    started = start_label_studio(settings, creds)
+    click.echo("  started" if started else "  already running: reused")
+    started = start_backend(settings)
+    click.echo(f"ML backend at {settings.backend_url}: {'started' if started else 'already running: reused'}")
+    client = connect(Connection(url=settings.ls_url, token=creds.token))
+    for schema in all_schemas().values():
+        project = ensure_project(client, schema)
+        rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
+        report = import_rows(client, project.id, rows)
+        link = connect_backend(client, project.id, settings.backend_url)
+        retrieve_predictions(client, project.id)
+        total, done = prediction_counts(client, project.id, link.model_version)
+        click.echo(
+            f"  {schema.name:22} project {project.id:3}  tasks {total:3} (+{report.imported} new)  "
+            f"pre-annotated {done}/{total}"
+        )
+    click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
+    click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
+    click.echo(f"Stop the servers with: judgelab --home {settings.home} down")
+
+
+@main.command("down")
+@click.pass_context
+def down_cmd(ctx: click.Context) -> None:
+    """Stop the local Label Studio and backend started by 'judgelab up'."""
+    from judgelab.sync.local_stack import stop_stack
+
+    stopped = stop_stack(ctx.obj["home"])
+    click.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}")

