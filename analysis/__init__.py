@@ -14,12 +14,12 @@ from typing import Any
 
 _EXPORTS = {
     "AgreementResult": "judgelab.analysis.agreement",
-    "ProjectData": "judgelab.analysis.report_sections",
+    "ProjectData": "judgelab.analysis.report.data",
     "ReportEntry": "judgelab.analysis.report",
     "ReportIndex": "judgelab.analysis.report",
-    "ReportOptions": "judgelab.analysis.report_data",
+    "ReportOptions": "judgelab.analysis.report.data",
     "ReportPaths": "judgelab.analysis.report",
-    "SECTION_BUILDERS": "judgelab.analysis.report_sections",
+    "SECTION_BUILDERS": "judgelab.analysis.report.sections",
     "SpanCounts": "judgelab.analysis.spans",
     "SpanDesign": "judgelab.analysis.span_agreement",
     "SpanScores": "judgelab.analysis.span_agreement",

@@ -120,5 +120,3 @@ def load_schema_module(path: Path, name: str) -> Any:
         del sys.modules[name]
         raise SchemaError(f"{path}: {type(exc).__name__}: {exc}") from exc
     return module
-
-

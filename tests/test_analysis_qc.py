@@ -14,8 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judgelab.analysis import qc_augmentation, qc_hotel, qc_likert, qc_story
 from judgelab.analysis.clustering import cluster_spans
+from judgelab.analysis.qc import augmentation_quality as qc_augmentation
+from judgelab.analysis.qc import hotel_spans as qc_hotel
+from judgelab.analysis.qc import likert_rubric_es as qc_likert
+from judgelab.analysis.qc import story_consistency as qc_story
 from judgelab.configs.schema import get_schema
 
 

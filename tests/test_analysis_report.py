@@ -22,8 +22,9 @@ from judgelab.analysis import (
     counts_by_source,
     span_counts,
 )
-from judgelab.analysis.report_blocks import Paragraph, Section
-from judgelab.analysis.report_sections import SECTION_BUILDERS, ProjectData
+from judgelab.analysis.report.blocks import Paragraph, Section
+from judgelab.analysis.report.data import ProjectData
+from judgelab.analysis.report.sections import SECTION_BUILDERS
 
 SCHEMAS = {
     "augmentation_quality": {

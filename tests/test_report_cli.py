@@ -223,7 +223,7 @@ def test_report_without_tables_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_report_cluster_flag_without_the_extra_warns(loaded: dict, tmp_path: Path, monkeypatch) -> None:
-    import judgelab.analysis.report_sections_hotel as hotel
+    import judgelab.analysis.report.sections.clustering as hotel
 
     monkeypatch.setattr(hotel, "clustering_available", lambda: False)
     result = run("report", "--tables", loaded["spans"], "--out", tmp_path, "--cluster")
@@ -235,7 +235,7 @@ def test_report_cluster_flag_without_the_extra_warns(loaded: dict, tmp_path: Pat
 def test_report_cluster_section_with_a_stub_embedder(loaded: dict, tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("sklearn")
     import judgelab.analysis.clustering as clustering
-    import judgelab.analysis.report_sections_hotel as hotel
+    import judgelab.analysis.report.sections.clustering as hotel
 
     vectors = {"2-1": [1.0, 0.0], "scored twice": [0.9, 0.2], "Smith": [0.0, 1.0]}
     monkeypatch.setattr(hotel, "clustering_available", lambda: True)

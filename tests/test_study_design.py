@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from judgelab.analysis.qc_hotel import attention_checks, qualification_scores
+from judgelab.analysis.qc.hotel_spans import attention_checks, qualification_scores
 from judgelab.configs.schema import get_schema
 from judgelab.configs.task_data import prepare_task_data
 from judgelab.sync.cli import main

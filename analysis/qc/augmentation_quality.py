@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.agreement import cohen_kappa, exact_agreement
-from judgelab.analysis.qc_likert import adjacent_agreement, numeric_ratings, unit_keys
+from judgelab.analysis.qc.likert_rubric_es import adjacent_agreement, numeric_ratings, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
 
 DEFAULT_ITEMS = ("SP", "SC")

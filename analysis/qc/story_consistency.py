@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.agreement import cohen_kappa, exact_agreement, fleiss_kappa
-from judgelab.analysis.qc_likert import latest_per_task, unit_keys
+from judgelab.analysis.qc.likert_rubric_es import latest_per_task, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
 CONSISTENT = "Consistent"

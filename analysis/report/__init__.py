@@ -1,7 +1,7 @@
 """Build the evaluation report: Markdown, one self-contained HTML page, and CSV tables.
 
 ``build_report`` splits the tidy tables by project, runs every builder of
-``analysis.report_sections.SECTION_BUILDERS`` on each project, renders the sections and
+``analysis.report.sections.SECTION_BUILDERS`` on each project, renders the sections and
 writes each table's data to ``<table name>.csv`` (all projects in one file, with a
 ``project`` column).
 
@@ -20,11 +20,11 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.report_blocks import Section
-from judgelab.analysis.report_data import ProjectData, ReportOptions
-from judgelab.analysis.report_guide import guide_section
-from judgelab.analysis.report_rendering import HTML_STYLE, render_html, render_markdown
-from judgelab.analysis.report_sections import SECTION_BUILDERS, SectionBuilder
+from judgelab.analysis.report.blocks import Section
+from judgelab.analysis.report.data import ProjectData, ReportOptions
+from judgelab.analysis.report.guide import guide_section
+from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
+from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
 REPORT_TITLE = "Human evaluation report"
@@ -93,7 +93,7 @@ def build_report(
     sections: list[Section] = [guide_section()]
     for project in _projects(frames):
         data = _project_data(project, frames, everything, schemas, options, problems)
-        subsections = [section for build in builders if (section := build(data)) is not None]
+        subsections = [section for build in builders for section in _as_list(build(data))]
         sections.append(Section(_project_title(data), subsections=subsections))
 
     out_dir = Path(out_dir)
@@ -329,3 +329,10 @@ __all__ = [
     "problems_with_project",
     "render_index",
 ]
+
+
+def _as_list(built: Section | list[Section] | None) -> list[Section]:
+    """A builder's answer as a list: one section, several (the schema sections), or none."""
+    if built is None:
+        return []
+    return built if isinstance(built, list) else [built]

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
 from judgelab.configs.items import _matches
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judgelab.analysis.report_blocks import Paragraph, Section
+from judgelab.analysis.report.blocks import Paragraph, Section
 
 GUIDE = [
     (

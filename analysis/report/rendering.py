@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from judgelab.analysis.report_blocks import Figure, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Figure, Paragraph, Section, Table
 
 MISSING = "n/a"
 NUMBER_TEXT = re.compile(r"-?\d+(\.\d+)?%?|-?\d+(\.\d+)?–-?\d+(\.\d+)?")  # 3.12, 45%, 0.41–0.73

@@ -103,8 +103,8 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     import pandas as pd
 
     from judgelab.analysis.report import build_reports
-    from judgelab.analysis.report_data import ReportOptions
-    from judgelab.analysis.report_sections_hotel import clustering_available
+    from judgelab.analysis.report.data import ReportOptions
+    from judgelab.analysis.report.sections.clustering import clustering_available
     from judgelab.sync.export import read_tables
 
     folders = tables_dirs or (Path("judgelab-data"),)

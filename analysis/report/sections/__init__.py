@@ -1,0 +1,62 @@
+"""The report's sections, in report order.
+
+A builder takes a :class:`ProjectData` and returns a :class:`Section`, or ``None`` when it has
+nothing to say for that project (no spans, no model predictions, another schema). The generic
+sections live in this package; a schema's own sections live in
+``analysis/report/schemas/<schema>.py`` (or a schema folder's ``report.py``) and register
+themselves with :data:`SCHEMA_SECTIONS`; they all run at one place of the order below, the
+project's own schema first, and each says ``None`` when the project is not for it.
+
+Sections are picked by the data's shape (rated items, spans, sources, task columns) and by the
+schema's name or metadata, so external data without a schema gets the sections its tables
+support. To grow the report, write a builder and add it to ``SECTION_BUILDERS`` (generic) or
+register it for its schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from judgelab.analysis.report.blocks import Section
+from judgelab.analysis.report.data import ProjectData
+from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
+from judgelab.analysis.report.sections.clustering import clustering_section
+from judgelab.analysis.report.sections.general import (
+    agreement_section,
+    annotator_counts_section,
+    item_counts_section,
+    loading_notes_section,
+    overview_section,
+    rating_distribution_section,
+    source_counts_section,
+    span_section,
+)
+from judgelab.analysis.report.sections.models import model_agreement_section
+from judgelab.analysis.report.sections.spans import span_agreement_section
+
+SectionBuilder = Callable[[ProjectData], "Section | list[Section] | None"]
+
+
+def schema_sections(data: ProjectData) -> list[Section]:
+    """The registered schema sections that have something to say for this project (its own
+    schema's first, then those that recognise its data by shape)."""
+    order = sorted(SCHEMA_SECTIONS.items(), key=lambda kv: (kv[0] != data.schema_name, kv[0]))
+    return [section for _, build in order if (section := build(data)) is not None]
+
+
+SECTION_BUILDERS: list[SectionBuilder] = [
+    overview_section,
+    loading_notes_section,
+    annotator_counts_section,
+    item_counts_section,
+    agreement_section,
+    rating_distribution_section,
+    schema_sections,
+    span_section,
+    span_agreement_section,
+    clustering_section,
+    source_counts_section,
+    model_agreement_section,
+]
+
+__all__ = ["SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
