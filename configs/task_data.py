@@ -11,11 +11,11 @@ list field that have a given key, with their index as ``line``).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from judgelab.configs.schema import Schema
+from judgelab.configs.story_lines import line_text, looks_like_a_list, parse_lines, story_lines
 
 
 class TaskDataError(ValueError):
@@ -59,29 +59,18 @@ def _coerce(name: str, spec: dict[str, Any], value: Any) -> Any:
 
 
 def _coerce_lines(name: str, value: Any) -> list[dict[str, str]]:
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("["):
-            try:
-                value = json.loads(stripped)
-            except json.JSONDecodeError as exc:
-                raise TaskDataError(name, f"looks like a JSON list but does not parse: {exc.msg}") from None
-        else:
-            value = [line for line in value.splitlines() if line.strip()]
-    if not isinstance(value, list) or not value:
+    items, how = parse_lines(value)
+    if items is None and looks_like_a_list(value):
+        raise TaskDataError(name, "looks like a JSON list but does not parse")
+    if looks_like_a_list(value) and how != "repr":
+        raise TaskDataError(name, "looks like a JSON list but does not parse")
+    if not items:
         raise TaskDataError(name, "expected a non-empty list of lines")
-    lines = []
-    for i, item in enumerate(value):
-        if isinstance(item, str):
-            item = {"text": item}
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
+    for i, item in enumerate(items):
+        text = line_text(item)
+        if text is None or not text.strip():
             raise TaskDataError(name, f"line {i} has no text")
-        line = {"text": item["text"]}
-        alternate = item.get("alternate")
-        if isinstance(alternate, str) and alternate.strip():
-            line["alternate"] = alternate
-        lines.append(line)
-    return lines
+    return story_lines(items)
 
 
 def _derive(name: str, rule: dict[str, Any], data: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ Input (CSV, TSV, JSONL or JSON): one row per (property, source description). Col
 One task per property (HotelCheckSpan, section 3.2):
 
 - ``descriptions``: the property's descriptions in file order, split into segments
-  (sentences, :func:`analysis.loaders.storysumm.split_sentences`), a segment dropped when its
+  (sentences, :func:`judgelab.configs.story_lines.split_sentences`), a segment dropped when its
   BLEU or ROUGE-L F1 against an already kept segment of the property exceeds 0.8
   (:mod:`sync.text_overlap`); kept segments of one description are joined by spaces,
   descriptions by a blank line;
@@ -27,8 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgelab.analysis.loaders.storysumm import split_sentences
 from judgelab.configs.schema import Schema, get_schema
+from judgelab.configs.story_lines import split_sentences
 from judgelab.sync.file_formats import Rows, checked_rows, read_records
 from judgelab.sync.text_overlap import THRESHOLD, dedupe_segments, tokens
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgelab.analysis.loaders.storysumm import parse_lines
 from judgelab.configs.schema import Schema, get_schema
+from judgelab.configs.story_lines import line_texts
 from judgelab.sync.file_formats import Rows, checked_rows, read_records
 
 
@@ -56,7 +56,7 @@ def _alternates(item: dict[str, Any], lines: list[str]) -> dict[int, str]:
         raise _BadItem("alternates must be an object {line index: text} or a list aligned with the lines")
     alt = item.get("alt_summary")
     if alt is not None:
-        alt_lines, _ = parse_lines(alt)
+        alt_lines, _ = line_texts(alt)
         if alt_lines is None or len(alt_lines) != len(lines):
             raise _BadItem(f"alt_summary must be a list of {len(lines)} lines (one per summary line)")
         for i, (line, other) in enumerate(zip(lines, alt_lines, strict=True)):
@@ -72,7 +72,7 @@ def story_task(key: str, item: dict[str, Any]) -> dict[str, Any]:
     if objects:
         lines_data = summary  # [{"text", "alternate"}], checked by the schema
     else:
-        lines, how = parse_lines(summary)
+        lines, how = line_texts(summary)
         if lines is None:
             raise _BadItem(f"summary: {how}")
         alternates = _alternates(item, lines)

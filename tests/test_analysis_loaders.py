@@ -28,7 +28,8 @@ from judgelab.analysis.loaders import (
     load_storysumm,
     load_storysumm_predictions,
 )
-from judgelab.analysis.loaders.storysumm import parse_lines, split_sentences
+from judgelab.configs.story_lines import line_texts as parse_lines
+from judgelab.configs.story_lines import split_sentences
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

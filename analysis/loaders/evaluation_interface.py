@@ -47,7 +47,8 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
-from judgelab.analysis.loaders.storysumm import SCHEMA, split_sentences
+from judgelab.analysis.loaders.storysumm import SCHEMA
+from judgelab.configs.story_lines import split_sentences
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
 SUMMARY_VERDICTS = {"yes": FAITHFUL, "no": UNFAITHFUL}

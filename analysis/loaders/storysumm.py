@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,45 +44,9 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
+from judgelab.configs.story_lines import line_texts
 
 SCHEMA = "story_consistency"
-# a space after . ! ? (or after one followed by a closing quote or bracket), not before a lower-case word
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’')]))\s+(?![a-zà-ÿ])")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Lines of a summary given as one string: split after ``.``, ``!`` or ``?`` and a space,
-    unless the next word starts in lower case.
-
-    >>> split_sentences('He ran. "Stop!" she said. Done?  Yes')
-    ['He ran.', '"Stop!" she said.', 'Done?', 'Yes']
-    """
-    return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
-
-
-def parse_lines(value: object) -> tuple[list[str] | None, str]:
-    """A summary's lines from a list, the string repr of a list, or plain text.
-
-    Returns ``(lines, how)`` with ``how`` one of ``list``, ``repr``, ``text``, or
-    ``(None, reason)`` when the value is neither.
-
-    >>> parse_lines(["A.", "B."])
-    (['A.', 'B.'], 'list')
-    >>> parse_lines("['A.', 'B.']")
-    (['A.', 'B.'], 'repr')
-    >>> parse_lines("A. B.")
-    (['A.', 'B.'], 'text')
-    """
-    if isinstance(value, list):
-        return [str(line) for line in value], "list"
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            parsed = _literal(stripped)
-            if isinstance(parsed, list):
-                return [str(line) for line in parsed], "repr"
-        return split_sentences(value), "text"
-    return None, f"expected a list of lines or a string, got {type(value).__name__}"
 
 
 def _literal(text: str) -> Any:
@@ -144,7 +107,7 @@ def load_storysumm(
 
 
 def _add_storysumm_item(out: Collector, path: Path, project: str, task_id: str, item: Mapping[str, Any]) -> None:
-    lines, how = parse_lines(item.get("summary"))
+    lines, how = line_texts(item.get("summary"))
     if lines is None:
         out.problem(path, None, task_id, "bad_summary", f"summary: {how}; line labels skipped", warn=True)
     out.tasks.append(

@@ -14,7 +14,6 @@ Spans are placed only on fields whose value is a string, in code points of that 
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.draft import Draft, SpanDraft
+from judgelab.configs.story_lines import story_lines as parse_story_lines
+from judgelab.configs.story_lines import task_alternates
 
 log = logging.getLogger(__name__)
 
@@ -648,33 +649,15 @@ def check_line(line: str, index: g.SourceIndex, window: int | None = None) -> Li
 
 
 def story_lines(data: dict) -> list[tuple[str, bool, str | None]]:
-    """``(text, text_is_str, alternate)`` per line, from strings or ``{text, alternate}``."""
-    raw = data.get("lines")
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip().startswith("[") else raw.split("\n")
-        except ValueError:
-            raw = raw.split("\n")
-    if not isinstance(raw, list):
-        return []
-    lines = []
-    for item in raw:
-        if isinstance(item, dict):
-            text, alt = item.get("text"), item.get("alternate")
-            alternate = as_text(alt)[:MAX_TARGET_CHARS] if alt is not None else None
-            lines.append((as_text(text)[:MAX_TARGET_CHARS], isinstance(text, str), alternate))
-        else:
-            lines.append((as_text(item)[:MAX_TARGET_CHARS], isinstance(item, str), None))
-    return lines
-
-
-def story_alternates(data: dict, lines: list[tuple[str, bool, str | None]]) -> list[dict]:
-    """``data["alternates"]`` when given, else derived from lines that carry an alternate
-    (the ``derived_fields`` rule of the schema)."""
-    raw = data.get("alternates")
-    if isinstance(raw, list):
-        return [a if isinstance(a, dict) else {} for a in raw]
-    return [{"line": i, "text": text, "alternate": alt} for i, (text, _, alt) in enumerate(lines) if alt is not None]
+    """``(text, has_text, alternate)`` per line (:func:`judgelab.configs.story_lines.story_lines`)."""
+    return [
+        (
+            line["text"][:MAX_TARGET_CHARS],
+            bool(line["text"]),
+            line["alternate"][:MAX_TARGET_CHARS] if "alternate" in line else None,
+        )
+        for line in parse_story_lines(data.get("lines"))
+    ]
 
 
 def annotate_story_consistency(data: dict) -> Draft:
@@ -708,7 +691,7 @@ def annotate_story_consistency(data: dict) -> Draft:
         verdicts[verdict] += 1
         if not check.commentary:
             groundings.append(check.grounding)
-    for k, alt in enumerate(story_alternates(data, lines)):
+    for k, alt in enumerate(task_alternates(data)):
         choice, why = swap_decision(alt, lines, index)
         draft.choices[f"swap_{k}"] = [choice]
         draft.texts[f"swap_explanation_{k}"] = why

@@ -40,6 +40,7 @@ from judgelab.backend.llm.prompting import PromptError, PromptTemplate, find_tem
 from judgelab.backend.results import build_results
 from judgelab.configs.label_config import Control, LabelConfig, parse_label_config
 from judgelab.configs.schema import Schema
+from judgelab.configs.story_lines import story_lines, task_alternates
 
 log = logging.getLogger(__name__)
 
@@ -587,27 +588,6 @@ def yes_no_of(value: Any) -> str | None:
     return None
 
 
-def story_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The summary lines as ``{text, alternate?}`` (prepared data has them in this shape)."""
-    raw = data.get("lines")
-    if isinstance(raw, str):
-        raw = [line for line in raw.splitlines() if line.strip()]
-    if not isinstance(raw, list):
-        return []
-    return [item if isinstance(item, dict) else {"text": item if isinstance(item, str) else ""} for item in raw]
-
-
-def story_alternates(data: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    raw = data.get("alternates")
-    if isinstance(raw, list):
-        return [a if isinstance(a, dict) else {} for a in raw]
-    return [
-        {"line": i, "text": line.get("text"), "alternate": line["alternate"]}
-        for i, line in enumerate(lines)
-        if isinstance(line.get("alternate"), str) and line["alternate"].strip()
-    ]
-
-
 @register_task("story_consistency")
 class StoryConsistencyTask(SchemaTask):
     """Seed 002's three formats. Lines and alternates are numbered from 1 in the prompt."""
@@ -616,8 +596,8 @@ class StoryConsistencyTask(SchemaTask):
 
     def variables(self, data: dict[str, Any]) -> dict[str, Any]:
         values = super().variables(data)
-        lines = story_lines(data)
-        alternates = story_alternates(data, lines)
+        lines = story_lines(data.get("lines"))
+        alternates = task_alternates(data)
         values["numbered_lines"] = "\n".join(f"Line {i + 1}: {line.get('text', '')}" for i, line in enumerate(lines))
         values["line_count"] = len(lines)
         if alternates:
@@ -696,8 +676,8 @@ class StoryConsistencyTask(SchemaTask):
     def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
-        lines = story_lines(data)
-        alternates = story_alternates(data, lines)
+        lines = story_lines(data.get("lines"))
+        alternates = task_alternates(data)
         n = len(lines)
 
         _, given_lines = _lookup(answer.fields, "lines", "verdicts")
