@@ -1,4 +1,5 @@
-"""What kind of answer a judgment item holds, read from a schema's metadata.
+"""Judgment items of a schema: what a control's answers are called in the tidy tables, and what
+kind of answer an item holds, both read from the schema's ``items`` and ``scales``.
 
 A schema's YAML names its items either literally (``SP``, ``no_errors``) or as Repeater
 patterns (``verdict_{i}`` with ``item: "line_{i}"``). The tidy ``judgments`` table stores
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 ITEM_KINDS = ("ordinal", "nominal", "flag", "text")
@@ -35,7 +37,7 @@ def item_kind(schema_meta: Mapping[str, Any] | None, item: str) -> str:
     for key, spec in (meta.get("items") or {}).items():
         spec = spec or {}
         names = {str(key), str(spec.get("item", key))}
-        if any(_matches(name, item) for name in names):
+        if any(matches(name, item) for name in names):
             kind = str(spec.get("kind", "nominal"))
             return kind if kind in ITEM_KINDS else "nominal"
     if item.endswith(".explanation"):
@@ -43,8 +45,64 @@ def item_kind(schema_meta: Mapping[str, Any] | None, item: str) -> str:
     return "nominal"
 
 
-def _matches(name_or_pattern: str, item: str) -> bool:
+def pattern_regex(name_or_pattern: str) -> re.Pattern[str]:
+    """A name, or a Repeater pattern (``verdict_{i}``), as a regex whose ``i`` group is the index."""
+    pieces = [re.escape(piece) for piece in str(name_or_pattern).split(REPEATER_INDEX)]
+    return re.compile("^" + r"(?P<i>\d+)".join(pieces) + "$") if len(pieces) > 1 else re.compile(f"^{pieces[0]}$")
+
+
+def matches(name_or_pattern: str, item: str) -> bool:
+    """``item`` is ``name_or_pattern`` or, for a pattern with ``{i}``, one of its expansions."""
     if REPEATER_INDEX not in name_or_pattern:
         return name_or_pattern == item
-    pieces = (re.escape(piece) for piece in name_or_pattern.split(REPEATER_INDEX))
-    return re.fullmatch(r"\d+".join(pieces), item) is not None
+    return pattern_regex(name_or_pattern).match(item) is not None
+
+
+def is_declared(schema_meta: Mapping[str, Any] | None, item: str) -> bool:
+    """``item`` is named by the schema's ``items`` table (by its key or its ``item:`` name)."""
+    for key, spec in ((schema_meta or {}).get("items") or {}).items():
+        names = {str(key), str((spec or {}).get("item", key))}
+        if any(matches(name, item) for name in names):
+            return True
+    return False
+
+
+@dataclass
+class ItemNamer:
+    """Control names to item names by the schema's ``items`` patterns: ``verdict_3`` -> ``line_3``
+    when the schema says ``verdict_{i}: {item: "line_{i}"}``; other controls keep their name.
+
+    >>> namer = ItemNamer.for_meta({"items": {"verdict_{i}": {"item": "line_{i}"}, "SP": {}}})
+    >>> [namer(name) for name in ["verdict_3", "SP", "no_errors"]]
+    ['line_3', 'SP', 'no_errors']
+    """
+
+    patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    _seen: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def for_meta(cls, schema_meta: Mapping[str, Any] | None) -> ItemNamer:
+        patterns = []
+        for control, spec in ((schema_meta or {}).get("items") or {}).items():
+            target = spec.get("item") if isinstance(spec, dict) else None
+            if target:
+                patterns.append((pattern_regex(str(control)), str(target)))
+        return cls(patterns)
+
+    @classmethod
+    def for_schema(cls, schema: Any) -> ItemNamer:
+        """For a :class:`~judgelab.configs.schema.Schema` (``None``: names kept)."""
+        return cls.for_meta(schema.meta if schema is not None else None)
+
+    def __call__(self, control: str) -> str:
+        item = self._seen.get(control)
+        if item is None:
+            item = self._seen[control] = self._name(control)
+        return item
+
+    def _name(self, control: str) -> str:
+        for regex, target in self.patterns:
+            m = regex.match(control)
+            if m:
+                return target.replace(REPEATER_INDEX, m.group("i")) if "i" in regex.groupindex else target
+        return control

@@ -14,10 +14,10 @@ control's name. A per-region TextArea becomes the ``note`` of its span.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judgelab.configs.items import ItemNamer
 from judgelab.configs.schema import Schema
 from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 
@@ -35,38 +35,6 @@ class TidyTables:
 
     def as_dict(self) -> dict[str, pd.DataFrame]:
         return {"tasks": self.tasks, "judgments": self.judgments, "spans": self.spans}
-
-
-@dataclass
-class ItemNamer:
-    """Maps control names to item names using the schema's ``items`` patterns."""
-
-    patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
-    _seen: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def for_schema(cls, schema: Schema | None) -> ItemNamer:
-        patterns = []
-        for control, spec in ((schema.meta.get("items") or {}) if schema else {}).items():
-            target = spec.get("item") if isinstance(spec, dict) else None
-            if not target:
-                continue
-            regex = "^" + re.escape(str(control)).replace(re.escape("{i}"), r"(?P<i>\d+)") + "$"
-            patterns.append((re.compile(regex), str(target)))
-        return cls(patterns)
-
-    def __call__(self, control: str) -> str:
-        item = self._seen.get(control)
-        if item is None:
-            item = self._seen[control] = self._name(control)
-        return item
-
-    def _name(self, control: str) -> str:
-        for regex, target in self.patterns:
-            m = regex.match(control)
-            if m:
-                return target.replace("{i}", m.group("i")) if "i" in regex.groupindex else target
-        return control
 
 
 def _user_label(completed_by: Any, users: dict[int, str]) -> str:

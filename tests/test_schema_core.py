@@ -11,7 +11,7 @@ import pytest
 from judgelab.analysis.loaders.storysumm import load_storysumm
 from judgelab.backend.annotators.offline import OfflineAnnotator
 from judgelab.backend.llm.tasks import task_for
-from judgelab.configs import get_schema, story_lines
+from judgelab.configs import get_schema, items, story_lines
 from judgelab.configs.task_data import TaskDataError, prepare_task_data
 
 STORY = "Tom ran to the shop. She stopped at the door and waited for the bus."
@@ -27,6 +27,7 @@ FORMS = {
 
 def test_doctests():
     assert doctest.testmod(story_lines).failed == 0
+    assert doctest.testmod(items).failed == 0
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
-from judgelab.configs.items import _matches
+from judgelab.configs.items import is_declared
 
 GOLD_SOURCE = "gold"
 MAX_INFERRED_SCALE_POINTS = 11  # an undeclared item with at most this many integer values is a rating scale
@@ -111,10 +111,9 @@ def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFram
     """
     meta = dict(schema_meta or {})
     scales = dict(meta.get("scales") or {})
-    declared_items = meta.get("items") or {}
     for item, values in judgments.groupby("item", sort=False)["value"]:
         name = str(item)
-        if name in scales or name.endswith(".explanation") or _declared(declared_items, name):
+        if name in scales or name.endswith(".explanation") or is_declared(meta, name):
             continue
         numbers = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
         if values.empty or numbers.isna().any():
@@ -130,14 +129,6 @@ def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFram
         scales[name] = {"min": int(distinct.min()), "max": int(distinct.max()), "inferred": True}
     meta["scales"] = scales
     return meta
-
-
-def _declared(items: Mapping[str, Any], item: str) -> bool:
-    for key, spec in items.items():
-        names = {str(key), str((spec or {}).get("item", key))}
-        if any(_matches(name, item) for name in names):
-            return True
-    return False
 
 
 # -- who annotated what --------------------------------------------------------------------
