@@ -52,6 +52,31 @@ class Schema:
     def scales(self) -> dict[str, dict[str, Any]]:
         return dict(self.meta.get("scales") or {})
 
+    @property
+    def items(self) -> dict[str, dict[str, Any]]:
+        return {str(k): dict(v or {}) for k, v in (self.meta.get("items") or {}).items()}
+
+    @property
+    def empty_answer(self) -> dict[str, Any]:
+        """The answer for "nothing found" (``{control, value}`` or ``{control, from_data}``)."""
+        return dict(self.meta.get("empty_answer") or {})
+
+    def span_control(self, field: str | None = None) -> str:
+        """The name of the schema's span control (the one on ``field`` when given): control names
+        come from ``schema.yaml``, never from constants in the layers' code."""
+        for name, spec in self.span_controls.items():
+            if field is None or spec.get("field") == field:
+                return name
+        raise SchemaError(f"schema {self.name} has no span control" + (f" on {field!r}" if field else ""))
+
+    def item_control(self, item: str) -> str:
+        """The control whose answers are the judgment item ``item`` (``line_{i}`` -> ``verdict_{i}``);
+        an item the ``items`` table does not rename is its own control."""
+        for control, spec in self.items.items():
+            if spec.get("item") == item:
+                return control
+        return item
+
     def samples(self) -> list[dict[str, Any]]:
         path = self.folder / "samples.json"
         if not path.exists():

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.draft import Draft, SpanDraft
+from judgelab.configs.schema import get_schema
 from judgelab.configs.story_lines import story_lines as parse_story_lines
 from judgelab.configs.story_lines import task_alternates
 
@@ -129,7 +130,7 @@ def non_overlapping(spans: list[SpanDraft], priority: dict[str, int]) -> list[Sp
 # 1. summary_flaws (Reddit TL;DR, English)
 # --------------------------------------------------------------------------------------------
 
-FLAW_CONTROL = "flaw"
+FLAW_CONTROL = get_schema("summary_flaws").span_control()
 #: A clause with at least this many content words ...
 IRRELEVANT_MIN_WORDS = 2
 #: ... and at most this share of them found in the post is flagged.
@@ -167,7 +168,8 @@ def annotate_summary_flaws(data: dict) -> Draft:
         spans = []
     draft = Draft(spans=spans, score=round(index.grounding(content), 3))
     if not spans:
-        draft.choices["none_identified"] = ["None identified"]
+        empty = get_schema("summary_flaws").empty_answer
+        draft.choices[empty["control"]] = [empty["value"]]
     draft.info = {
         "flaws": dict(Counter(s.label for s in spans)),
         "content_words": len(content),
@@ -1203,7 +1205,7 @@ def _entity_present(keys: tuple[str, ...]) -> Callable[[g.SourceIndex], bool]:
 # 5. hotel_spans (HotelCheckSpan)
 # --------------------------------------------------------------------------------------------
 
-HOTEL_CONTROL = "error"
+HOTEL_CONTROL = get_schema("hotel_spans").span_control()
 HOTEL_PRIORITY = {"Incorrect": 0, "Misleading": 1, "Not Checkable": 2}
 #: Impression: 6 for a clean summary, minus a cost per error (Incorrect costs most).
 IMPRESSION_CLEAN = 6

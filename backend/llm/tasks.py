@@ -272,6 +272,11 @@ class SchemaTask:
         raise NotImplementedError
 
     # shared pieces ---------------------------------------------------------------------------
+    @property
+    def span_control(self) -> str:
+        """The schema's span control (its name comes from ``schema.yaml``)."""
+        return self.schema.span_control()
+
     def control(self, name: str) -> Control | None:
         return next((c for c in self.config.controls if c.name == name), None)
 
@@ -317,7 +322,6 @@ class SummaryFlawsTask(SchemaTask):
 
     TASK_VERSION = "1"
     DEFAULT_OUTPUT = "span_lines"
-    SPAN_CONTROL = "flaw"
     FALLBACK_LABEL = "Other"
 
     def variables(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -336,14 +340,14 @@ class SummaryFlawsTask(SchemaTask):
         return None  # plain text answer lines
 
     def output_signature(self) -> Any:
-        control = self.control(self.SPAN_CONTROL)
+        control = self.control(self.span_control)
         return {"output": self.output, "labels": list(control.labels) if control else []}
 
     def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
         summary = data.get("summary")
-        control = self.control(self.SPAN_CONTROL)
+        control = self.control(self.span_control)
         labels = list(control.labels) if control else []
         raw: list[RawSpan] = []
         for span in answer.spans:
@@ -360,14 +364,14 @@ class SummaryFlawsTask(SchemaTask):
                 label = fallback
             raw.append(RawSpan(span.text, label, note, span.occurrence_index))
         if isinstance(summary, str):
-            overlap = str(self.span_rule(self.SPAN_CONTROL).get("overlap") or "allow")
+            overlap = str(self.span_rule(self.span_control).get("overlap") or "allow")
             for s in _align(summary, raw, overlap, tally):
-                draft.spans.append(SpanDraft(self.SPAN_CONTROL, s.start, s.end, str(s.label), note=s.reason))
+                draft.spans.append(SpanDraft(self.span_control, s.start, s.end, str(s.label), note=s.reason))
         elif raw:
             tally.counts["no_summary_text"] += 1
         if answer.none_identified and not answer.spans:
             empty = self.schema.meta.get("empty_answer") or {}
-            draft.choices[str(empty.get("control", "none_identified"))] = [str(empty.get("value", "None identified"))]
+            draft.choices[str(empty["control"])] = [str(empty["value"])]
         return draft
 
 
@@ -380,7 +384,6 @@ class HotelSpansTask(SchemaTask):
     """Seed 004's main prompt (or the less-strict variant); JSON ``annotations`` + ``impression``."""
 
     TASK_VERSION = "1"
-    SPAN_CONTROL = "error"
     #: The names the prompt's list uses, mapped to the config's labels.
     PROMPT_NAMES = {"Not checkable": "Not Checkable", "Incorrect fact": "Incorrect", "Misleading": "Misleading"}
     DEFAULT_TYPES = {0: "Not Checkable", 1: "Misleading", 2: "Incorrect"}
@@ -415,7 +418,7 @@ class HotelSpansTask(SchemaTask):
         }
 
     def index_map(self) -> dict[int, str]:
-        types = self.span_rule(self.SPAN_CONTROL).get("annotation_types") or self.DEFAULT_TYPES
+        types = self.span_rule(self.span_control).get("annotation_types") or self.DEFAULT_TYPES
         return {int(k): str(v) for k, v in types.items()}
 
     def label_for(self, value: Any, labels: list[str]) -> str | None:
@@ -429,7 +432,7 @@ class HotelSpansTask(SchemaTask):
     def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
-        control = self.control(self.SPAN_CONTROL)
+        control = self.control(self.span_control)
         labels = list(control.labels) if control else []
         raw: list[RawSpan] = []
         for span in answer.spans:
@@ -441,9 +444,9 @@ class HotelSpansTask(SchemaTask):
             raw.append(RawSpan(span.text, label, span.reason, span.occurrence_index))
         summary = data.get("summary")
         if isinstance(summary, str):
-            overlap = str(self.span_rule(self.SPAN_CONTROL).get("overlap") or "forbid")
+            overlap = str(self.span_rule(self.span_control).get("overlap") or "forbid")
             for s in _align(summary, raw, overlap, tally):
-                draft.spans.append(SpanDraft(self.SPAN_CONTROL, s.start, s.end, str(s.label), note=s.reason))
+                draft.spans.append(SpanDraft(self.span_control, s.start, s.end, str(s.label), note=s.reason))
         elif raw:
             tally.counts["no_summary_text"] += 1
         if answer.none_identified and not answer.spans:
