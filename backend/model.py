@@ -77,6 +77,7 @@ class JudgelabModel:
         self.detection: Detection = detect_schema(label_config, all_schemas())
         self.stats: Counter = Counter()
         self._annotator_version: str | None = None
+        self._model_version: str | None = None
 
     @property
     def schema_name(self) -> str:
@@ -85,8 +86,12 @@ class JudgelabModel:
     @property
     def model_version(self) -> str:
         """Changes whenever the annotator (its model, prompt or settings), the schema or the
-        config's structure changes, so Label Studio asks for new predictions."""
-        return f"judgelab-{self.annotator.name}-{self.annotator_version}-{self.schema_name}-{self.config.digest}"
+        config's structure changes, so Label Studio asks for new predictions. Made once: every
+        prediction and placeholder carries it."""
+        if self._model_version is None:
+            name, version = self.annotator.name, self.annotator_version
+            self._model_version = f"judgelab-{name}-{version}-{self.schema_name}-{self.config.digest}"
+        return self._model_version
 
     @property
     def annotator_version(self) -> str:

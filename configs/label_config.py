@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from label_studio_sdk.label_interface import LabelInterface
@@ -104,7 +104,7 @@ class LabelConfig:
     objects: dict[str, TextObject]
     repeater_keys: frozenset[str]  # data keys that Repeaters iterate over
 
-    @property
+    @cached_property
     def fingerprint(self) -> frozenset[str]:
         """What identifies the config's structure, independent of titles, colours, instructions:
         each control's tag, name and target, and each label value."""
@@ -119,7 +119,7 @@ class LabelConfig:
                 tokens.add(f"object:{o.tag}:{o.name}={o.value}")
         return frozenset(tokens)
 
-    @property
+    @cached_property
     def digest(self) -> str:
         return hashlib.sha256("\n".join(sorted(self.fingerprint)).encode()).hexdigest()[:10]
 
