@@ -206,15 +206,35 @@ def test_the_model_registry_is_bounded_by_count_and_size(tmp_path):
             assert 1 <= metric(metrics, "judgelab_models_cached") < 4
 
 
-def test_memory_stays_flat_across_many_projects_with_big_configs(tmp_path):
+@pytest.mark.parametrize(
+    "annotator",
+    [
+        "offline",
+        pytest.param(
+            "llm",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="LLMAnnotator keeps the LLM task of every config it was asked about (its _tasks dict, "
+                "backend/annotators/llm.py, owned by the llm work): +0.9 MB per project with a 0.9 MB config",
+            ),
+        ),
+    ],
+)
+def test_memory_stays_flat_across_many_projects_with_big_configs(tmp_path, annotator):
     """Reachable without auth through /setup and /webhook: each project with a 1 MB config used
     to stay in memory for good (300 projects with a 2 MB config: +583 MB)."""
-    with start_backend(tmp_path / "backend.log", JUDGELAB_MODEL_CACHE_SIZE="4") as backend:
+    env = {"JUDGELAB_MODEL_CACHE_SIZE": "4", "JUDGELAB_ANNOTATOR": annotator, "JUDGELAB_CACHE_PATH": "off"}
+    with (
+        LLMSim() as sim,
+        start_backend(
+            tmp_path / "backend.log", JUDGELAB_LLM_BASE_URL=sim.url, JUDGELAB_LLM_MODEL="sim-model", **env
+        ) as backend,
+    ):
         with httpx.Client(base_url=backend.url, timeout=60) as client:
 
             def touch(project: int) -> None:
                 config = padded_config(project, 1_000_000)
-                if project % 2:
+                if project % 2 or annotator == "llm":  # the LLM annotator makes its task on /setup
                     response = client.post("/setup", json={"project": f"{project}.1", "schema": config})
                 else:
                     event = {"action": "ANNOTATION_CREATED", "project": {"id": project, "label_config": config}}
