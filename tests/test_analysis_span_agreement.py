@@ -24,7 +24,6 @@ from judgelab.analysis import (
     span_agreement,
     span_agreement_table,
     span_coding,
-    span_design,
     span_prf,
 )
 from judgelab.analysis.intervals import covered_length, merge_intervals, overlapping_pairs
