@@ -206,8 +206,8 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
         }
     )
     env.update(extra_env or {})
-    log = settings.home / "judgelab.backend.log"
-    proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "judgelab.backend.pid")
+    log = settings.home / "backend.log"
+    proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "backend.pid")
     _wait_healthy(settings.backend_url, proc, 60, log, "judgelab backend")
     return True
 
