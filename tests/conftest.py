@@ -14,7 +14,6 @@ import pytest
 
 from judgelab.sync.local_stack import free_port  # tests import it from here too
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 
 
