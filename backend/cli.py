@@ -68,7 +68,20 @@ OPTIONS: tuple[Option, ...] = (
         "basic_auth_user",
         metavar="USER",
     ),
-    Option("--configs-dir", "JUDGELAB_CONFIGS_DIR", "folder of the schemas", default="the package's configs/"),
+    Option(
+        "--configs-dir",
+        "JUDGELAB_CONFIGS_DIR",
+        "folder of the schemas (replaces the built-in five)",
+        default="the package's configs/",
+        metavar="DIR",
+    ),
+    Option(
+        "--extra-configs",
+        "JUDGELAB_EXTRA_CONFIGS",
+        f"folders of schemas of your own, read besides those ({os.pathsep!r}-separated)",
+        default="none",
+        metavar="DIRS",
+    ),
     Option("--prompts-dir", "JUDGELAB_PROMPTS_DIR", "folder of prompt overrides (<schema>/prompt.txt)", default="none"),
     Option(
         "--cache-path",
