@@ -1,0 +1,1 @@
+"""One module per schema, each registering its LLM task."""
