@@ -18,19 +18,29 @@ scales, place quoted spans on the task text (:mod:`backend.llm.alignment`), then
 draft with :func:`backend.results.build_results`. What was repaired, dropped, clamped or is
 missing is counted in ``Draft.info``; nothing is invented (a line without a verdict stays
 without one, for the annotator).
+
+Layout: :mod:`.base` (the registry, ``task_for``, shared helpers, :class:`SchemaTask`),
+:mod:`.generic` (:class:`GenericTask`, for any config), and ``schemas/<schema>.py``, one module per
+schema, each registering its task with ``@register_task("<schema>")``. A schema folder of one's own
+(``$JUDGELAB_CONFIGS_DIR/<schema>/llm.py``) brings its task the same way; it is loaded the first
+time a task is looked up (:class:`judgelab.configs.plugins.Registry`).
 """
 
 from __future__ import annotations
 
 from judgelab.backend.llm.tasks.base import TASKS, PromptError, SchemaTask, register_task, registered, task_for
 from judgelab.backend.llm.tasks.generic import GenericTask
-from judgelab.backend.llm.tasks.schemas import (  # noqa: F401  (they register their tasks)
-    augmentation_quality,
-    hotel_spans,
-    likert_rubric_es,
-    story_consistency,
-    summary_flaws,
-)
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.backend.llm.tasks.schemas.story_consistency import verdict_of
 
-__all__ = ["TASKS", "GenericTask", "PromptError", "SchemaTask", "register_task", "registered", "task_for", "verdict_of"]
+__all__ = [
+    "LLM_TASKS",
+    "TASKS",
+    "GenericTask",
+    "PromptError",
+    "SchemaTask",
+    "register_task",
+    "registered",
+    "task_for",
+    "verdict_of",
+]

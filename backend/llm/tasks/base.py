@@ -16,8 +16,10 @@ from judgelab.backend.llm.alignment import align_spans
 from judgelab.backend.llm.answers import parse_json_answer, parse_rating, parse_span_lines
 from judgelab.backend.llm.contracts import MATCH_KINDS, LLMTask, ParsedAnswer, RawSpan
 from judgelab.backend.llm.prompting import PromptError, PromptTemplate, load_template, short_hash
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.backend.results import build_results
 from judgelab.configs.label_config import Control, LabelConfig, parse_label_config
+from judgelab.configs.plugins import Registry
 from judgelab.configs.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -30,15 +32,21 @@ MAX_PROBLEMS_KEPT = 20  # repair/drop messages kept in Draft.info
 # registry
 
 
-TASKS: dict[str, type[SchemaTask]] = {}
+#: The schema tasks by schema name: the modules of ``tasks/schemas/`` and a schema folder's
+#: ``llm.py`` register theirs with :func:`register_task` (loaded on first use).
+TASKS: Registry[type[SchemaTask]] = LLM_TASKS
 
 
 def register_task(name: str) -> Callable[[type[SchemaTask]], type[SchemaTask]]:
-    """Class decorator: the task used for the schema called ``name``."""
+    """Class decorator: the task used for the schema called ``name``::
+
+    @register_task("my_schema")
+    class MySchemaTask(SchemaTask): ...
+    """
 
     def decorate(cls: type[SchemaTask]) -> type[SchemaTask]:
         cls.name = name
-        TASKS[name] = cls
+        LLM_TASKS.register(name, cls)
         return cls
 
     return decorate
@@ -292,4 +300,4 @@ def _checked(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Draft:
 
 def registered() -> Iterable[str]:
     """Names of the schemas that have their own task."""
-    return sorted(TASKS)
+    return LLM_TASKS.names()
