@@ -13,6 +13,7 @@ could not answer in time get placeholders and are asked for again later. Other a
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
@@ -51,6 +52,18 @@ class BatchAnnotator(Annotator, Protocol):
 
 
 NO_ANSWER_YET = "no answer yet (the annotator failed or ran out of time); ask again later"
+
+
+def _check_encodable(prediction: dict[str, Any]) -> None:
+    """Raise ``ValueError`` when a prediction cannot be sent as UTF-8 JSON (a span of a task text
+    holding a lone surrogate): that task gets a placeholder, and the batch's response survives."""
+    try:
+        json.dumps(prediction, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the prediction quotes the task's text, which holds a lone surrogate (text that is not valid "
+            "Unicode, such as \\ud800): fix the task's data"
+        ) from None
 
 
 class JudgelabModel:
@@ -115,7 +128,9 @@ class JudgelabModel:
             self.stats.update({f"dropped: {k}": v for k, v in built.dropped.items()})
             log.info("task %s: dropped invalid parts %s", task_id, dict(built.dropped))
         score = draft.score if isinstance(draft.score, (int, float)) else None
-        return {"result": built.regions, "score": score, "model_version": self.model_version}
+        prediction = {"result": built.regions, "score": score, "model_version": self.model_version}
+        _check_encodable(prediction)
+        return prediction
 
     def predict_one(self, task: dict[str, Any]) -> dict[str, Any]:
         """One prediction, or a placeholder (no ``result``) when the task cannot be annotated."""

@@ -16,6 +16,8 @@ from pathlib import Path
 #: returns what it has after this many seconds, safely below that.
 DEFAULT_PREDICT_DEADLINE = 80.0
 DEFAULT_CACHE_PATH = ".judgelab/llm-cache.sqlite"
+DEFAULT_CACHE_MAX_MB = 1024.0  # the response cache's size cap; the oldest answers go first
+DEFAULT_CACHE_MAX_ANSWER_KB = 512.0  # a longer answer is used but never stored
 JSON_MODES = ("auto", "on", "off")
 CACHE_OFF = ("", "off", "none", "0", "false")
 
@@ -51,6 +53,8 @@ class LLMSettings:
     retries: int = 3  # extra attempts after a 429, 5xx, timeout or connection error
     json_mode: str = "auto"  # auto: ask for JSON output, drop the request for it if the server refuses
     cache_path: str = DEFAULT_CACHE_PATH  # "" or "off": no response cache
+    cache_max_mb: float = DEFAULT_CACHE_MAX_MB  # size cap of the cache file's answers
+    cache_max_answer_kb: float = DEFAULT_CACHE_MAX_ANSWER_KB  # longer answers are not cached
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:
@@ -90,6 +94,8 @@ class LLMSettings:
             retries=int(_number(env, "JUDGELAB_LLM_RETRIES", 3, int, 0)),
             json_mode=env.get("JUDGELAB_LLM_JSON_MODE", "auto").strip().lower() or "auto",
             cache_path=DEFAULT_CACHE_PATH if cache_path is None else cache_path.strip(),
+            cache_max_mb=_number(env, "JUDGELAB_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, float, 0.001),
+            cache_max_answer_kb=_number(env, "JUDGELAB_CACHE_MAX_ANSWER_KB", DEFAULT_CACHE_MAX_ANSWER_KB, float, 0.001),
         )
 
     def cache_file(self) -> Path | None:

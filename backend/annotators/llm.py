@@ -31,7 +31,7 @@ from typing import Any
 
 from judgelab.backend.draft import Draft
 from judgelab.backend.llm.cache import ResponseCache, cache_key, open_cache
-from judgelab.backend.llm.client import ChatClient, LLMError
+from judgelab.backend.llm.client import ChatClient, Choice, LLMError, without_surrogates
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
 from judgelab.configs.schema import Schema, SchemaError, all_schemas
@@ -57,6 +57,40 @@ def default_task_factory(schema: Schema | None, label_config_xml: str) -> LLMTas
 
 def _short_hash(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages with lone surrogates replaced by U+FFFD: a task's text that is not valid
+    Unicode can still be sent (and hashed, and logged); the model sees a replacement mark."""
+    return [
+        {k: without_surrogates(v) if isinstance(v, str) else v for k, v in m.items()} if isinstance(m, dict) else m
+        for m in messages
+    ]
+
+
+def clean_draft(draft: Draft) -> None:
+    """Replace lone surrogates in a draft's texts (an answer's JSON may spell one, ``"\\ud800"``)."""
+    for span in draft.spans:
+        if isinstance(span.note, str):
+            span.note = without_surrogates(span.note)
+    draft.texts = {k: without_surrogates(v) if isinstance(v, str) else v for k, v in draft.texts.items()}
+    draft.choices = {
+        k: [without_surrogates(v) if isinstance(v, str) else v for v in values] for k, values in draft.choices.items()
+    }
+
+
+def unusable_reason(draft: Draft) -> str:
+    """Why a draft is not usable, for the log."""
+    info = draft.info
+    spans = info.get("spans") if isinstance(info.get("spans"), dict) else {}
+    if spans.get("unmatched"):
+        return f"{spans['unmatched']} quoted span(s), none of them in the task's text"
+    if info.get("error"):
+        return str(info["error"])
+    problems = info.get("problems")
+    if isinstance(problems, list) and problems:
+        return f"nothing usable in the answer ({problems[0]})"
+    return "the answer answers no question of the task"
 
 
 class _LoopThread:
@@ -93,7 +127,11 @@ class LLMAnnotator:
         settings.check_endpoint()
         self.settings = settings
         self.task_factory = task_factory or default_task_factory
-        self.cache: ResponseCache = cache if cache is not None else open_cache(settings.cache_file())
+        self.cache: ResponseCache = (
+            cache
+            if cache is not None
+            else open_cache(settings.cache_file(), max_bytes=int(settings.cache_max_mb * 1024 * 1024))
+        )
         self.stats: Counter = Counter()
         self._tasks: dict[tuple[str, str], LLMTask] = {}
         self._lock = threading.Lock()
@@ -141,6 +179,20 @@ class LLMAnnotator:
             raise LLMTaskUnavailable(f"no LLM task for schema {schema_name!r}: {type(exc).__name__}: {exc}") from exc
         with self._lock:
             return self._tasks.setdefault(key, task)
+
+    def not_worth_caching(self, choice: Choice, usable: bool) -> str | None:
+        """Why an answer is not stored (None: it is). Only an answer that made a usable draft is
+        kept: prose without an item or spans that are not in the text would stay in the cache and
+        leave the task empty after the endpoint is fixed. An answer cut at ``max_tokens`` may be
+        used but is asked again next time, and a huge one would crowd out the rest."""
+        if not usable:
+            return "no usable draft"
+        if choice.cut:
+            return "cut at max_tokens"
+        limit_kb = self.settings.cache_max_answer_kb
+        if len(choice.text.encode("utf-8")) > limit_kb * 1024:
+            return f"answer over {limit_kb:g} KB"
+        return None
 
     def response_format(self, task: LLMTask) -> dict[str, Any] | None:
         if self.settings.json_mode == "off":
@@ -243,7 +295,9 @@ class LLMAnnotator:
             else:
                 log.debug("LLM task %d of %d failed (%s): %s", indices[0], n, kind, message)
 
-        def finish(indices: list[int], text: str) -> None:
+        def finish(indices: list[int], text: str) -> bool:
+            """Drafts from one answer for the tasks that asked it; whether any is usable."""
+            usable = False
             for i in indices:
                 try:
                     draft = task.to_draft(text, datas[i])
@@ -253,19 +307,25 @@ class LLMAnnotator:
                 if not isinstance(draft, Draft):
                     fail([i], "parse", TypeError(f"to_draft returned {type(draft).__name__}"))
                     continue
+                clean_draft(draft)
+                if not draft.is_usable():  # no prediction: Label Studio asks again later
+                    fail([i], "no usable answer", LLMError("no_usable_answer", unusable_reason(draft)))
+                    continue
                 drafts[i] = draft
+                usable = True
+            return usable
 
         # one request per distinct prompt (a batch may hold the same task twice)
         requests: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[int]]] = {}
+        s = self.settings
         for i, data in enumerate(datas):
-            try:
-                messages = task.messages(data)
+            try:  # everything about one task's prompt is in here: a bad task fails alone
+                messages = clean_messages(task.messages(data))
                 response_format = self.response_format(task)
+                key = cache_key(s.model, messages, s.temperature, s.max_tokens, response_format)
             except Exception as exc:
                 fail([i], "prompt", exc)
                 continue
-            s = self.settings
-            key = cache_key(s.model, messages, s.temperature, s.max_tokens, response_format)
             if key in requests:
                 requests[key][2].append(i)
             else:
@@ -279,11 +339,16 @@ class LLMAnnotator:
 
         async def ask(key: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None) -> None:
             async with semaphore:
-                text = await client.complete(messages, response_format, deadline=deadline)
+                completion = await client.chat(messages, response_format, deadline=deadline)
             await asyncio.sleep(0)  # let the next waiting request go out before this answer is parsed
+            choice = completion.choices[0]
             counts["answered"] += len(requests[key][2])
-            finish(requests[key][2], text)
-            await asyncio.to_thread(self.cache.put, key, text)
+            usable = finish(requests[key][2], choice.text)
+            why_not = self.not_worth_caching(choice, usable)
+            if why_not:
+                counts[f"not cached: {why_not}"] += 1
+            else:
+                await asyncio.to_thread(self.cache.put, key, choice.text)
 
         jobs = {asyncio.create_task(ask(key, m, rf)): key for key, (m, rf, _) in requests.items()}
         if jobs:

@@ -138,6 +138,8 @@ class _Tally:
     def answer(self, answer: ParsedAnswer) -> None:
         self.counts["dropped_items"] += answer.dropped
         self.problems.extend(answer.problems)
+        if answer.none_identified and not answer.spans:
+            self.counts["none_identified"] = 1  # the model said explicitly: nothing to mark
 
     def rating(self, status: str) -> None:
         self.ratings[status] += 1

@@ -330,13 +330,18 @@ class GenericTask:
         if not span_controls:
             return
         items: list[tuple[Control | None, Any]] = []
+        lists = []
         _, given = _lookup(value, "spans", "annotations")
         for item in given if isinstance(given, list) else []:
             items.append((self._span_control(item, span_controls), item))
+        lists.append(given)
         for c in span_controls:  # ``{"ner": [{"text", "label"}]}``, the to_json_schema shape
             found, per_control = _lookup(value, c.name)
             if found and isinstance(per_control, list):
                 items.extend((c, item) for item in per_control)
+            lists.append(per_control if found else None)
+        if not items and any(isinstance(given_list, list) for given_list in lists):
+            tally.counts["none_identified"] = 1  # an explicitly empty span list
         groups: dict[str, list[Any]] = {}
         for control, item in items:
             if control is None or not isinstance(item, dict):
