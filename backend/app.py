@@ -1,9 +1,14 @@
 """The HTTP side of the ML backend: the protocol Label Studio 1.23 speaks.
 
 ``GET /health`` and ``POST /setup`` answer at once (Label Studio gives them 1 s and 3 s);
-``POST /predict`` returns one prediction per task, in order; ``POST /webhook`` takes
-annotation events. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
-Label Studio's ML connection supports.
+``POST /predict`` returns one prediction per task, in order (with several judges, a list of
+predictions per task, one per judge, which Label Studio 1.23 stores as separate predictions);
+``POST /webhook`` takes annotation events; ``GET /usage`` reports the LLM's token usage and cost.
+Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which Label Studio's ML
+connection supports.
+
+``/setup``'s ``extra_params`` (the ML backend's "extra params" in Label Studio, sent with every
+``/setup``) choose a project's judges: models, samples, prices (:mod:`judgelab.backend.llm.judges`).
 """
 
 from __future__ import annotations
@@ -64,6 +69,19 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"status": "error", "error": message}, status_code=status)
 
 
+def _judges_answer(model: JudgelabModel) -> dict[str, Any]:
+    """``/setup``'s account of the project's judges (empty for the offline annotator)."""
+    if not model.judges:
+        return {}
+    return {
+        "model_versions": model.model_versions,
+        "judges": [
+            {"model": j.model, "samples": j.samples, "model_version": v}
+            for j, v in zip(model.judges, model.model_versions, strict=True)
+        ],
+    }
+
+
 def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
     settings = settings or BackendSettings.from_env()
     annotator = annotator or make_annotator(settings.annotator, settings)
@@ -114,9 +132,10 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         try:
             payload = await body(request)
             model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
+            model.configure(payload.get("extra_params"))
         except (ValueError, LabelConfigError) as exc:
             return _error(400, str(exc))
-        return {"model_version": model.setup(), "schema": model.schema_name}
+        return {"model_version": model.setup(), "schema": model.schema_name, **_judges_answer(model)}
 
     @app.post("/predict", openapi_extra=PREDICT_BODY)
     async def predict(request: Request):
@@ -129,6 +148,11 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         except (ValueError, LabelConfigError) as exc:
             return _error(400, str(exc))
         params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
+        if "extra_params" in params:  # judgelab's own client sends the project's judges along
+            try:
+                model.configure(params.get("extra_params"))
+            except ValueError as exc:
+                return _error(400, str(exc))
         # in a worker thread: a long batch must not block /health (1 s) and /setup (3 s) meanwhile
         results = await run_in_threadpool(model.predict, tasks, params.get("context"))
         return {"results": results, "model_version": model.model_version}
@@ -148,6 +172,21 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
             return model_for(project.get("id"), config).fit(event, payload)
         except LabelConfigError as exc:
             return _error(400, str(exc))
+
+    @app.get("/usage")
+    def usage(project: str | None = None, after: int = 0, per: str | None = None):
+        """Token usage and cost of the LLM's requests: totals per model version since row
+        ``after`` (``per=task``: one row per task and model version of ``project``)."""
+        log_of = getattr(annotator, "usage", None)
+        if log_of is None:
+            return {"last_id": 0, "after": after, "project": project, "total": {}, "by_model_version": [], "rows": []}
+        if per == "task":
+            if not project:
+                return _error(400, "per=task needs a project")
+            return {"project": project, "rows": log_of.per_task(project)}
+        if per is not None:
+            return _error(400, "per must be 'task' (or left out)")
+        return log_of.summary(project, after)
 
     @app.post("/train")
     async def train(request: Request):
