@@ -214,8 +214,9 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
 
 def stop_stack(home: Path) -> list[str]:
     stopped = []
-    for name in ("backend", "label-studio"):
-        pid_file = home / f"{name}.pid"
+    # the backend's pid file is judgelab.backend.pid (backend.pid before the judgelab package)
+    for name, file_name in (("backend", "judgelab.backend.pid"), ("backend", "backend.pid"), ("label-studio", None)):
+        pid_file = home / (file_name or f"{name}.pid")
         if not pid_file.exists():
             continue
         try:
