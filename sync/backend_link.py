@@ -9,7 +9,7 @@ A project's judges (which models, how many samples, their prices) are the ML bac
 ``extra_params`` in Label Studio: Label Studio sends them with every ``/setup``, so its own
 "Retrieve predictions" uses them too. With several judges, ``/setup`` reports one version per
 judge; the project shows the first judge's predictions to annotators (Settings > Annotation >
-Live Predictions picks another), and every judge's predictions are stored.
+Prelabeling selects another), and every judge's predictions are stored.
 """
 
 from __future__ import annotations

@@ -31,7 +31,9 @@ USAGE = pd.DataFrame(
 
 
 def test_doctests():
-    assert doctest.testmod(cost).failed == 0
+    from judgelab.analysis.report.sections import cost as cost_section
+
+    assert doctest.testmod(cost).failed == 0 and doctest.testmod(cost_section).failed == 0
 
 
 def test_cost_per_model_version_and_per_task():
@@ -60,7 +62,8 @@ def test_the_report_has_a_cost_section_for_the_projects_with_usage(tmp_path):
         "sent 3 request(s) using 5,000 prompt and 500 completion tokens; 1 answer(s) came from the response cache"
         in markdown
     )
-    assert "0.0090 in all" in markdown and "judgelab-llm-b-k3" in markdown
+    assert "it cost 0.009 in all: 0.002 for the median task, 0.007 for the dearest" in markdown
+    assert "judgelab-llm-b-k3" in markdown and "| answers |" in markdown  # samples: 3 answers in 1 request
     csv = pd.read_csv(paths.csv["cost_per_task"])
     assert sorted(csv["task_id"]) == [1, 2, 3]  # project 9's row is not project 5's
     no_usage = build_report({"tasks": TASKS}, {}, tmp_path / "two")

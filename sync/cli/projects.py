@@ -177,7 +177,7 @@ def _show_judges(schema_name: str, link) -> None:
 
 
 @main.command("connect")
-@click.option("--backend-url", default="http://127.0.0.1:9090", show_default=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", default="http://127.0.0.1:9090", show_default=True)
 @click.option("--schema", "names", multiple=True)
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
 @_judge_options
@@ -209,7 +209,7 @@ def connect_cmd(
 
 @main.command("preannotate")
 @click.option("--schema", "names", multiple=True)
-@click.option("--backend-url", default="http://127.0.0.1:9090", show_default=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", default="http://127.0.0.1:9090", show_default=True)
 @click.option(
     "--push",
     is_flag=True,

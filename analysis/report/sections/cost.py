@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from judgelab.analysis.cost import cost_per_model_version, cost_per_task
 from judgelab.analysis.report.blocks import Paragraph, Section, Table
 from judgelab.analysis.report.data import ProjectData
+
+
+def money(value: float) -> str:
+    """A cost with six significant digits (LLM costs per task are often fractions of a cent).
+
+    >>> money(0.000268125), money(12.5), money(float("nan"))
+    ('0.000268125', '12.5', '')
+    """
+    return "" if pd.isna(value) else f"{value:.6g}"
 
 
 def cost_section(data: ProjectData) -> Section | None:
@@ -25,8 +36,8 @@ def cost_section(data: ProjectData) -> Section | None:
     priced = per_task["cost"].dropna()
     if not priced.empty:
         text += (
-            f" At the prices given (--price-in/--price-out) it cost {priced.sum():.4f} in all: "
-            f"{priced.median():.6f} for the median task, {priced.max():.6f} for the dearest."
+            f" At the prices given (--price-in/--price-out) it cost {money(priced.sum())} in all: "
+            f"{money(priced.median())} for the median task, {money(priced.max())} for the dearest."
         )
     else:
         text += " No prices were given (--price-in/--price-out), so no cost is shown."
@@ -40,14 +51,25 @@ def cost_section(data: ProjectData) -> Section | None:
     unpriced = int(per_version["unpriced"].sum())
     if unpriced:
         notes.append(f"{unpriced} request(s) had tokens but no price: their cost is missing from the totals.")
-    shown = per_version.assign(cost=per_version["cost"].round(6), cost_per_task=per_version["cost_per_task"].round(6))
+    columns = ["model_version", "model", "tasks", "requests", "answers", "cached", "unreported", "unpriced"]
+    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task"]
+    if (per_version["answers"] == per_version["requests"]).all():
+        columns.remove("answers")  # one answer per request: no samples asked with n
+    columns = [c for c in columns if c not in ("unreported", "unpriced") or per_version[c].any()]
+    shown = per_version.assign(cost=per_version["cost"].map(money))
+    shown = shown.assign(cost_per_task=per_version["cost_per_task"].map(money))[columns]
     blocks = [
         Paragraph(text + (" " + " ".join(notes) if notes else "")),
         Paragraph(
             "One row per model version (each judge, and each setting of samples, is its own version). tasks: "
-            "tasks it answered; requests: HTTP requests that carried their tokens; answers: answers those "
-            "requests gave (several per request when samples were asked with n); cached: answers that cost "
-            "nothing; cost_per_task: cost divided by tasks. cost_per_task.csv has every task."
+            "tasks it answered; requests: HTTP requests that carried their tokens; "
+            + (
+                "answers: answers those requests gave (several per request when samples were asked with n); "
+                if "answers" in columns
+                else ""
+            )
+            + "cached: answers that cost nothing; cost_per_task: cost divided by tasks. cost_per_task.csv has "
+            "every task."
         ),
         Table(
             "cost_by_model_version",
