@@ -279,3 +279,51 @@ def test_the_cost_section_reads_well_in_the_browser(judges_stack, tmp_path, arti
         section = heading.locator("xpath=ancestor::section[1]").inner_text()
         browser.close()
     assert "LLM tokens and cost per model version" in section and "cost_per_task" in section
+
+
+def test_the_readme_backend_commands_start_an_llm_backend(tmp_path):
+    """The README's backend start lines, as written, with the endpoint replaced by the simulated
+    server (serving the model each line names)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("## LLM pre-annotation") :]
+    block = block[block.index("```bash\n") + len("```bash\n") :]
+    lines = [
+        line for line in block[: block.index("```")].replace("\\\n", " ").splitlines() if "judgelab.backend" in line
+    ]
+    assert len(lines) == 3
+    for line in lines:
+        words = shlex.split(line)
+        assignments = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=.*", w))
+        assert words[len(assignments) :] == [".venv/bin/python", "-m", "judgelab.backend"], line
+        with LLMSim(
+            answer=json.dumps({"annotations": [], "impression": 3}), model=assignments["JUDGELAB_LLM_MODEL"]
+        ) as sim:
+            port = free_port()
+            env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGELAB_")}
+            env.update(assignments, JUDGELAB_LLM_BASE_URL=sim.url, JUDGELAB_BACKEND_PORT=str(port))
+            env["JUDGELAB_CACHE_PATH"] = str(tmp_path / "cache.sqlite")
+            with (tmp_path / "backend.log").open("wb") as log:
+                proc = subprocess.Popen([sys.executable, "-m", "judgelab.backend"], env=env, stdout=log, stderr=log)
+            try:
+                url = f"http://127.0.0.1:{port}"
+                for _ in range(100):
+                    try:
+                        if httpx.get(f"{url}/health", timeout=1).json()["annotator"] == "llm":
+                            break
+                    except httpx.HTTPError:
+                        time.sleep(0.2)
+                tasks = [{"id": 1, "data": dubai_tasks(1, "S")[0]["data"]}]
+                setup = httpx.post(f"{url}/setup", json={"project": "1.1", "schema": HOTEL.config_xml}).json()
+                [prediction] = httpx.post(
+                    f"{url}/predict", json={"tasks": tasks, "label_config": HOTEL.config_xml}, timeout=30
+                ).json()["results"]
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+        assert prediction["model_version"] == setup["model_version"] and "result" in prediction, line
+        assert sim.chat_requests[-1].body["model"] == assignments["JUDGELAB_LLM_MODEL"]
