@@ -224,9 +224,8 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
 
 def stop_stack(home: Path) -> list[str]:
     stopped = []
-    # the backend's pid file is judgelab.backend.pid (backend.pid before the judgelab package)
-    for name, file_name in (("backend", "judgelab.backend.pid"), ("backend", "backend.pid"), ("label-studio", None)):
-        pid_file = home / (file_name or f"{name}.pid")
+    for name in ("backend", "label-studio"):
+        pid_file = home / f"{name}.pid"
         if not pid_file.exists():
             continue
         try:
