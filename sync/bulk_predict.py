@@ -14,6 +14,7 @@ task fits, the run stops and leaves the rest for a later run.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,8 +162,11 @@ def _predict_chunk(
     body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
     if extra_params is not None:
         body["params"] = {"extra_params": extra_params}
-    try:
-        response = http.post(f"{backend_url.rstrip('/')}/predict", json=body)
+    try:  # ASCII escapes, as Label Studio sends it: text that is not valid Unicode cannot fail the chunk
+        payload = json.dumps(body).encode("ascii")
+        response = http.post(
+            f"{backend_url.rstrip('/')}/predict", content=payload, headers={"Content-Type": "application/json"}
+        )
         response.raise_for_status()
         results = response.json().get("results")
     except (httpx.HTTPError, ValueError) as exc:

@@ -195,3 +195,22 @@ def test_a_task_whose_prediction_holds_a_lone_surrogate_gets_a_placeholder_not_a
     results = response.json()["results"]
     assert ["result" in p for p in results] == [True, False, True]
     assert "surrogate" in results[1]["error"]
+
+
+def test_preannotate_push_sends_a_chunk_holding_a_lone_surrogate(closing):
+    from types import SimpleNamespace
+
+    from judgelab.sync.bulk_predict import PushReport, _predict_chunk
+
+    good = dubai()
+    bad = dict(good, summary=good["summary"] + " \ud800")
+    chunk = [SimpleNamespace(id=i, data=data) for i, data in enumerate([good, bad, good])]
+    project = SimpleNamespace(id=3, label_config=HOTEL_XML)
+    with LLMSim(answer=VALID) as sim:
+        annotator = llm(closing, sim, cache=None, cache_path="off")
+        app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
+        with ServerThread(app) as url, httpx.Client(timeout=30) as http:
+            report = PushReport(model_version="v")
+            predictions = _predict_chunk(http, url, project, chunk, report)
+    assert not report.failures, report.failures
+    assert [p["task"] for p in predictions] == [0, 1, 2]  # the bad task's spans do not quote the surrogate
