@@ -5,12 +5,17 @@ path of their own: ``/health`` on the event loop, ``/setup`` and ``/webhook`` on
 thread pool, never queued behind ``/predict``. ``POST /predict`` runs on the predict pool and
 returns one prediction per task, in order, within ``JUDGELAB_PREDICT_DEADLINE`` seconds of the
 request's *arrival* (time spent waiting for a thread counts). ``GET /metrics`` answers in the
-Prometheus text format. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
+Prometheus text format; ``GET /usage`` reports the LLM's token usage and cost. With several
+judges ``/predict`` gives a list of predictions per task, one per judge, which Label Studio 1.23
+stores as separate predictions. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
 Label Studio's ML connection supports, guards everything but ``/health``.
 
 Memory is bounded whatever is sent: request bodies (``JUDGELAB_MAX_BODY_MB``) and label configs
 (``JUDGELAB_MAX_CONFIG_MB``) over their limit get a 413, and the models of the projects seen are
 kept in a registry bounded by count and size (:mod:`judgelab.backend.model_registry`).
+
+``/setup``'s ``extra_params`` (the ML backend's "extra params" in Label Studio, sent with every
+``/setup``) choose a project's judges: models, samples, prices (:mod:`judgelab.backend.llm.judges`).
 """
 
 from __future__ import annotations
@@ -107,6 +112,19 @@ def json_response(payload: Any, status: int = 200) -> Response:
     """JSON bytes made in the calling thread (a 10,000-task answer is not encoded on the event
     loop), in pieces (:mod:`judgelab.backend.json_io`)."""
     return Response(dumps(payload), status_code=status, media_type="application/json")
+
+
+def _judges_answer(model: JudgelabModel) -> dict[str, Any]:
+    """``/setup``'s account of the project's judges (empty for the offline annotator)."""
+    if not model.judges:
+        return {}
+    return {
+        "model_versions": model.model_versions,
+        "judges": [
+            {"model": j.model, "samples": j.samples, "model_version": v}
+            for j, v in zip(model.judges, model.model_versions, strict=True)
+        ],
+    }
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
@@ -251,8 +269,9 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
     def do_setup(raw: bytes) -> dict[str, Any]:
         payload = parse_json_object(raw)
         model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
+        model.configure(payload.get("extra_params"))
         files.remember(str(model.project_id), payload.get("hostname"), payload.get("access_token"))
-        return {"model_version": model.setup(), "schema": model.schema_name}
+        return {"model_version": model.setup(), "schema": model.schema_name, **_judges_answer(model)}
 
     @app.post("/setup", openapi_extra=SETUP_BODY)
     async def setup(request: Request) -> Response:
@@ -270,6 +289,8 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
             raise RequestError(400, "'tasks' must be a list")
         model = model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
         params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
+        if "extra_params" in params:  # judgelab's own client sends the project's judges along
+            model.configure(params.get("extra_params"))
         parsed = time.monotonic()
         # the deadline is for the answer: the time to write it is kept aside (at most a quarter)
         reserve = min(settings.predict_deadline / 4, len(tasks) * ANSWER_SECONDS_PER_TASK)
@@ -309,6 +330,21 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         except RequestError as exc:
             return _error(exc.status, str(exc))
         return await run(setup_pool, answer, lambda: do_webhook(raw))
+
+    @app.get("/usage")
+    def usage(project: str | None = None, after: int = 0, per: str | None = None):
+        """Token usage and cost of the LLM's requests: totals per model version since row
+        ``after`` (``per=task``: one row per task and model version of ``project``)."""
+        log_of = getattr(annotator, "usage", None)
+        if log_of is None:
+            return {"last_id": 0, "after": after, "project": project, "total": {}, "by_model_version": [], "rows": []}
+        if per == "task":
+            if not project:
+                return _error(400, "per=task needs a project")
+            return {"project": project, "rows": log_of.per_task(project)}
+        if per is not None:
+            return _error(400, "per must be 'task' (or left out)")
+        return log_of.summary(project, after)
 
     @app.post("/train")
     async def train(request: Request):

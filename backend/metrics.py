@@ -131,11 +131,14 @@ class Metrics:
             self.requests[(label, str(status))] += 1
             self.durations.setdefault(label, Histogram()).observe(seconds)
 
-    def count_predictions(self, predictions: Iterable[Mapping[str, Any]]) -> None:
-        """``predicted`` (a result), ``no_answer_yet`` (ran out of time) or ``failed``."""
+    def count_predictions(self, predictions: Iterable[Any]) -> None:
+        """``predicted`` (a result), ``no_answer_yet`` (ran out of time) or ``failed``, per task (a
+        task with several judges has a list of predictions, all with a result)."""
         counts: Counter[str] = Counter()
         for p in predictions:
-            if "result" in p:
+            if isinstance(p, list):
+                counts["predicted"] += 1
+            elif "result" in p:
                 counts["predicted"] += 1
             elif p.get("error") == NO_ANSWER_YET:
                 counts["no_answer_yet"] += 1

@@ -16,6 +16,8 @@ from pathlib import Path
 #: returns what it has after this many seconds, safely below that.
 DEFAULT_PREDICT_DEADLINE = 80.0
 DEFAULT_CACHE_PATH = ".judgelab/llm-cache.sqlite"
+DEFAULT_CACHE_MAX_MB = 1024.0  # the response cache's size cap; the oldest answers go first
+DEFAULT_CACHE_MAX_ANSWER_KB = 512.0  # a longer answer is used but never stored
 JSON_MODES = ("auto", "on", "off")
 CACHE_OFF = ("", "off", "none", "0", "false")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -43,7 +45,10 @@ class LLMSettings:
     """An OpenAI-compatible chat endpoint and how to call it."""
 
     base_url: str = ""  # e.g. http://127.0.0.1:11434/v1 (the part before /chat/completions)
-    model: str = ""
+    model: str = ""  # the default judge
+    models: tuple[str, ...] = ()  # every model this backend may call (default: just ``model``)
+    samples: int = 1  # answers per task and model (more than one: self-consistency, majority vote)
+    max_samples: int = 20  # the most samples a project may ask for
     api_key: str | None = field(default=None, repr=False)  # never logged, never returned
     temperature: float = 0.0
     max_tokens: int = 1024
@@ -52,6 +57,8 @@ class LLMSettings:
     retries: int = 3  # extra attempts after a 429, 5xx, timeout or connection error
     json_mode: str = "auto"  # auto: ask for JSON output, drop the request for it if the server refuses
     cache_path: str = DEFAULT_CACHE_PATH  # "" or "off": no response cache
+    cache_max_mb: float = DEFAULT_CACHE_MAX_MB  # size cap of the cache file's answers
+    cache_max_answer_kb: float = DEFAULT_CACHE_MAX_ANSWER_KB  # longer answers are not cached
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:
@@ -62,6 +69,15 @@ class LLMSettings:
             raise SettingsError(f"JUDGELAB_LLM_CONCURRENCY must be at least 1, got {self.concurrency}")
         if self.timeout <= 0:
             raise SettingsError(f"JUDGELAB_LLM_TIMEOUT must be positive, got {self.timeout}")
+        if not 1 <= self.samples <= self.max_samples:
+            raise SettingsError(
+                f"JUDGELAB_LLM_SAMPLES must be 1 to {self.max_samples} (JUDGELAB_LLM_MAX_SAMPLES), got {self.samples}"
+            )
+
+    @property
+    def all_models(self) -> tuple[str, ...]:
+        """The models this backend may call, the default one first."""
+        return tuple(dict.fromkeys(m for m in (self.model, *self.models) if m))
 
     @property
     def cache_enabled(self) -> bool:
@@ -80,9 +96,13 @@ class LLMSettings:
     def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
         env = dict(os.environ if env is None else env)
         cache_path = env.get("JUDGELAB_CACHE_PATH")
+        models = tuple(m.strip() for m in env.get("JUDGELAB_LLM_MODEL", "").split(",") if m.strip())
         return cls(
             base_url=env.get("JUDGELAB_LLM_BASE_URL", "").strip().rstrip("/"),
-            model=env.get("JUDGELAB_LLM_MODEL", "").strip(),
+            model=models[0] if models else "",
+            models=models,
+            samples=int(_number(env, "JUDGELAB_LLM_SAMPLES", 1, int, 1)),
+            max_samples=int(_number(env, "JUDGELAB_LLM_MAX_SAMPLES", 20, int, 1)),
             api_key=env.get("JUDGELAB_LLM_API_KEY") or None,
             temperature=_number(env, "JUDGELAB_LLM_TEMPERATURE", 0.0),
             max_tokens=int(_number(env, "JUDGELAB_LLM_MAX_TOKENS", 1024, int, 1)),
@@ -91,6 +111,8 @@ class LLMSettings:
             retries=int(_number(env, "JUDGELAB_LLM_RETRIES", 3, int, 0)),
             json_mode=env.get("JUDGELAB_LLM_JSON_MODE", "auto").strip().lower() or "auto",
             cache_path=DEFAULT_CACHE_PATH if cache_path is None else cache_path.strip(),
+            cache_max_mb=_number(env, "JUDGELAB_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, float, 0.001),
+            cache_max_answer_kb=_number(env, "JUDGELAB_CACHE_MAX_ANSWER_KB", DEFAULT_CACHE_MAX_ANSWER_KB, float, 0.001),
         )
 
     def cache_file(self) -> Path | None:

