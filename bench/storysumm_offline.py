@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from judgelab.backend.annotators import grounding as g  # noqa: E402
-from judgelab.backend.annotators import offline  # noqa: E402
 from judgelab.backend.annotators.offline import OfflineAnnotator  # noqa: E402
+from judgelab.backend.annotators.offline.schemas import story_consistency as offline  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "storysumm" / "storysumm.json"
 SPLITS = ("val", "test")

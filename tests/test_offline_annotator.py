@@ -390,7 +390,7 @@ def test_better_grounded_alternate_is_swapped(annotator: OfflineAnnotator) -> No
 
 
 def test_commentary_detection() -> None:
-    from judgelab.backend.annotators.offline import is_commentary
+    from judgelab.backend.annotators.offline.schemas.story_consistency import is_commentary
 
     assert is_commentary("This poignant tale explores themes of loss and duty.")
     assert is_commentary("The story serves as a reminder that kindness matters.")
