@@ -8,6 +8,7 @@ import re
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.draft import SpanDraft
+from judgelab.configs.items import REPEATER_INDEX
 
 
 def as_text(value: object) -> str:
@@ -99,3 +100,8 @@ def non_overlapping(spans: list[SpanDraft], priority: dict[str, int]) -> list[Sp
         if all(span.end <= k.start or span.start >= k.end for k in kept):
             kept.append(span)
     return sorted(kept, key=lambda s: s.start)
+
+
+def repeated(pattern: str, index: int) -> str:
+    """A Repeater control's name for one item: ``verdict_{i}`` and 3 give ``verdict_3``."""
+    return pattern.replace(REPEATER_INDEX, str(index))

@@ -10,6 +10,7 @@ from judgelab.backend.annotators.offline.text import (
     read_text,
 )
 from judgelab.backend.draft import Draft
+from judgelab.configs.schema import get_schema
 
 #: SP 3 needs this share of the original's content stems in the generated text (and no
 #: number or name lost or added); SP 1 needs a lost number or three lost facts (numbers and
@@ -63,18 +64,23 @@ _IT_PARTICIPLE_SINGULAR = (
 _IT_NUMERAL_CONTEXT = frozenset("articolo art comma legge numero n punto pagina ore capitolo decreto paragrafo".split())
 
 
-@heuristic("augmentation_quality", reads=("original", "generated"))
+SCHEMA = "augmentation_quality"
+
+
+@heuristic(SCHEMA, reads=("original", "generated"))
 def annotate_augmentation_quality(data: dict) -> Draft:
+    schema = get_schema(SCHEMA)
+    sp_control, sc_control = schema.item_control("SP"), schema.item_control("SC")
     original = read_text(data, "original")
     generated = read_text(data, "generated")
     if not generated.strip():
         info = {"empty_generated": True}
-        return Draft(choices={"SP": ["1"]} if original.strip() else {}, score=0.0, info=info)
+        return Draft(choices={sp_control: ["1"]} if original.strip() else {}, score=0.0, info=info)
     sp, sp_info = semantic_preservation(original, generated)
     errors = syntax_errors(generated)
     sc = 3 if not errors else 2 if len(errors) <= 3 else 1
     return Draft(
-        choices={"SP": [str(sp)], "SC": [str(sc)]},
+        choices={sp_control: [str(sp)], sc_control: [str(sc)]},
         score=round(float(sp_info["recall"]), 3),
         info={**sp_info, "syntax_errors": [msg for _, _, msg in errors]},
     )

@@ -23,12 +23,11 @@ from judgelab.backend.annotators.offline.text import (
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.configs.schema import get_schema
 
-HOTEL_CONTROL = get_schema("hotel_spans").span_control()
+SCHEMA = "hotel_spans"
 HOTEL_PRIORITY = {"Incorrect": 0, "Misleading": 1, "Not Checkable": 2}
 #: Impression: 6 for a clean summary, minus a cost per error (Incorrect costs most).
 IMPRESSION_CLEAN = 6
 IMPRESSION_COST = {"Incorrect": 1.6, "Misleading": 1.2, "Not Checkable": 1.0}
-DEFAULT_NO_ERRORS = "I did not find any errors in the summary"
 #: Proximity wording is Misleading when the descriptions give more than this distance (km).
 NEAR_KM = 1.0
 CLOSE_KM = 5.0
@@ -387,7 +386,7 @@ _GENERIC_TRAVEL_STEMS = {
 }
 
 
-@heuristic("hotel_spans", reads=("descriptions", "summary"))
+@heuristic(SCHEMA, reads=("descriptions", "summary"))
 def annotate_hotel_spans(data: dict) -> Draft:
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
@@ -402,10 +401,11 @@ def annotate_hotel_spans(data: dict) -> Draft:
     spans = non_overlapping([s for s in candidates if valid_span(summary, s.start, s.end)], HOTEL_PRIORITY)
     spans = merge_adjacent(summary, spans)
     draft = Draft(spans=spans)
+    schema = get_schema(SCHEMA)
     if not spans:
-        draft.choices["no_errors"] = [no_errors_value(data)]
+        draft.choices[schema.empty_answer["control"]] = [no_errors_value(data)]
     cost = sum(IMPRESSION_COST.get(s.label, 1.0) for s in spans)
-    draft.ratings["impression"] = clamp(IMPRESSION_CLEAN - cost, 1, 7)
+    draft.ratings[schema.item_control("impression")] = clamp(IMPRESSION_CLEAN - cost, 1, 7)
     content = [t for t in g.tokenize(summary) if g.is_content(t, g.STOPWORDS_EN)]
     draft.score = round(source.index.grounding(content), 3) if source.text.strip() else None
     draft.info = {
@@ -432,13 +432,17 @@ def merge_adjacent(text: str, spans: list[SpanDraft]) -> list[SpanDraft]:
 
 
 def no_errors_value(data: dict) -> str:
-    options = data.get("no_errors_options")
+    """The no-errors box's value for this task: the first of the options the task carries (the
+    schema's ``empty_answer.from_data`` field), else the first value the schema declares for it."""
+    empty = get_schema(SCHEMA).empty_answer
+    options = data.get(str(empty.get("from_data")))
     if isinstance(options, list) and options:
         first = options[0]
         label = first.get("value") if isinstance(first, dict) else first
         if isinstance(label, str) and label.strip():
             return label
-    return DEFAULT_NO_ERRORS
+    declared = get_schema(SCHEMA).items.get(str(empty.get("control")), {}).get("values") or [""]
+    return str(declared[0])
 
 
 def _targets_after(summary: str, end: int, limit: int = 5) -> set[str]:
@@ -700,4 +704,4 @@ def _nouns_after(text: str, tokens: list[g.Token], starts: list[int], position: 
 
 
 def _hotel(start: int, end: int, label: str, note: str) -> SpanDraft:
-    return SpanDraft(HOTEL_CONTROL, start, end, label, note=note, score=0.5)
+    return SpanDraft(get_schema(SCHEMA).span_control(), start, end, label, note=note, score=0.5)

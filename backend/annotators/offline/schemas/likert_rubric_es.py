@@ -19,6 +19,7 @@ from judgelab.backend.annotators.offline.text import (
     tokens_in,
 )
 from judgelab.backend.draft import Draft
+from judgelab.configs.schema import get_schema
 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•·–—]|\d{1,2}[.)])\s+")
 #: Mean words per bullet: up to 3 = loose words (Coherence 1), up to 7 = fragments (2),
@@ -194,13 +195,17 @@ KEY_ENTITIES = 5
 KEY_NUMBERS = 2
 
 
-@heuristic("likert_rubric_es", reads=("title", "article", "summary"))
+SCHEMA = "likert_rubric_es"
+
+
+@heuristic(SCHEMA, reads=("title", "article", "summary"))
 def annotate_likert_rubric_es(data: dict) -> Draft:
     article = read_text(data, "article")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
     if not summary.strip():
         return Draft(info={"empty_summary": True})
     index = g.SourceIndex([article, read_text(data, "title")], lang="es")
+    schema = get_schema(SCHEMA)
     copy = is_near_copy(article, summary)
     coherence, coherence_info = coherence_score(summary)
     consistency, unsupported = consistency_score(summary, index)
@@ -210,11 +215,14 @@ def annotate_likert_rubric_es(data: dict) -> Draft:
     content = [t for t in g.tokenize(summary) if g.is_content(t, g.STOPWORDS_ES)]
     return Draft(
         choices={
-            "Coherence": [str(coherence)],
-            "Consistency": [str(consistency)],
-            "Fluency": [str(fluency)],
-            "Relevance": [str(relevance)],
-            "5W": [str(five_w)],
+            schema.item_control(criterion): [str(value)]
+            for criterion, value in (
+                ("Coherence", coherence),
+                ("Consistency", consistency),
+                ("Fluency", fluency),
+                ("Relevance", relevance),
+                ("5W", five_w),
+            )
         },
         score=round(index.grounding(content), 3) if article.strip() else None,
         info={

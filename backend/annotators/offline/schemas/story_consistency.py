@@ -15,8 +15,10 @@ from judgelab.backend.annotators.offline.text import (
     as_text,
     quote_words,
     read_text,
+    repeated,
 )
 from judgelab.backend.draft import Draft, SpanDraft
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import story_lines as parse_story_lines
 from judgelab.configs.story_lines import task_alternates
 
@@ -163,8 +165,33 @@ def story_lines(data: dict) -> list[tuple[str, bool, str | None]]:
     ]
 
 
-@heuristic("story_consistency", reads=("story",))
+SCHEMA = "story_consistency"
+
+
+@dataclass(frozen=True)
+class StoryControls:
+    """The schema's Repeater control patterns (``verdict_{i}``...), read from ``schema.yaml``."""
+
+    verdict: str
+    explanation: str
+    ambiguous: str
+    swap: str
+    swap_explanation: str
+
+    @classmethod
+    def of(cls, schema: Schema) -> StoryControls:
+        return cls(
+            verdict=schema.item_control("line_{i}"),
+            explanation=schema.item_control("line_{i}.explanation"),
+            ambiguous=schema.span_control("line_{i}"),
+            swap=schema.item_control("alternate_{i}.swap"),
+            swap_explanation=schema.item_control("alternate_{i}.explanation"),
+        )
+
+
+@heuristic(SCHEMA, reads=("story",))
 def annotate_story_consistency(data: dict) -> Draft:
+    controls = StoryControls.of(get_schema(SCHEMA))
     index = g.SourceIndex([read_text(data, "story")], lang="en")
     lines = story_lines(data)
     draft = Draft()
@@ -176,12 +203,12 @@ def annotate_story_consistency(data: dict) -> Draft:
             verdict = "N/A, just commentary"
         elif check.inconsistent:
             verdict = "Inconsistent"
-            draft.texts[f"explanation_{i}"] = check.explanation()
+            draft.texts[repeated(controls.explanation, i)] = check.explanation()
             span = least_grounded_phrase(text, check) if is_str else None
             if span:
                 draft.spans.append(
                     SpanDraft(
-                        f"ambiguous_{i}",
+                        repeated(controls.ambiguous, i),
                         span[0],
                         span[1],
                         "Ambiguous",
@@ -191,14 +218,14 @@ def annotate_story_consistency(data: dict) -> Draft:
                 )
         else:
             verdict = "Consistent"
-        draft.choices[f"verdict_{i}"] = [verdict]
+        draft.choices[repeated(controls.verdict, i)] = [verdict]
         verdicts[verdict] += 1
         if not check.commentary:
             groundings.append(check.grounding)
     for k, alt in enumerate(task_alternates(data)):
         choice, why = swap_decision(alt, lines, index)
-        draft.choices[f"swap_{k}"] = [choice]
-        draft.texts[f"swap_explanation_{k}"] = why
+        draft.choices[repeated(controls.swap, k)] = [choice]
+        draft.texts[repeated(controls.swap_explanation, k)] = why
     draft.score = round(sum(groundings) / len(groundings), 3) if groundings else None
     draft.info = {"lines": len(lines), "verdicts": dict(verdicts)}
     return draft

@@ -20,7 +20,14 @@ from judgelab.backend.annotators.offline.text import (
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.configs.schema import get_schema
 
-FLAW_CONTROL = get_schema("summary_flaws").span_control()
+SCHEMA = "summary_flaws"
+
+
+def flaw_control() -> str:
+    """The schema's span control (its name comes from ``schema.yaml``)."""
+    return get_schema(SCHEMA).span_control()
+
+
 #: A clause with at least this many content words ...
 IRRELEVANT_MIN_WORDS = 2
 #: ... and at most this share of them found in the post is flagged.
@@ -40,7 +47,7 @@ _EN_AUXILIARIES = frozenset("do does did is are was were am".split())
 _EN_NOT_AFTER_DETERMINER = _EN_AUXILIARIES | _EN_PREPOSITIONS | _EN_DETERMINERS | {"and", "but", "or", "to"}
 
 
-@heuristic("summary_flaws", reads=("title", "post", "subreddit", "summary"))
+@heuristic(SCHEMA, reads=("title", "post", "subreddit", "summary"))
 def annotate_summary_flaws(data: dict) -> Draft:
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
@@ -59,7 +66,7 @@ def annotate_summary_flaws(data: dict) -> Draft:
         spans = []
     draft = Draft(spans=spans, score=round(index.grounding(content), 3))
     if not spans:
-        empty = get_schema("summary_flaws").empty_answer
+        empty = get_schema(SCHEMA).empty_answer
         draft.choices[empty["control"]] = [empty["value"]]
     draft.info = {
         "flaws": dict(Counter(s.label for s in spans)),
@@ -73,7 +80,7 @@ def number_flaws(summary: str, index: g.SourceIndex) -> list[SpanDraft]:
     """Numbers of the summary that the post never mentions (digits or number words)."""
     return [
         SpanDraft(
-            FLAW_CONTROL, n.start, n.end, "Factually Incorrect", note=f"number {n.text} not in the post", score=0.7
+            flaw_control(), n.start, n.end, "Factually Incorrect", note=f"number {n.text} not in the post", score=0.7
         )
         for n in g.extract_numbers(summary, lang="en")
         if not index.has_number(n) and not g.is_list_marker(summary, n)
@@ -100,12 +107,12 @@ def grounding_flaws(
                 label, note = "Factually Incorrect", f"{quote_words(list(names[0].tokens))} is not in the post"
             else:
                 label, note = "Irrelevant", f"{quote_words(missing)} not found in the post"
-            spans.append(SpanDraft(FLAW_CONTROL, a, b, label, note=note, score=0.4))
+            spans.append(SpanDraft(flaw_control(), a, b, label, note=note, score=0.4))
     for name in unknown_names:
         if name not in covered:
             spans.append(
                 SpanDraft(
-                    FLAW_CONTROL,
+                    flaw_control(),
                     name.start,
                     name.end,
                     "Factually Incorrect",
@@ -145,7 +152,7 @@ def redundancy_flaws(summary: str) -> list[SpanDraft]:
                 break
         if run:
             spans.append(
-                SpanDraft(FLAW_CONTROL, run[0][0], run[-1][1], "Other", note="repeats an earlier sentence", score=0.5)
+                SpanDraft(flaw_control(), run[0][0], run[-1][1], "Other", note="repeats an earlier sentence", score=0.5)
             )
         seen |= g.stem_set(summary[start:end], g.STOPWORDS_EN)
     return spans
@@ -154,7 +161,7 @@ def redundancy_flaws(summary: str) -> list[SpanDraft]:
 def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
     """Repeated words, impossible word pairs (``in do``, ``the of``), word salad."""
     spans = [
-        SpanDraft(FLAW_CONTROL, left.start, right.end, "Incoherent", note=f"repeated word '{left.text}'", score=0.6)
+        SpanDraft(flaw_control(), left.start, right.end, "Incoherent", note=f"repeated word '{left.text}'", score=0.6)
         for left, right in g.repeated_words(tokens, summary)
     ]
     for left, right in zip(tokens, tokens[1:], strict=False):
@@ -167,7 +174,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
         if bad:
             spans.append(
                 SpanDraft(
-                    FLAW_CONTROL,
+                    flaw_control(),
                     left.start,
                     right.end,
                     "Incoherent",
@@ -180,7 +187,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
         if words and words[-1].folded in _EN_DETERMINERS:
             spans.append(
                 SpanDraft(
-                    FLAW_CONTROL,
+                    flaw_control(),
                     words[-1].start,
                     words[-1].end,
                     "Incoherent",
@@ -193,7 +200,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
         if len(alpha) >= WORD_SALAD_MIN_WORDS and function_share < WORD_SALAD_MAX_FUNCTION_SHARE:
             spans.append(
                 SpanDraft(
-                    FLAW_CONTROL,
+                    flaw_control(),
                     start,
                     end,
                     "Incoherent",
