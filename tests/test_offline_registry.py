@@ -27,7 +27,7 @@ data_fields:
 items:
   shouting: {kind: nominal, values: ["yes", "no"]}
 """
-SIXTH_OFFLINE = '''
+SIXTH_OFFLINE = """
 from judgelab.backend.annotators.offline import heuristic
 from judgelab.backend.draft import Draft
 from judgelab.configs.schema import get_schema
@@ -38,7 +38,7 @@ def annotate(data: dict) -> Draft:
     text = str(data.get("text") or "")
     control = get_schema("shouting").item_control("shouting")
     return Draft(choices={control: ["yes" if text.isupper() else "no"]}, score=0.9)
-'''
+"""
 
 
 def test_every_built_in_schema_has_a_registered_heuristic() -> None:
