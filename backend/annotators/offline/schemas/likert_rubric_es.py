@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from judgelab.backend.annotators import grounding as g
+from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
+from judgelab.backend.annotators.offline.fitted import likert_rubric_es as fitted
 from judgelab.backend.annotators.offline.heuristics import heuristic
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
@@ -212,19 +214,14 @@ def annotate_likert_rubric_es(data: dict) -> Draft:
     fluency, fluency_issues = fluency_score(summary)
     relevance, relevance_issues = relevance_score(article, summary, copy)
     five_w, key_info = five_w_score(article, summary, copy)
-    content = [t for t in g.tokenize(summary) if g.is_content(t, g.STOPWORDS_ES)]
-    return Draft(
-        choices={
-            schema.item_control(criterion): [str(value)]
-            for criterion, value in (
-                ("Coherence", coherence),
-                ("Consistency", consistency),
-                ("Fluency", fluency),
-                ("Relevance", relevance),
-                ("5W", five_w),
-            )
-        },
-        score=round(index.grounding(content), 3) if article.strip() else None,
+    ratings = {
+        "Coherence": coherence,
+        "Consistency": consistency,
+        "Fluency": fluency,
+        "Relevance": relevance,
+        "5W": five_w,
+    }
+    draft = Draft(
         info={
             "coherence": coherence_info,
             "unsupported": unsupported,
@@ -234,6 +231,17 @@ def annotate_likert_rubric_es(data: dict) -> Draft:
             "near_copy": copy,
         },
     )
+    for criterion, value in ratings.items():
+        control = schema.item_control(criterion)
+        draft.choices[control] = [str(value)]
+        draft.scores[control] = answer_score(rating_probability(criterion, value))
+    draft.score = prediction_score(draft)
+    return draft
+
+
+def rating_probability(criterion: str, rating: int) -> float:
+    """P(human median == ``rating``) for the heuristic's ``rating`` of ``criterion``, fitted on BASSE."""
+    return fitted.EXACT_RATE.get(criterion, {}).get(rating, fitted.UNSEEN_RATE)
 
 
 def coherence_score(summary: str) -> tuple[int, dict[str, object]]:

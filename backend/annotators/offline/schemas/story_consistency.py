@@ -1,5 +1,6 @@
-"""story_consistency (line-by-line verdicts, swaps, ambiguous portions): a line is grounded
-against the story (unknown names and numbers, missing words, details that never occur together).
+"""story_consistency (line-by-line verdicts, swaps, ambiguous portions): each line is aligned with
+the story (its best passage, how far apart its words are, unknown names and numbers) and gets a
+calibrated probability of being inconsistent.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from judgelab.backend.annotators import grounding as g
+from judgelab.backend.annotators.alignment import Passages, dispersion
+from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
+from judgelab.backend.annotators.offline.fitted import story_consistency as fitted
 from judgelab.backend.annotators.offline.heuristics import heuristic
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
@@ -22,22 +26,18 @@ from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import story_lines as parse_story_lines
 from judgelab.configs.story_lines import task_alternates
 
-#: A line is Inconsistent when it names a person/place or a number the story lacks; or when
-#: the story words it uses never occur together: fewer than STORY_MAX_COHESION of its
-#: (at least STORY_COHESION_MIN_WORDS) grounded content stems fit in one window of
-#: STORY_WINDOW_SHARE of the story (a line joining details from different places; the window
-#: grows with the story because longer stories are compressed more); or when fewer
-#: than STORY_MIN_GROUNDING of its content words are in the story at all, with at least
-#: STORY_MIN_MISSING missing. Tuned on StorySumm "val" (bench/storysumm_offline.py --tune):
-#: plain word grounding barely separates the classes there (AUC 0.52), co-occurrence does
-#: better (0.67).
-STORY_WINDOW_SHARE = 0.05  # the window is 5% of the story's tokens ...
-STORY_WINDOW_MIN = 10  # ... and at least this many tokens
-STORY_MAX_COHESION = 0.6
-STORY_COHESION_MIN_WORDS = 2
-STORY_MIN_GROUNDING = 0.6
-STORY_MIN_MISSING = 5
-#: An alternate replaces a line when it is this much better grounded (or names fewer unknowns).
+#: A line's probability of being inconsistent comes from a logistic model of two alignment
+#: features (``alignment.Passages.coverage`` over PASSAGE_SENTENCES sentences, and
+#: ``alignment.dispersion``), fitted on StorySumm's val split (``bench/fit_offline_storysumm.py``,
+#: parameters in ``offline/fitted/story_consistency.py``). Lines naming a name or number the story
+#: lacks get at least the val rate of such lines. "Inconsistent" is suggested from the val-chosen
+#: threshold on; below it the (required) verdict is the most likely answer, with its low score.
+PASSAGE_SENTENCES = 3
+#: The explanation names the story words found only outside the densest window of this share of
+#: the story's tokens (and at least STORY_WINDOW_MIN tokens).
+STORY_WINDOW_SHARE = 0.05
+STORY_WINDOW_MIN = 10
+#: An alternate replaces a line when its probability of being inconsistent is this much lower.
 SWAP_MARGIN = 0.05
 #: Words that describe the summary or the story itself, not its content.
 _STORY_META_WORDS = frozenset(
@@ -63,9 +63,12 @@ _COMMENTARY_ABSTRACT = re.compile(
 )
 
 
+_STORY_META_STEMS = frozenset(g.stem(w) for w in _STORY_META_WORDS)
+
+
 @dataclass
 class LineCheck:
-    """How well one summary line is supported by the story."""
+    """How well one summary line is supported by the story, and how likely it is inconsistent."""
 
     text: str
     grounding: float = 1.0
@@ -73,38 +76,23 @@ class LineCheck:
     unknown_names: list[g.Entity] = field(default_factory=list)
     unknown_numbers: list[g.NumberMention] = field(default_factory=list)
     commentary: bool = False
-    cohesion: float = 1.0  # share of the grounded stems found together in one story window
-    grounded_stems: int = 0
-    scattered: list[g.Token] = field(default_factory=list)  # grounded, outside that window
-
-    @property
-    def inconsistent(self) -> bool:
-        return self.is_inconsistent()
-
-    def is_inconsistent(
-        self,
-        min_grounding: float | None = None,
-        min_missing: int | None = None,
-        max_cohesion: float | None = None,
-        use_facts: bool = True,
-    ) -> bool:
-        """The verdict rule; the thresholds default to the tuned module constants."""
-        if self.commentary:
-            return False
-        if use_facts and (self.unknown_names or self.unknown_numbers):
-            return True
-        if self._scattered(STORY_MAX_COHESION if max_cohesion is None else max_cohesion):
-            return True
-        min_grounding = STORY_MIN_GROUNDING if min_grounding is None else min_grounding
-        min_missing = STORY_MIN_MISSING if min_missing is None else min_missing
-        return self.grounding < min_grounding and len(self.missing) >= min_missing
-
-    def _scattered(self, max_cohesion: float) -> bool:
-        return self.grounded_stems >= STORY_COHESION_MIN_WORDS and self.cohesion < max_cohesion
+    coverage: float = 1.0  # share of the line's content stems in its best passage of the story
+    dispersion: float = 0.0  # shortest stretch of the story holding its grounded stems (share)
+    scattered: list[g.Token] = field(default_factory=list)  # grounded, outside the densest window
+    probability: float = 0.0  # P(inconsistent), calibrated on StorySumm val
 
     @property
     def facts_missing(self) -> int:
         return len(self.unknown_names) + len(self.unknown_numbers)
+
+    def features(self) -> dict[str, float]:
+        """The features of the fitted line model."""
+        return {"coverage": self.coverage, "dispersion": self.dispersion}
+
+    @property
+    def inconsistent(self) -> bool:
+        """At or above the val-chosen threshold: suggest "Inconsistent"."""
+        return not self.commentary and self.probability >= fitted.INCONSISTENT_THRESHOLD
 
     def explanation(self) -> str:
         parts = []
@@ -112,12 +100,14 @@ class LineCheck:
             parts.append("names not in the story: " + ", ".join(f"'{e.text}'" for e in self.unknown_names))
         if self.unknown_numbers:
             parts.append("numbers not in the story: " + ", ".join(n.text for n in self.unknown_numbers))
-        if self.missing and (self.grounding < STORY_MIN_GROUNDING or not parts):
-            parts.append(f"words not supported by the story: {quote_words(self.missing, 6)}")
-        if self.scattered and self._scattered(STORY_MAX_COHESION):
+        if self.coverage < 1.0:
+            parts.append(f"the closest passage of the story has only {self.coverage:.0%} of its words")
+        if self.scattered:
             parts.append(f"the story has {quote_words(self.scattered)} but not together with the line's other details")
+        if self.missing:
+            parts.append(f"words not in the story: {quote_words(self.missing, 6)}")
         if not parts:
-            return "Not supported by the story."
+            return "Not clearly supported by the story."
         text = "; ".join(parts)
         return text[0].upper() + text[1:] + "."
 
@@ -131,25 +121,42 @@ def is_commentary(line: str) -> bool:
 
 
 def story_window(index: g.SourceIndex) -> int:
-    """Co-occurrence window for a story: a fixed share of its length, in tokens."""
+    """The window of the explanation's "not together": a fixed share of the story, in tokens."""
     return max(STORY_WINDOW_MIN, round(STORY_WINDOW_SHARE * index.length))
 
 
-def check_line(line: str, index: g.SourceIndex, window: int | None = None) -> LineCheck:
-    """Ground one summary line against the story index."""
+@dataclass
+class Story:
+    """A story indexed once for checking all the lines of its summary."""
+
+    index: g.SourceIndex
+    passages: Passages
+
+    @classmethod
+    def of(cls, text: str) -> Story:
+        return cls(g.SourceIndex([text], lang="en"), Passages(text))
+
+
+def check_line(line: str, story: Story) -> LineCheck:
+    """Ground one summary line against the story, with its calibrated probability."""
+    index = story.index
     check = LineCheck(text=line, commentary=is_commentary(line))
     tokens = g.tokenize(line)
     content = [t for t in tokens if g.is_content(t, g.STOPWORDS_EN) and t.folded not in _STORY_META_WORDS]
     check.missing = [t for t in content if not index.has_word(t.text)]
     check.grounding = 1 - len(check.missing) / len(content) if content else 1.0
+    stems = {g.stem(t.text) for t in content} - _STORY_META_STEMS
+    check.coverage = story.passages.coverage(stems, PASSAGE_SENTENCES)
+    check.dispersion = dispersion(index, stems)
     grounded = [t for t in content if g.stem(t.text) in index.positions]
-    width = story_window(index) if window is None else window
-    check.cohesion, together = index.cooccurrence((t.text for t in grounded), width)
-    check.grounded_stems = len({g.stem(t.text) for t in grounded})
+    _, together = index.cooccurrence((t.text for t in grounded), story_window(index))
     check.scattered = [t for t in grounded if g.stem(t.text) not in together]
     names = (g.without_initial_word(line, e) for e in g.extract_entities(line, g.STOPWORDS_EN))
     check.unknown_names = [e for e in names if e is not None and not index.has_entity(e)]
     check.unknown_numbers = [n for n in g.extract_numbers(line, "en") if not index.has_number(n)]
+    check.probability = fitted.LINE_MODEL.probability(check.features())
+    if check.facts_missing:
+        check.probability = max(check.probability, fitted.UNKNOWN_FACT_RATE)
     return check
 
 
@@ -192,18 +199,20 @@ class StoryControls:
 @heuristic(SCHEMA, reads=("story",))
 def annotate_story_consistency(data: dict) -> Draft:
     controls = StoryControls.of(get_schema(SCHEMA))
-    index = g.SourceIndex([read_text(data, "story")], lang="en")
+    story = Story.of(read_text(data, "story"))
     lines = story_lines(data)
     draft = Draft()
     verdicts: Counter[str] = Counter()
-    groundings = []
     for i, (text, is_str, _) in enumerate(lines):
-        check = check_line(text, index)
+        check = check_line(text, story)
+        verdict_control = repeated(controls.verdict, i)
         if check.commentary:
-            verdict = "N/A, just commentary"
+            verdict, score = "N/A, just commentary", fitted.COMMENTARY_CONSISTENT_RATE
         elif check.inconsistent:
-            verdict = "Inconsistent"
-            draft.texts[repeated(controls.explanation, i)] = check.explanation()
+            verdict, score = "Inconsistent", check.probability
+            explanation = repeated(controls.explanation, i)
+            draft.texts[explanation] = check.explanation()
+            draft.scores[explanation] = answer_score(score)
             span = least_grounded_phrase(text, check) if is_str else None
             if span:
                 draft.spans.append(
@@ -213,20 +222,21 @@ def annotate_story_consistency(data: dict) -> Draft:
                         span[1],
                         "Ambiguous",
                         note="least supported portion of the line",
-                        score=0.3,
+                        score=answer_score(score),
                     )
                 )
-        else:
-            verdict = "Consistent"
-        draft.choices[repeated(controls.verdict, i)] = [verdict]
+        else:  # the verdict is required: the most likely answer, with its (maybe low) score
+            verdict, score = "Consistent", 1.0 - check.probability
+        draft.choices[verdict_control] = [verdict]
+        draft.scores[verdict_control] = answer_score(score)
         verdicts[verdict] += 1
-        if not check.commentary:
-            groundings.append(check.grounding)
     for k, alt in enumerate(task_alternates(data)):
-        choice, why = swap_decision(alt, lines, index)
-        draft.choices[repeated(controls.swap, k)] = [choice]
-        draft.texts[repeated(controls.swap_explanation, k)] = why
-    draft.score = round(sum(groundings) / len(groundings), 3) if groundings else None
+        choice, why, score = swap_decision(alt, lines, story)
+        swap, swap_explanation = repeated(controls.swap, k), repeated(controls.swap_explanation, k)
+        draft.choices[swap] = [choice]
+        draft.texts[swap_explanation] = why
+        draft.scores[swap] = draft.scores[swap_explanation] = answer_score(score)
+    draft.score = prediction_score(draft)
     draft.info = {"lines": len(lines), "verdicts": dict(verdicts)}
     return draft
 
@@ -254,25 +264,27 @@ def least_grounded_phrase(line: str, check: LineCheck) -> tuple[int, int] | None
     return g.trim_span(line, best[0][0], max(end for _, end in best))
 
 
-def swap_decision(alt: dict, lines: list[tuple[str, bool, str | None]], index: g.SourceIndex) -> tuple[str, str]:
-    """("Yes"|"No", explanation) for replacing a line by its alternate."""
+def swap_decision(alt: dict, lines: list[tuple[str, bool, str | None]], story: Story) -> tuple[str, str, float]:
+    """("Yes"|"No", explanation, score) for replacing a line by its alternate.
+
+    No public human swap labels exist to fit a score on: the score is derived from the line model,
+    0.5 plus half the difference of the two lines' probabilities of being inconsistent."""
     line_no = alt.get("line")
     text = as_text(alt.get("text"))
     if not text and isinstance(line_no, int) and 0 <= line_no < len(lines):
         text = lines[line_no][0]
     alternate = as_text(alt.get("alternate"))
     if not alternate.strip():
-        return "No", "There is no alternate text to compare."
-    old, new = check_line(text, index), check_line(alternate, index)
+        return "No", "There is no alternate text to compare.", 1.0
+    old, new = check_line(text, story), check_line(alternate, story)
+    gain = old.probability - new.probability
+    score = 0.5 + abs(gain) / 2
     dropped = [t for t in old.missing if t.folded not in {m.folded for m in new.missing}]
     added = [t for t in new.missing if t.folded not in {m.folded for m in old.missing}]
-    better = new.facts_missing < old.facts_missing or (
-        new.facts_missing == old.facts_missing and new.grounding > old.grounding + SWAP_MARGIN
-    )
-    if better:
+    if gain > SWAP_MARGIN:
         why = "Yes: the alternate is better supported by the story"
         why += f" (it drops {quote_words(dropped)})." if dropped else "."
-        return "Yes", why
+        return "Yes", why, score
     if added:
-        return "No", f"No: the alternate adds words the story does not support ({quote_words(added)})."
-    return "No", "No: the alternate is not better supported by the story than the line."
+        return "No", f"No: the alternate adds words the story does not support ({quote_words(added)}).", score
+    return "No", "No: the alternate is not better supported by the story than the line.", score
