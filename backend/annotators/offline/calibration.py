@@ -18,7 +18,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from judgelab.backend.draft import Draft
+from judgelab.backend.draft import Draft, SpanDraft
+
+#: An optional answer (a "no errors" box) is suggested only when it is at least this likely;
+#: a required one always gets the most likely answer, whatever its score.
+MOST_LIKELY = 0.5
 
 
 def logistic(value: float) -> float:
@@ -64,3 +68,17 @@ def prediction_score(draft: Draft) -> float | None:
     """The prediction's score: the mean of its results' scores (``None`` when it has none)."""
     scores = result_scores(draft)
     return answer_score(sum(scores) / len(scores)) if scores else None
+
+
+def score_spans(
+    spans: list[SpanDraft], hit_rate: Mapping[str, float], default: float, threshold: float
+) -> list[SpanDraft]:
+    """Give each span its label's fitted hit rate (the share of such suggested spans a human also
+    marked, at least in part) as its score, and keep those scoring at least ``threshold``."""
+    kept = []
+    for span in spans:
+        rate = hit_rate.get(span.label, default)
+        span.score = answer_score(rate)
+        if rate >= threshold:
+            kept.append(span)
+    return kept

@@ -10,6 +10,8 @@ from bisect import bisect_left
 from collections import Counter
 
 from judgelab.backend.annotators import grounding as g
+from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
+from judgelab.backend.annotators.offline.fitted import hotel_spans as fitted
 from judgelab.backend.annotators.offline.heuristics import heuristic
 from judgelab.backend.annotators.offline.hotel_measures import (
     GENERIC_TRAVEL_STEMS,
@@ -172,6 +174,31 @@ NEAR_WALK_MINUTES = 15
 
 @heuristic(SCHEMA, reads=("descriptions", "summary"))
 def annotate_hotel_spans(data: dict) -> Draft:
+    candidates = error_candidates(data)
+    spans = score_spans(candidates, fitted.SPAN_HIT_RATE, fitted.UNSEEN_RATE, fitted.MIN_SPAN_SCORE)
+    draft = Draft(spans=spans)
+    schema = get_schema(SCHEMA)
+    empty_rate = fitted.EMPTY_RATE_CLEAN if not candidates else fitted.EMPTY_RATE_BELOW
+    if not spans and empty_rate >= MOST_LIKELY:  # not required: ticked only when the more likely answer
+        empty = schema.empty_answer["control"]
+        draft.choices[empty] = [no_errors_value(data)]
+        draft.scores[empty] = answer_score(empty_rate)
+    cost = sum(IMPRESSION_COST.get(s.label, 1.0) for s in spans)
+    impression = schema.item_control("impression")
+    draft.ratings[impression] = clamp(IMPRESSION_CLEAN - cost, 1, 7)
+    draft.scores[impression] = answer_score(fitted.IMPRESSION_RATE)
+    draft.score = prediction_score(draft)
+    draft.info = {
+        "errors": dict(Counter(s.label for s in spans)),
+        "candidates": len(candidates),
+        "below_threshold": len(candidates) - len(spans),
+        "descriptions_empty": not read_text(data, "descriptions").strip(),
+    }
+    return draft
+
+
+def error_candidates(data: dict) -> list[SpanDraft]:
+    """Every error span the rules find (no overlaps), before scoring and the threshold."""
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
     source = HotelSource(read_text(data, "descriptions"))
@@ -183,21 +210,7 @@ def annotate_hotel_spans(data: dict) -> Draft:
         candidates += place_errors(summary, source)
         candidates += count_errors(summary, source, candidates)
     spans = non_overlapping([s for s in candidates if valid_span(summary, s.start, s.end)], HOTEL_PRIORITY)
-    spans = merge_adjacent(summary, spans)
-    draft = Draft(spans=spans)
-    schema = get_schema(SCHEMA)
-    if not spans:
-        draft.choices[schema.empty_answer["control"]] = [no_errors_value(data)]
-    cost = sum(IMPRESSION_COST.get(s.label, 1.0) for s in spans)
-    draft.ratings[schema.item_control("impression")] = clamp(IMPRESSION_CLEAN - cost, 1, 7)
-    content = [t for t in g.tokenize(summary) if g.is_content(t, g.STOPWORDS_EN)]
-    draft.score = round(source.index.grounding(content), 3) if source.text.strip() else None
-    draft.info = {
-        "errors": dict(Counter(s.label for s in spans)),
-        "candidates": len(candidates),
-        "descriptions_empty": not source.text.strip(),
-    }
-    return draft
+    return merge_adjacent(summary, spans)
 
 
 def merge_adjacent(text: str, spans: list[SpanDraft]) -> list[SpanDraft]:

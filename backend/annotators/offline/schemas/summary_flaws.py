@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 from judgelab.backend.annotators import grounding as g
+from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
+from judgelab.backend.annotators.offline.fitted import summary_flaws as fitted
 from judgelab.backend.annotators.offline.heuristics import heuristic
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
@@ -49,6 +51,25 @@ _EN_NOT_AFTER_DETERMINER = _EN_AUXILIARIES | _EN_PREPOSITIONS | _EN_DETERMINERS 
 
 @heuristic(SCHEMA, reads=("title", "post", "subreddit", "summary"))
 def annotate_summary_flaws(data: dict) -> Draft:
+    candidates, info = flaw_candidates(data)
+    spans = score_spans(candidates, fitted.SPAN_HIT_RATE, fitted.UNSEEN_RATE, fitted.MIN_SPAN_SCORE)
+    draft = Draft(spans=spans)
+    empty_rate = fitted.EMPTY_RATE_CLEAN if not candidates else fitted.EMPTY_RATE_BELOW
+    if not spans and empty_rate >= MOST_LIKELY:  # not required: ticked only when the more likely answer
+        empty = get_schema(SCHEMA).empty_answer
+        draft.choices[empty["control"]] = [empty["value"]]
+        draft.scores[empty["control"]] = answer_score(empty_rate)
+    draft.score = prediction_score(draft)
+    draft.info = {
+        **info,
+        "flaws": dict(Counter(s.label for s in spans)),
+        "below_threshold": len(candidates) - len(spans),
+    }
+    return draft
+
+
+def flaw_candidates(data: dict) -> tuple[list[SpanDraft], dict[str, object]]:
+    """Every flaw span the rules find, before scoring and the threshold (and counters for the logs)."""
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
     source = [read_text(data, k) for k in ("title", "post", "subreddit")]
@@ -64,16 +85,7 @@ def annotate_summary_flaws(data: dict) -> Draft:
     spans = drop_nested([s for s in spans if valid_span(summary, s.start, s.end)])
     if not isinstance(value, str):
         spans = []
-    draft = Draft(spans=spans, score=round(index.grounding(content), 3))
-    if not spans:
-        empty = get_schema(SCHEMA).empty_answer
-        draft.choices[empty["control"]] = [empty["value"]]
-    draft.info = {
-        "flaws": dict(Counter(s.label for s in spans)),
-        "content_words": len(content),
-        "hard_facts_only": hard_facts_only,
-    }
-    return draft
+    return spans, {"content_words": len(content), "hard_facts_only": hard_facts_only}
 
 
 def number_flaws(summary: str, index: g.SourceIndex) -> list[SpanDraft]:
