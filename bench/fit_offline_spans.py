@@ -6,7 +6,8 @@ training half (even ``example_idx``) is used here, the other half is never read.
 heuristic, on every candidate span of the rules (before any threshold):
 
 - ``SPAN_HIT_RATE[label]``: the share of the label's suggested spans that overlap a span of the
-  reference human group (any category), add-one smoothed: the span's score;
+  reference human group (any category), add-one smoothed: the span's score; ``UNSEEN_RATE``, the
+  same over all labels together, scores a label the rules never produced in training;
 - ``MIN_SPAN_SCORE``: the score from which a span is suggested, the one that maximises the hard
   span F1 (factgenie's character form, categories mapped as in the bench) on the training half
   while suggesting at most as many spans as the humans marked there;
@@ -86,7 +87,7 @@ def fit(schema: str, train: list[Example]) -> tuple[dict[str, object], list[str]
     notes.append(f"#   outputs with candidates all below the threshold: {len(below)}, human left {sum(below)} empty")
     params = {
         "SPAN_HIT_RATE": rates,
-        "UNSEEN_RATE": 0.5,
+        "UNSEEN_RATE": smoothed(sum(hits.values()), sum(given.values())),
         "MIN_SPAN_SCORE": round(threshold, 6),
         "EMPTY_RATE_CLEAN": smoothed(sum(clean), len(clean)),
         "EMPTY_RATE_BELOW": smoothed(sum(below), len(below)),

@@ -22,6 +22,7 @@ The test split is never read here. Prints the parameters module; ``--write`` sto
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -102,9 +103,9 @@ from judgelab.backend.annotators.offline.calibration import LogisticModel
 
 LINE_MODEL = LogisticModel(
     intercept={params["intercept"]:.6f},
-    weights={weights!r},
-    means={means!r},
-    scales={scales!r},
+    weights={json.dumps(weights)},
+    means={json.dumps(means)},
+    scales={json.dumps(scales)},
 )
 INCONSISTENT_THRESHOLD = {params["threshold"]:.6f}
 UNKNOWN_FACT_RATE = {params["fact_rate"]:.6f}

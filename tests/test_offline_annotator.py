@@ -15,7 +15,7 @@ import pytest
 
 from judgelab.backend.annotators import OfflineAnnotator
 from judgelab.backend.annotators import grounding as g
-from judgelab.backend.annotators.offline.schemas.hotel_spans import error_candidates
+from judgelab.backend.annotators.offline.schemas.hotel_spans import IMPRESSION_COST, error_candidates
 from judgelab.backend.annotators.offline.schemas.summary_flaws import flaw_candidates
 from judgelab.backend.draft import Draft, SpanDraft
 
@@ -538,7 +538,8 @@ def test_hotel_unknown_amenity_and_far_beach(annotator: OfflineAnnotator) -> Non
     found = labelled(error_candidates(data), data["summary"])
     assert found.get("beachfront") == "Misleading"
     assert found.get("gym") == "Not Checkable" and found.get("pet-friendly") == "Not Checkable"
-    assert draft.ratings["impression"] == 7 - len(draft.spans) or draft.spans  # only suggested spans cost
+    cost = sum(IMPRESSION_COST[s.label] for s in draft.spans)  # only the suggested spans cost
+    assert draft.ratings["impression"] == max(1, min(7, round(6 - cost)))
 
 
 def test_hotel_spans_never_overlap(annotator: OfflineAnnotator) -> None:

@@ -5,6 +5,7 @@ and lost or added numbers and names; syntax correctness from Italian agreement s
 from __future__ import annotations
 
 from judgelab.backend.annotators import grounding as g
+from judgelab.backend.annotators.offline.calibration import prediction_score
 from judgelab.backend.annotators.offline.heuristics import heuristic
 from judgelab.backend.annotators.offline.text import (
     read_text,
@@ -65,6 +66,9 @@ _IT_NUMERAL_CONTEXT = frozenset("articolo art comma legge numero n punto pagina 
 
 
 SCHEMA = "augmentation_quality"
+#: No public human SP/SC ratings exist to fit scores on: every suggested rating scores the uniform
+#: prior over the 3-point scale (an empty generated text is SP 1 by the guidelines' definition).
+UNFITTED_RATING_SCORE = round(1 / 3, 3)
 
 
 @heuristic(SCHEMA, reads=("original", "generated"))
@@ -74,16 +78,22 @@ def annotate_augmentation_quality(data: dict) -> Draft:
     original = read_text(data, "original")
     generated = read_text(data, "generated")
     if not generated.strip():
-        info = {"empty_generated": True}
-        return Draft(choices={sp_control: ["1"]} if original.strip() else {}, score=0.0, info=info)
+        draft = Draft(info={"empty_generated": True})
+        if original.strip():
+            draft.choices[sp_control] = ["1"]
+            draft.scores[sp_control] = 1.0
+        draft.score = prediction_score(draft) if draft.choices else 0.0
+        return draft
     sp, sp_info = semantic_preservation(original, generated)
     errors = syntax_errors(generated)
     sc = 3 if not errors else 2 if len(errors) <= 3 else 1
-    return Draft(
+    draft = Draft(
         choices={sp_control: [str(sp)], sc_control: [str(sc)]},
-        score=round(float(sp_info["recall"]), 3),
+        scores={sp_control: UNFITTED_RATING_SCORE, sc_control: UNFITTED_RATING_SCORE},
         info={**sp_info, "syntax_errors": [msg for _, _, msg in errors]},
     )
+    draft.score = prediction_score(draft)
+    return draft
 
 
 def semantic_preservation(original: str, generated: str) -> tuple[int, dict[str, object]]:
