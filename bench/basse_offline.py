@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             scores = [suggested[r.task_id][1][criterion] for r in subset if criterion in r.median]
             constant = Counter(r.median[criterion] for r in train if criterion in r.median).most_common(1)[0][0]
             trivial = np.column_stack([np.full(len(pairs), constant, dtype=float), pairs[:, 1]])
-            trivial_qwk, trivial_exact = qwk(trivial), float(np.mean(trivial[:, 0] == trivial[:, 1]))
+            trivial_qwk, trivial_exact = qwk(trivial) + 0.0, float(np.mean(trivial[:, 0] == trivial[:, 1]))
             print(
                 f"{split:<10} {criterion:<12} {len(pairs):>4}  {value:6.3f} [{low:6.3f}, {high:6.3f}]  "
                 f"{exact:5.2f} {np.nanmean(scores):10.2f}  {trivial_qwk:11.3f} {trivial_exact:13.2f}"
