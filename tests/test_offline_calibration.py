@@ -7,12 +7,11 @@ ones the val/training split gives and they reproduce the measured test-split fig
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
+from shared_data import SHARED_DATA
 
 from judgelab.backend.annotators.offline import OfflineAnnotator
 from judgelab.backend.annotators.offline.calibration import (
@@ -34,7 +33,7 @@ from judgelab.configs.schema import all_schemas, get_schema
 from judgelab.configs.task_data import prepare_task_data
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("JUDGELAB_SHARED_DATA", SHARED_DATA))
+DATA = SHARED_DATA
 STORYSUMM = DATA / "storysumm" / "storysumm.json"
 BASSE = DATA / "basse" / "BASSE.es.jsonl"
 
