@@ -276,29 +276,12 @@ def test_offsets_survive_emoji_and_accents_in_hotel_spans(annotator: OfflineAnno
     assert "pet-friendly" in spans_text(error_candidates(data), data["summary"])
 
 
-#: Six lines loosely paraphrasing STORY.
-STORY_LINES = [
-    "Mara looks after a lighthouse on an island.",
-    "Each night she climbs the steps to light the lamp.",
-    "A fishing boat gets lost in the winter fog.",
-    "The fishermen came ashore safely.",
-    "They thank her with fish.",
-    "She keeps the lamp lit.",
-]
-
-
-def story_summary(line: str, at: int = 3) -> list[str]:
-    """STORY_LINES with ``line`` at position ``at``: enough lines for the summary's probability of
-    holding an inconsistent line to reach the threshold."""
-    return [*STORY_LINES[:at], line, *STORY_LINES[at:]]
-
-
 def test_offsets_survive_emoji_in_story_lines(annotator: OfflineAnnotator) -> None:
     line = "🌊🌊 Mara rang the bell until dawn while Captain Ahab laughed."
-    data = {"story": STORY, "lines": story_summary(line)}
+    data = {"story": STORY, "lines": [line]}
     draft = annotator.annotate("story_consistency", data)
-    assert [k for k, v in draft.choices.items() if v == ["Inconsistent"]] == ["verdict_3"]
-    assert "Ahab" in draft.texts["explanation_3"]
+    assert draft.choices["verdict_0"] == ["Inconsistent"]
+    assert "Ahab" in draft.texts["explanation_0"]
     assert_valid("story_consistency", draft, data)
     assert any("Ahab" in t for t in spans_text(draft, line))
 
@@ -387,20 +370,11 @@ def test_story_verdicts_commentary_and_swaps(annotator: OfflineAnnotator) -> Non
     assert draft.choices["swap_0"][0] in ("Yes", "No") and draft.texts["swap_explanation_0"]
 
 
-def test_wrong_number_makes_a_line_the_inconsistent_one(annotator: OfflineAnnotator) -> None:
-    data = {"story": STORY, "lines": story_summary("Mara kept the lighthouse on Gull Island for 12 years.", at=1)}
-    draft = annotator.annotate("story_consistency", data)
-    assert [k for k, v in draft.choices.items() if v == ["Inconsistent"]] == ["verdict_1"]
-    assert "12" in draft.texts["explanation_1"]
-
-
-def test_a_lone_line_with_a_wrong_number_is_not_enough_evidence(annotator: OfflineAnnotator) -> None:
-    """Precision first: one line naming a number the story lacks (inconsistent 1 time in 4 on
-    StorySumm val) keeps the most likely verdict, with its low score."""
+def test_wrong_number_makes_a_line_inconsistent(annotator: OfflineAnnotator) -> None:
     data = {"story": STORY, "lines": ["Mara kept the lighthouse on Gull Island for 12 years."]}
     draft = annotator.annotate("story_consistency", data)
-    assert draft.choices["verdict_0"] == ["Consistent"]
-    assert draft.scores["verdict_0"] <= 1 - 0.3
+    assert draft.choices["verdict_0"] == ["Inconsistent"]
+    assert "12" in draft.texts["explanation_0"]
 
 
 def test_better_grounded_alternate_is_swapped(annotator: OfflineAnnotator) -> None:
@@ -409,7 +383,6 @@ def test_better_grounded_alternate_is_swapped(annotator: OfflineAnnotator) -> No
         "lines": [
             "Mara kept the lighthouse on Gull Island for thirty years.",
             "A ferry captain named Boris rescued Mara from the storm.",
-            *STORY_LINES[1:],
         ],
         "alternates": [
             {

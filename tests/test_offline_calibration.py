@@ -24,13 +24,7 @@ from judgelab.backend.annotators.offline.fitted import hotel_spans as hotel_fitt
 from judgelab.backend.annotators.offline.fitted import story_consistency as story_fitted
 from judgelab.backend.annotators.offline.fitted import summary_flaws as flaws_fitted
 from judgelab.backend.annotators.offline.schemas.hotel_spans import error_candidates
-from judgelab.backend.annotators.offline.schemas.story_consistency import (
-    LineCheck,
-    Story,
-    check_line,
-    check_lines,
-    summary_probability,
-)
+from judgelab.backend.annotators.offline.schemas.story_consistency import Story, check_line
 from judgelab.backend.annotators.offline.schemas.summary_flaws import flaw_candidates
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.results import build_results
@@ -86,22 +80,16 @@ def test_label_studio_results_carry_the_scores(annotator: OfflineAnnotator) -> N
             assert 0.0 <= region["score"] <= 1.0, (name, region)
 
 
-def test_line_probability_follows_the_evidence_of_the_features() -> None:
-    """Rises with dispersion, names found away from the line's passage and broken story order;
-    falls with coverage (each relative to the summary's other lines); always strictly in (0, 1)."""
+def test_line_probability_rises_with_dispersion_and_falls_with_coverage() -> None:
     model = story_fitted.LINE_MODEL
-    assert set(model.weights) <= set(LineCheck(text="x").features())
-    base = {"coverage_rel": 0.0, "dispersion_rel": 0.0, "names_elsewhere": 0.0, "order": 0.0}
-    rising = {"dispersion_rel": [-0.5, 0.0, 0.5], "names_elsewhere": [0.0, 1.0], "order": [0.0, 0.5, 1.0]}
-    for name, values in rising.items():
-        by_value = [model.probability({**base, name: v}) for v in values]
-        assert by_value == sorted(by_value) and by_value[0] < by_value[-1], name
-    by_coverage = [model.probability({**base, "coverage_rel": v}) for v in (-0.5, 0.0, 0.5)]
-    assert by_coverage == sorted(by_coverage, reverse=True) and by_coverage[0] > by_coverage[-1]
-    grid = [-1.0, -0.5, 0.0, 0.5, 1.0]
-    for c in grid:
-        for d in grid:
-            assert 0.0 < model.probability({**base, "coverage_rel": c, "dispersion_rel": d}) < 1.0
+    grid = [i / 10 for i in range(11)]
+    for coverage in grid:
+        by_dispersion = [model.probability({"coverage": coverage, "dispersion": d}) for d in grid]
+        assert by_dispersion == sorted(by_dispersion) and by_dispersion[0] < by_dispersion[-1]
+    for dispersion in grid:
+        by_coverage = [model.probability({"coverage": c, "dispersion": dispersion}) for c in grid]
+        assert by_coverage == sorted(by_coverage, reverse=True)
+    assert all(0.0 < model.probability({"coverage": c, "dispersion": d}) < 1.0 for c in grid for d in grid)
 
 
 def test_logistic_model_is_the_formula() -> None:
@@ -110,22 +98,10 @@ def test_logistic_model_is_the_formula() -> None:
     assert model.probability({"x": 2.0}) == pytest.approx(1 / (1 + math.exp(-4.5)))
 
 
-#: A summary of STORY: lines that each paraphrase one passage, and (index 3) one that joins the
-#: lighthouse at the start with the shipwreck at the end.
-SUMMARY = [
-    "Mara kept the lighthouse on Gull Island.",
-    "Every night she climbed the steps and lit the lamp.",
-    "For weeks the weather was grey and nobody went out.",
-    "Mara climbed the lighthouse steps while the fishing crew swam ashore from the sinking boat.",
-    "At the end of the winter a fishing boat sank near the harbour.",
-    "The crew swam ashore.",
-]
-
-
 def test_a_supported_line_is_consistent_with_a_high_score(annotator: OfflineAnnotator) -> None:
     line = "Every night Mara climbed the steps and lit the lamp."
     check = check_line(line, Story.of(STORY))
-    assert not check.inconsistent
+    assert check.probability < story_fitted.INCONSISTENT_THRESHOLD
     draft = annotator.annotate("story_consistency", {"story": STORY, "lines": [line]})
     assert draft.choices == {"verdict_0": ["Consistent"]}
     assert draft.scores["verdict_0"] == pytest.approx(1 - check.probability, abs=1e-3)
@@ -133,64 +109,35 @@ def test_a_supported_line_is_consistent_with_a_high_score(annotator: OfflineAnno
 
 
 def test_a_line_joining_distant_details_is_flagged_with_its_probability(annotator: OfflineAnnotator) -> None:
-    checks = check_lines(SUMMARY, Story.of(STORY))
-    assert summary_probability(checks) >= story_fitted.SUMMARY_THRESHOLD
-    assert max(range(len(SUMMARY)), key=lambda k: checks[k].probability) == 3
-    draft = annotator.annotate("story_consistency", {"story": STORY, "lines": SUMMARY})
-    assert [k for k, v in draft.choices.items() if v == ["Inconsistent"]] == ["verdict_3"]
-    assert draft.scores["verdict_3"] == pytest.approx(checks[3].probability, abs=1e-3)
-    assert draft.texts["explanation_3"] and draft.scores["explanation_3"] == draft.scores["verdict_3"]
-    assert [s.score for s in draft.spans] == [draft.scores["verdict_3"]]
-    assert draft.info["p_unfaithful"] == pytest.approx(summary_probability(checks), abs=1e-3)
+    line = "Mara climbed the lighthouse steps while the fishing crew swam ashore from the sinking boat."
+    check = check_line(line, Story.of(STORY))
+    assert check.probability >= story_fitted.INCONSISTENT_THRESHOLD
+    draft = annotator.annotate("story_consistency", {"story": STORY, "lines": [line]})
+    assert draft.choices == {"verdict_0": ["Inconsistent"]}
+    assert draft.scores["verdict_0"] == pytest.approx(check.probability, abs=1e-3)
+    assert draft.texts["explanation_0"] and draft.scores["explanation_0"] == draft.scores["verdict_0"]
+    assert [s.score for s in draft.spans] == [draft.scores["verdict_0"]]
 
 
-def test_the_summary_probability_is_one_minus_the_product_over_its_lines() -> None:
-    checks = check_lines([*SUMMARY, "The story is a poignant tale of duty.", ""], Story.of(STORY))
-    assert checks[-2].commentary and not checks[-2].about_the_story and not checks[-1].about_the_story
-    expected = 1 - math.prod(1 - c.probability for c in checks[:-2])  # commentary and empty lines do not count
-    assert summary_probability(checks) == pytest.approx(expected)
-
-
-def test_only_the_most_suspicious_line_of_a_likely_unfaithful_summary_is_flagged(annotator: OfflineAnnotator) -> None:
+def test_below_the_threshold_the_required_verdict_gets_the_most_likely_answer(annotator: OfflineAnnotator) -> None:
+    lines = [
+        "Every night Mara climbed the steps and lit the lamp.",
+        "Mara climbed the lighthouse steps while the fishing crew swam ashore from the sinking boat.",
+        "",
+        "The story paints a vivid portrait of devotion.",
+    ]
+    draft = annotator.annotate("story_consistency", {"story": STORY, "lines": lines})
     story = Story.of(STORY)
-    for lines in (SUMMARY, SUMMARY[:2], [*SUMMARY[:4], "The story paints a vivid portrait of devotion.", ""]):
-        draft = annotator.annotate("story_consistency", {"story": STORY, "lines": lines})
-        checks = check_lines(lines, story)
-        flagged = [i for i in range(len(lines)) if draft.choices[f"verdict_{i}"] == ["Inconsistent"]]
-        likely = summary_probability(checks) >= story_fitted.SUMMARY_THRESHOLD
-        judged = [i for i, c in enumerate(checks) if c.about_the_story]
-        assert flagged == ([max(judged, key=lambda i: checks[i].probability)] if likely else [])
-        for i, check in enumerate(checks):  # every verdict is required: never left empty
-            if check.commentary:
-                assert draft.choices[f"verdict_{i}"] == ["N/A, just commentary"]
-            elif i not in flagged:
-                assert draft.choices[f"verdict_{i}"] == ["Consistent"] and f"explanation_{i}" not in draft.texts
-                assert draft.scores[f"verdict_{i}"] == pytest.approx(1 - check.probability, abs=1e-3)
-    assert summary_probability(check_lines(SUMMARY[:2], story)) < story_fitted.SUMMARY_THRESHOLD
-
-
-def test_relative_evidence_is_measured_against_the_summarys_other_lines() -> None:
-    checks = check_lines(SUMMARY, Story.of(STORY))
-    assert sum(c.coverage_rel for c in checks) == pytest.approx(0.0, abs=1e-9)
-    assert sum(c.dispersion_rel for c in checks) == pytest.approx(0.0, abs=1e-9)
-    assert checks[3].dispersion_rel == max(c.dispersion_rel for c in checks) > 0.5
-
-
-def test_a_name_found_only_away_from_the_lines_passage_is_evidence() -> None:
-    story = Story.of(STORY)
-    swapped = check_line("At the end of the winter a fishing boat sank near the harbour and Mara swam ashore.", story)
-    assert [e.text for e in swapped.names_elsewhere] == ["Mara"]
-    assert "'Mara' appear in the story, but not in the passage closest to the line" in swapped.explanation()
-    assert check_line("Mara kept the lighthouse on Gull Island.", story).names_elsewhere == []
-
-
-def test_a_line_out_of_the_storys_order_is_evidence() -> None:
-    story = Story.of(STORY)
-    in_order = check_lines(SUMMARY[:2] + SUMMARY[4:], story)
-    assert all(c.order == 0 for c in in_order)
-    moved = check_lines([SUMMARY[4], *SUMMARY[:2], SUMMARY[5]], story)
-    assert moved[0].order > 0.5 and moved[1].order > 0
-    assert moved[0].probability > check_lines([*SUMMARY[:2], SUMMARY[4], SUMMARY[5]], story)[2].probability
+    for i, line in enumerate(lines):
+        verdict = draft.choices[f"verdict_{i}"]  # required: never left empty
+        check = check_line(line, story)
+        if check.commentary:
+            assert verdict == ["N/A, just commentary"]
+        elif check.probability < story_fitted.INCONSISTENT_THRESHOLD:
+            assert verdict == ["Consistent"] and f"explanation_{i}" not in draft.texts
+            assert draft.scores[f"verdict_{i}"] == pytest.approx(1 - check.probability, abs=1e-3)
+        else:
+            assert verdict == ["Inconsistent"]
 
 
 def test_spans_below_the_threshold_are_not_suggested() -> None:

@@ -31,31 +31,14 @@ class Passages:
 
     def coverage(self, stems: set[str], width: int = 3) -> float:
         """Largest share of ``stems`` found in ``width`` consecutive sentences (1.0 for no stems)."""
-        return self.best_window(stems, width)[0]
-
-    def best_window(self, stems: set[str], width: int = 3) -> tuple[float, int | None]:
-        """``(coverage, first sentence)`` of the earliest window of ``width`` consecutive sentences
-        holding the most of ``stems`` (``(1.0, None)`` for no stems, ``(0.0, None)`` when the
-        source has none of them).
-
-            >>> Passages("Ann fed the cat. The cat slept. Bob sold the car.").best_window({"bob", "car"}, 1)
-            (1.0, 2)
-        """
         if not stems:
-            return 1.0, None
+            return 1.0
         hits: dict[int, int] = {}
         for stem in stems:
             starts = {start for k in self.where.get(stem, ()) for start in range(max(0, k - width + 1), k + 1)}
             for start in starts:
                 hits[start] = hits.get(start, 0) + 1
-        if not hits:
-            return 0.0, None
-        most = max(hits.values())
-        return most / len(stems), min(start for start, count in hits.items() if count == most)
-
-    def sentences_of(self, stems: set[str]) -> set[int]:
-        """Indices of the sentences holding any of ``stems``."""
-        return {k for stem in stems for k in self.where.get(stem, ())}
+        return max(hits.values(), default=0) / len(stems)
 
 
 def dispersion(index: g.SourceIndex, stems: Iterable[str]) -> float:
