@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from judgelab.sync.file_formats import detect_format, read_tasks
-from judgelab.sync.import_basse import read_basse
-from judgelab.sync.import_story import read_storysumm
+from judgelab.sync.importers.file_formats import detect_format, read_tasks
+from judgelab.sync.importers.formats.basse import read_basse
+from judgelab.sync.importers.formats.storysumm import read_storysumm
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STORYSUMM = SHARED_DATA / "storysumm" / "storysumm.json"

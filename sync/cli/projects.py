@@ -9,7 +9,7 @@ import click
 from judgelab.configs.schema import all_schemas, get_schema
 from judgelab.sync.cli.base import _connection, _schemas, main
 from judgelab.sync.client import SyncError, connect
-from judgelab.sync.importers import rows_from_records
+from judgelab.sync.importers.rows import rows_from_records
 
 
 @main.command("schemas")
@@ -81,14 +81,14 @@ def import_cmd(
     files: tuple[Path, ...],
 ) -> None:
     """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
-    from judgelab.sync.file_formats import parse_mapping, read_tasks
-    from judgelab.sync.import_annotations import (
+    from judgelab.sync.importers.annotations import (
         annotation_emails,
         attach_annotations,
         ensure_annotators,
         post_annotations,
         read_annotations,
     )
+    from judgelab.sync.importers.file_formats import parse_mapping, read_tasks
     from judgelab.sync.projects import ensure_project, existing_keys, import_rows
 
     mapping = parse_mapping(maps)

@@ -27,8 +27,8 @@ from typing import Any
 from judgelab.analysis.loaders.basse import CRITERIA
 from judgelab.analysis.loaders.common import is_missing, rating_text
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
-from judgelab.sync.import_annotations import control_result, controls_by_name, make_annotation
+from judgelab.sync.importers.annotations import control_result, controls_by_name, make_annotation
+from judgelab.sync.importers.file_formats import Rows, checked_rows, read_records
 
 RATER_EMAIL = "basse-rater-{}@judgelab.local"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.importers.file_formats import Rows, checked_rows, read_records
 
 MODELS = ("Llama3.1-8b", "Mistral-Nemo", "Qwen2.5-14b")
 TYPES = {"rephrased": "rephrased", "it_perturbed": "it_perturbed", "rewritten_text": "rewritten"}

@@ -26,7 +26,7 @@ from typing import Any
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import line_texts
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.importers.file_formats import Rows, checked_rows, read_records
 
 
 class _BadItem(ValueError):

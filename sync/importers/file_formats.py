@@ -28,7 +28,7 @@ from typing import Any
 
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.importers import MAX_ERRORS_SHOWN, TaskRow, rows_from_records, task_key
+from judgelab.sync.importers.rows import MAX_ERRORS_SHOWN, TaskRow, rows_from_records, task_key
 
 Record = tuple[str, Any]  # (where, raw record)
 FORMATS = ("auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel")
@@ -315,7 +315,7 @@ FORMAT_SCHEMAS = {
 
 def detect_format(path: Path) -> str:
     """The seed format a file looks like, else ``generic`` (from its first record and columns)."""
-    from judgelab.sync.import_augmentation import _GENERATED
+    from judgelab.sync.importers.formats.wide_augmentation import _GENERATED
 
     try:
         records = read_records(Path(path), skip_bad=True, bad=[])
@@ -368,17 +368,17 @@ def read_tasks(
     if with_annotations and fmt != "basse":
         raise SyncError(f"--with-annotations reads the ratings of BASSE files, not of format {fmt}")
     if fmt == "wide-augmentation":
-        from judgelab.sync.import_augmentation import read_wide_augmentation
+        from judgelab.sync.importers.formats.wide_augmentation import read_wide_augmentation
 
         return implied, read_wide_augmentation(path, implied, skip_bad=skip_bad)
     if fmt == "storysumm":
-        from judgelab.sync.import_story import read_storysumm
+        from judgelab.sync.importers.formats.storysumm import read_storysumm
 
         return implied, read_storysumm(path, implied, skip_bad=skip_bad)
     if fmt == "basse":
-        from judgelab.sync.import_basse import read_basse
+        from judgelab.sync.importers.formats.basse import read_basse
 
         return implied, read_basse(path, implied, skip_bad=skip_bad, with_annotations=with_annotations)
-    from judgelab.sync.import_hotel import read_hotel
+    from judgelab.sync.importers.formats.hotel import read_hotel
 
     return implied, read_hotel(path, implied, skip_bad=skip_bad)

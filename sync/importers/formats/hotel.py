@@ -29,7 +29,7 @@ from typing import Any
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import split_sentences
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.importers.file_formats import Rows, checked_rows, read_records
 from judgelab.sync.text_overlap import THRESHOLD, dedupe_segments, tokens
 
 PROPERTY_COLUMNS = ("property_id", "hotel_id", "property", "hotel")

@@ -30,8 +30,8 @@ from typing import Any
 from judgelab.configs.label_config import Control, parse_label_config
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import read_records
-from judgelab.sync.importers import KEY_FIELD, TaskRow
+from judgelab.sync.importers.file_formats import read_records
+from judgelab.sync.importers.rows import KEY_FIELD, TaskRow
 
 ANNOTATOR_DOMAIN = "judgelab.local"
 _RESULT_TYPES = {"Choices": "choices", "Rating": "rating", "Number": "number", "TextArea": "textarea"}
