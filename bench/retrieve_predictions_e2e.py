@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
-from judgelab.sync.importers.rows import rows_from_records  # noqa: E402
+from judgelab.sync.importers import rows_from_records  # noqa: E402
 from judgelab.sync.local_stack import (  # noqa: E402
     StackSettings,
     free_port,

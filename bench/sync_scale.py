@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
+from judgelab.sync.importers import TaskRow, rows_from_records  # noqa: E402
 from judgelab.sync.importers.annotations import ensure_annotators  # noqa: E402
-from judgelab.sync.importers.rows import TaskRow, rows_from_records  # noqa: E402
 from judgelab.sync.local_stack import (  # noqa: E402
     StackSettings,
     free_port,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError, api_error_message
-from judgelab.sync.importers.rows import KEY_FIELD, TaskRow
+from judgelab.sync.importers import KEY_FIELD, TaskRow
 
 if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
     from label_studio_sdk import LabelStudio

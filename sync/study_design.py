@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgelab.sync.importers.rows import task_key
+from judgelab.sync.importers import task_key
 
 ERROR_FREE = "error_free"
 OBVIOUS_INCORRECT = "obvious_incorrect"

@@ -15,7 +15,7 @@ import pytest
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

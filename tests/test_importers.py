@@ -9,7 +9,7 @@ import pytest
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.importers.rows import KEY_FIELD, read_task_file, rows_from_records
+from judgelab.sync.importers import KEY_FIELD, read_task_file, rows_from_records
 
 FLAWS = get_schema("summary_flaws")  # title, post, summary required; score a number 0..10
 

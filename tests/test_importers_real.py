@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from judgelab.sync.importers.file_formats import detect_format, read_tasks
+from judgelab.sync.importers import detect_format, read_tasks
 from judgelab.sync.importers.formats.basse import read_basse
 from judgelab.sync.importers.formats.storysumm import read_storysumm
 

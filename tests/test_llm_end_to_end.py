@@ -18,7 +18,7 @@ from llm_sim import Failure, LLMSim
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.bulk_predict import push_predictions
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
 from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
 from judgelab.sync.projects import ensure_project, import_rows
 

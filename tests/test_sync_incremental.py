@@ -20,7 +20,7 @@ import pytest
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.export import read_tables
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
 from judgelab.sync.incremental import STATE_FILE, has_state, sync_tables
 from judgelab.sync.projects import ensure_project, import_rows
 

@@ -9,7 +9,7 @@ import click
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.cli.base import _Cli, _connection, _fail, main
 from judgelab.sync.client import SyncError, connect
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
 
 # --- study design ------------------------------------------------------------------------
 
@@ -26,7 +26,7 @@ class _DesignCli(_Cli):
 
 def _read_design_tasks(path: Path | None) -> list[dict]:
     """Tasks of a JSON/JSONL/CSV file as dicts (unchecked: the schema checks them at import)."""
-    from judgelab.sync.importers.rows import _raw_rows
+    from judgelab.sync.importers.records import _raw_rows
 
     if path is None:
         return []

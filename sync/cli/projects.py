@@ -9,7 +9,25 @@ import click
 from judgelab.configs.schema import all_schemas, get_schema
 from judgelab.sync.cli.base import _connection, _schemas, main
 from judgelab.sync.client import SyncError, connect
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
+
+
+class _FormatChoice(click.Choice):
+    """The import formats of the importers' registry, asked for only when a value is checked or
+    the help is shown (the registry imports every format module)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from judgelab.sync.importers import format_names
+
+        return tuple(format_names())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
+        pass
 
 
 @main.command("schemas")
@@ -47,7 +65,7 @@ def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> Non
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel"]),
+    type=_FormatChoice(),
     default="auto",
     show_default=True,
     help="File layout; auto detects the seed formats from the first record.",
@@ -81,6 +99,7 @@ def import_cmd(
     files: tuple[Path, ...],
 ) -> None:
     """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
+    from judgelab.sync.importers import parse_mapping, read_tasks
     from judgelab.sync.importers.annotations import (
         annotation_emails,
         attach_annotations,
@@ -88,7 +107,6 @@ def import_cmd(
         post_annotations,
         read_annotations,
     )
-    from judgelab.sync.importers.file_formats import parse_mapping, read_tasks
     from judgelab.sync.projects import ensure_project, existing_keys, import_rows
 
     mapping = parse_mapping(maps)

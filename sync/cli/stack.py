@@ -7,7 +7,7 @@ import click
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.cli.base import main
 from judgelab.sync.client import Connection, connect
-from judgelab.sync.importers.rows import rows_from_records
+from judgelab.sync.importers import rows_from_records
 
 
 @main.command("up")

@@ -30,7 +30,7 @@ from typing import Any
 from judgelab.configs.label_config import Control, parse_label_config
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.importers.file_formats import read_records
+from judgelab.sync.importers.records import read_records
 from judgelab.sync.importers.rows import KEY_FIELD, TaskRow
 
 ANNOTATOR_DOMAIN = "judgelab.local"

@@ -1,23 +1,23 @@
-"""Users' files (JSON, JSONL, CSV) into checked task rows.
+"""Checked task rows: each record of a file against its schema, with a stable key.
 
 A whole file is read and checked before anything is sent: one bad row stops the import with
 an error naming the file and line (or item), so a file is never half-imported. Each row gets a
 stable key (its ``id`` field, else a hash of its data) that makes re-imports idempotent.
+:func:`checked_rows` turns records into :class:`TaskRow` all or nothing, or, with ``skip_bad``,
+skips bad records and counts them (:class:`Rows` ``.skipped``).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from judgelab.configs.schema import Schema
 from judgelab.configs.task_data import TaskDataError, prepare_task_data
 from judgelab.sync.client import SyncError
+from judgelab.sync.importers.records import Record
 
 KEY_FIELD = "judgelab_key"
 MAX_ERRORS_SHOWN = 10
@@ -48,48 +48,32 @@ def task_key(data: dict[str, Any]) -> str:
     return "sha1:" + hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def _raw_rows(path: Path) -> list[tuple[str, Any]]:
-    """(where, raw record) pairs; raises SyncError for unreadable files."""
-    name = path.name
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SyncError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise SyncError(f"{path}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((f"{name} line {number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise SyncError(f"{name} line {number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-        return rows
-    if suffix == ".json":
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SyncError(f"{name} line {exc.lineno}: invalid JSON: {exc.msg}") from None
-        if isinstance(loaded, dict):
-            loaded = [loaded]
-        if not isinstance(loaded, list):
-            raise SyncError(f"{name}: expected a JSON list of tasks")
-        return [(f"{name} item {i}", item) for i, item in enumerate(loaded)]
-    if suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
-        rows = []
-        for record in reader:
-            if None in record:
-                raise SyncError(f"{name} line {reader.line_num}: more values than header columns")
-            rows.append((f"{name} line {reader.line_num}", {k: v for k, v in record.items() if k}))
-        return rows
-    raise SyncError(f"{path}: unsupported file type {path.suffix!r} (use .json, .jsonl, .csv or .tsv)")
+def stable_key(*parts: object) -> str:
+    """A readable task id from parts (``doc#claude-base``), for idempotent re-imports."""
+    return "#".join(str(p) for p in parts)
 
 
-def rows_from_records(records: list[tuple[str, Any]], schema: Schema) -> list[TaskRow]:
+class Rows(list):
+    """A ``list[TaskRow]`` that also says what was left out.
+
+    ``skipped`` holds one message per skipped record (``--skip-bad``) and ``notes`` counts of
+    what was not turned into a task on purpose (``{"empty generated cell": 3}``).
+    """
+
+    def __init__(self, rows=(), skipped: list[str] | None = None, notes: dict[str, int] | None = None):
+        super().__init__(rows)
+        self.skipped: list[str] = list(skipped or [])
+        self.notes: dict[str, int] = dict(notes or {})
+
+    def summary(self) -> str:
+        parts = [f"{len(self)} task(s)"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} bad row(s) skipped")
+        parts += [f"{count} {what}" for what, count in self.notes.items() if count]
+        return ", ".join(parts)
+
+
+def rows_from_records(records: list[Record], schema: Schema) -> list[TaskRow]:
     """Check every record against the schema; raise one SyncError listing every bad row."""
     rows, errors, seen = [], [], {}
     for where, record in records:
@@ -123,5 +107,42 @@ def rows_from_records(records: list[tuple[str, Any]], schema: Schema) -> list[Ta
     return rows
 
 
-def read_task_file(path: Path, schema: Schema) -> list[TaskRow]:
-    return rows_from_records(_raw_rows(Path(path)), schema)
+def checked_rows(
+    records: list[Record], schema: Schema, *, skip_bad: bool = False, bad: list[str] | None = None
+) -> Rows:
+    """Records into checked rows: all or nothing, or (``skip_bad``) every good one plus a count.
+
+    Without ``skip_bad`` this is :func:`rows_from_records` (one error listing every bad
+    record, nothing kept). ``bad`` carries messages of records already dropped while reading;
+    without ``skip_bad`` they are listed with the others and the file fails.
+    """
+    skipped = list(bad or [])
+    if not skip_bad and not skipped:
+        return Rows(rows_from_records(records, schema))
+    rows: list[TaskRow] = []
+    seen: dict[str, str] = {}
+    for where, record in records:
+        try:
+            (row,) = rows_from_records([(where, record)], schema)
+        except SyncError as exc:
+            skipped.append(str(exc).split("\n  ", 1)[-1])
+            continue
+        if row.key in seen:
+            skipped.append(f"{where}: duplicate id {row.key!r} (first at {seen[row.key]})")
+            continue
+        seen[row.key] = where
+        rows.append(row)
+    fail_or_skip(skipped, schema, skip_bad)
+    return Rows(rows, skipped=skipped)
+
+
+def _listing(errors: list[str], schema: Schema) -> str:
+    shown = "\n  ".join(errors[:MAX_ERRORS_SHOWN])
+    more = f"\n  ... and {len(errors) - MAX_ERRORS_SHOWN} more" if len(errors) > MAX_ERRORS_SHOWN else ""
+    return f"{len(errors)} bad row(s) for schema {schema.name}; nothing was imported:\n  {shown}{more}"
+
+
+def fail_or_skip(errors: list[str], schema: Schema, skip_bad: bool) -> None:
+    """Raise the listing of ``errors`` unless ``skip_bad`` (then the caller counts them)."""
+    if errors and not skip_bad:
+        raise SyncError(_listing(errors, schema))
