@@ -101,7 +101,6 @@ def import_cmd(
     """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
     from judgelab.sync.importers import parse_mapping, read_tasks
     from judgelab.sync.importers.annotations import (
-        annotation_emails,
         attach_annotations,
         ensure_annotators,
         post_annotations,
@@ -113,7 +112,15 @@ def import_cmd(
     schema = get_schema(name) if name else None
     checked = []
     for path in files:  # every file is checked before anything is imported
-        file_schema, rows = read_tasks(path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations)
+        file_schema, rows = read_tasks(
+            path,
+            schema,
+            fmt,
+            mapping,
+            skip_bad=skip_bad,
+            with_annotations=with_annotations,
+            stream=annotations_file is None,  # annotations are attached to rows held in memory
+        )
         if schema is not None and file_schema.name != schema.name:
             raise SyncError(f"{path}: {file_schema.name} tasks, but the other files are {schema.name} tasks")
         schema = file_schema
@@ -136,7 +143,7 @@ def import_cmd(
                 + ", ".join(missing[:10])
             )
         later = unmatched
-    ensure_annotators(client, annotation_emails(row for _, rows in checked for row in rows))
+    ensure_annotators(client, set().union(*(rows.annotators for _, rows in checked)))
     for path, rows in checked:
         report = import_rows(client, project.id, rows)
         annotated = sum(len(row.annotations or []) for row in rows)

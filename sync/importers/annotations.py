@@ -90,17 +90,6 @@ def make_annotation(email: str, results: list[dict[str, Any]]) -> dict[str, Any]
     return {"completed_by": {"email": email}, "result": results, "was_cancelled": False, "ground_truth": False}
 
 
-def annotation_emails(rows: Iterable[TaskRow]) -> set[str]:
-    """The annotators' emails of the rows' annotations."""
-    emails = set()
-    for row in rows:
-        for annotation in row.annotations or []:
-            who = annotation.get("completed_by")
-            if isinstance(who, dict) and who.get("email"):
-                emails.add(who["email"])
-    return emails
-
-
 def ensure_annotators(client: Any, emails: Iterable[str]) -> dict[str, int]:
     """``email -> user id`` for every email, creating the users Label Studio does not have.
 

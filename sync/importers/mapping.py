@@ -3,6 +3,9 @@ nested JSON."""
 
 from __future__ import annotations
 
+import difflib
+import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,14 +60,24 @@ def _columns(record: Any, prefix: str = "") -> list[str]:
     return names
 
 
-def check_mapping(records: list[Record], mapping: Mapping[str, str], schema: Schema) -> None:
-    """Raise when a mapped field is not in the schema or a mapped column is in no record."""
+def check_mapped_fields(mapping: Mapping[str, str], schema: Schema) -> None:
+    """Raise when ``--map`` names a field the schema does not have."""
     unknown_fields = [f for f in mapping if f not in schema.data_fields and f != "id"]
     if unknown_fields:
         raise SyncError(
             f"--map names field(s) {', '.join(unknown_fields)} that schema {schema.name} does not have "
             f"(its fields: {', '.join(schema.data_fields)})"
         )
+
+
+def unmapped_columns_error(name: str, missing: list[str], columns: list[str]) -> SyncError:
+    """``--map`` named columns the file does not have."""
+    return SyncError(f"{name}: mapped column(s) not found: {', '.join(missing)} (columns: {_shown(columns)})")
+
+
+def check_mapping(records: list[Record], mapping: Mapping[str, str], schema: Schema) -> None:
+    """Raise when a mapped field is not in the schema or a mapped column is in no record."""
+    check_mapped_fields(mapping, schema)
     if not records:
         return
     missing = [
@@ -74,10 +87,90 @@ def check_mapping(records: list[Record], mapping: Mapping[str, str], schema: Sch
     ]
     if missing:
         where, first = records[0]
-        available = ", ".join(_columns(first)[:30])
-        raise SyncError(
-            f"{where.rsplit(' ', 2)[0]}: mapped column(s) not found: {', '.join(missing)} (columns: {available})"
-        )
+        raise unmapped_columns_error(where.rsplit(" ", 2)[0], missing, _columns(first))
+
+
+def is_present(record: Any, column: str) -> bool:
+    """Whether ``record`` has ``column`` (a name or a dotted path), in itself or in its ``data``."""
+    if get_path(record, column) is not _MISSING:
+        return True
+    return (
+        isinstance(record, Mapping)
+        and isinstance(record.get("data"), Mapping)
+        and (get_path(record["data"], column) is not _MISSING)
+    )
+
+
+def record_columns(record: Any) -> list[str]:
+    """The columns of a record as a user sees them (the fields of its ``data`` when it has one)."""
+    if isinstance(record, Mapping) and isinstance(record.get("data"), Mapping):
+        record = record["data"]
+    return [str(key) for key in record] if isinstance(record, Mapping) else []
+
+
+def required_fields(schema: Schema) -> list[str]:
+    """The schema's fields a task must have (required and without a default)."""
+    defaults = schema.meta.get("defaults") or {}
+    return [name for name, spec in schema.data_fields.items() if spec.get("required") and name not in defaults]
+
+
+def _words(text: Any) -> list[str]:
+    plain = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode().lower()
+    return re.findall(r"[a-z0-9]+", plain)
+
+
+def _likeness(field: str, spec: Mapping[str, Any], column: str) -> float:
+    """How much ``column`` looks like the schema's ``field``: its name in another case or
+    accent, a word of the field's description (the schema's own language: ``texto`` for
+    "Texto original de la noticia"), or a close spelling (``modelo`` for ``model``)."""
+    name, wanted = "".join(_words(column)), "".join(_words(field))
+    if not name:
+        return 0.0
+    if name == wanted:
+        return 1.0
+    described = {w for w in _words(spec.get("description", "")) if len(w) >= 4}
+    if name in described:
+        return 0.9
+    if any(len(w) >= 4 and w in described for w in _words(column)):
+        return 0.8
+    close = difflib.SequenceMatcher(None, name, wanted).ratio()
+    return close * 0.95 if close >= 0.75 else 0.0
+
+
+def suggest_mapping(missing: list[str], columns: list[str], schema: Schema) -> dict[str, str]:
+    """A ``--map`` suggestion (field -> column) for the required fields a file lacks."""
+    free = [c for c in columns if c not in schema.data_fields and c != "id"]
+    scored = sorted(
+        ((_likeness(f, schema.data_fields.get(f) or {}, c), f, c) for f in missing for c in free),
+        key=lambda item: -item[0],
+    )
+    chosen: dict[str, str] = {}
+    for score, field, column in scored:
+        if score >= 0.6 and field not in chosen and column not in chosen.values():
+            chosen[field] = column
+    left = [f for f in missing if f not in chosen]
+    unused = [c for c in free if c not in chosen.values()]
+    if len(left) == 1 and len(unused) == 1:  # one field without a column, one column without a field
+        chosen[left[0]] = unused[0]
+    return {field: chosen[field] for field in missing if field in chosen}
+
+
+def _shown(columns: list[str], limit: int = 30) -> str:
+    more = f", ... ({len(columns)} in all)" if len(columns) > limit else ""
+    return ", ".join(columns[:limit]) + more
+
+
+def missing_columns_error(name: str, missing: list[str], columns: list[str], schema: Schema) -> SyncError:
+    """The file has no column for required fields: its columns and a ``--map`` suggestion."""
+    suggestion = suggest_mapping(missing, columns, schema)
+    if suggestion:
+        hint = "map them with " + " ".join(f"--map {field}={column}" for field, column in suggestion.items())
+    else:
+        hint = "name the columns that hold them with --map FIELD=COLUMN"
+    return SyncError(
+        f"{name}: no column for the required field(s) {', '.join(missing)} of schema {schema.name} "
+        f"(the file's columns: {_shown(columns) or 'none'}); {hint}; nothing was imported"
+    )
 
 
 def apply_mapping(record: Any, mapping: Mapping[str, str]) -> Any:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from judgelab.configs.schema import Schema
@@ -53,6 +55,77 @@ def stable_key(*parts: object) -> str:
     return "#".join(str(p) for p in parts)
 
 
+class BadRow(ValueError):
+    """A record that cannot be a task; the message names the file and line (or item)."""
+
+
+def text_problem(value: Any) -> str | None:
+    """What makes ``value`` (or a string inside it, keys included) not Unicode text, if anything.
+
+    A lone surrogate (``"\\ud800"`` in JSON) passes Python's json but no UTF-8 encoder: sent to
+    Label Studio it would break the import in the middle of a file.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"character {exc.start} is a lone surrogate ({value[exc.start]!r}), not text"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = text_problem(key) or text_problem(item)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for item in value:
+            problem = text_problem(item)
+            if problem:
+                return problem
+    return None
+
+
+def check_record(where: str, record: Any, schema: Schema) -> TaskRow:
+    """One record as a checked :class:`TaskRow`; raises :class:`BadRow` naming ``where``."""
+    if not isinstance(record, dict):
+        raise BadRow(f"{where}: expected an object, got {type(record).__name__}")
+    data = record.get("data") if isinstance(record.get("data"), dict) else record
+    outside = [] if data is record else [(k, v) for k, v in record.items() if k != "data"]
+    for name, value in chain(data.items(), outside):
+        problem = text_problem(name) or text_problem(value)
+        if problem:
+            raise BadRow(f"{where}: field {name!r}: {problem}")
+    try:
+        prepared = prepare_task_data(schema, data)
+    except TaskDataError as exc:
+        raise BadRow(f"{where}: {exc}") from None
+    return TaskRow(
+        data=prepared,
+        key=task_key(prepared),
+        where=where,
+        predictions=record.get("predictions") if data is not record else None,
+        annotations=record.get("annotations") if data is not record else None,
+    )
+
+
+def annotator_emails(rows: Iterable[TaskRow]) -> set[str]:
+    """The annotators' emails of the rows' annotations."""
+    emails = set()
+    for row in rows:
+        for annotation in row.annotations or []:
+            who = annotation.get("completed_by")
+            if isinstance(who, dict) and who.get("email"):
+                emails.add(who["email"])
+    return emails
+
+
+def rows_summary(count: int, skipped: list[str], notes: dict[str, int]) -> str:
+    parts = [f"{count} task(s)"]
+    if skipped:
+        parts.append(f"{len(skipped)} bad row(s) skipped")
+    parts += [f"{n} {what}" for what, n in notes.items() if n]
+    return ", ".join(parts)
+
+
 class Rows(list):
     """A ``list[TaskRow]`` that also says what was left out.
 
@@ -66,83 +139,74 @@ class Rows(list):
         self.notes: dict[str, int] = dict(notes or {})
 
     def summary(self) -> str:
-        parts = [f"{len(self)} task(s)"]
-        if self.skipped:
-            parts.append(f"{len(self.skipped)} bad row(s) skipped")
-        parts += [f"{count} {what}" for what, count in self.notes.items() if count]
-        return ", ".join(parts)
+        return rows_summary(len(self), self.skipped, self.notes)
+
+    @property
+    def annotators(self) -> set[str]:
+        """The emails of the annotators of the rows' annotations."""
+        return annotator_emails(self)
 
 
-def rows_from_records(records: list[Record], schema: Schema) -> list[TaskRow]:
-    """Check every record against the schema; raise one SyncError listing every bad row."""
-    rows, errors, seen = [], [], {}
+class KeyCheck:
+    """Keys seen so far in a file: the second row with a key is a duplicate of the first."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}
+
+    def duplicate(self, row: TaskRow) -> str | None:
+        """The message for ``row`` if its key was seen (else remember it)."""
+        first = self._first.get(row.key)
+        if first is None:
+            self._first[row.key] = row.where
+            return None
+        return f"{row.where}: duplicate id {row.key!r} (first at {first})"
+
+
+def checked(records: Iterable[Record], schema: Schema) -> Iterable[TaskRow | str]:
+    """Each record as a :class:`TaskRow`, or as the message saying why it cannot be one."""
+    keys = KeyCheck()
     for where, record in records:
-        if not isinstance(record, dict):
-            errors.append(f"{where}: expected an object, got {type(record).__name__}")
-            continue
-        data = record.get("data") if isinstance(record.get("data"), dict) else record
         try:
-            prepared = prepare_task_data(schema, data)
-        except TaskDataError as exc:
-            errors.append(f"{where}: {exc}")
+            row = check_record(where, record, schema)
+        except BadRow as exc:
+            yield str(exc)
             continue
-        key = task_key(prepared)
-        if key in seen:
-            errors.append(f"{where}: duplicate id {key!r} (first at {seen[key]})")
-            continue
-        seen[key] = where
-        rows.append(
-            TaskRow(
-                data=prepared,
-                key=key,
-                where=where,
-                predictions=record.get("predictions") if data is not record else None,
-                annotations=record.get("annotations") if data is not record else None,
-            )
-        )
-    if errors:
-        shown = "\n  ".join(errors[:MAX_ERRORS_SHOWN])
-        more = f"\n  ... and {len(errors) - MAX_ERRORS_SHOWN} more" if len(errors) > MAX_ERRORS_SHOWN else ""
-        raise SyncError(f"{len(errors)} bad row(s) for schema {schema.name}; nothing was imported:\n  {shown}{more}")
-    return rows
+        yield keys.duplicate(row) or row
+
+
+def rows_from_records(records: Iterable[Record], schema: Schema) -> list[TaskRow]:
+    """Check every record against the schema; raise one SyncError listing every bad row."""
+    return checked_rows(records, schema)
 
 
 def checked_rows(
-    records: list[Record], schema: Schema, *, skip_bad: bool = False, bad: list[str] | None = None
+    records: Iterable[Record], schema: Schema, *, skip_bad: bool = False, bad: list[str] | None = None
 ) -> Rows:
     """Records into checked rows: all or nothing, or (``skip_bad``) every good one plus a count.
 
-    Without ``skip_bad`` this is :func:`rows_from_records` (one error listing every bad
-    record, nothing kept). ``bad`` carries messages of records already dropped while reading;
-    without ``skip_bad`` they are listed with the others and the file fails.
+    ``bad`` carries messages of records already dropped while reading; without ``skip_bad``
+    they are listed with the others and the file fails.
     """
     skipped = list(bad or [])
-    if not skip_bad and not skipped:
-        return Rows(rows_from_records(records, schema))
     rows: list[TaskRow] = []
-    seen: dict[str, str] = {}
-    for where, record in records:
-        try:
-            (row,) = rows_from_records([(where, record)], schema)
-        except SyncError as exc:
-            skipped.append(str(exc).split("\n  ", 1)[-1])
-            continue
-        if row.key in seen:
-            skipped.append(f"{where}: duplicate id {row.key!r} (first at {seen[row.key]})")
-            continue
-        seen[row.key] = where
-        rows.append(row)
+    for item in checked(records, schema):
+        if isinstance(item, str):
+            skipped.append(item)
+        else:
+            rows.append(item)
     fail_or_skip(skipped, schema, skip_bad)
     return Rows(rows, skipped=skipped)
 
 
-def _listing(errors: list[str], schema: Schema) -> str:
+def listing(errors: list[str], schema: Schema, count: int | None = None) -> str:
+    """One message listing the first bad rows (``count``: how many there are in all)."""
+    count = len(errors) if count is None else count
     shown = "\n  ".join(errors[:MAX_ERRORS_SHOWN])
-    more = f"\n  ... and {len(errors) - MAX_ERRORS_SHOWN} more" if len(errors) > MAX_ERRORS_SHOWN else ""
-    return f"{len(errors)} bad row(s) for schema {schema.name}; nothing was imported:\n  {shown}{more}"
+    more = f"\n  ... and {count - MAX_ERRORS_SHOWN} more" if count > MAX_ERRORS_SHOWN else ""
+    return f"{count} bad row(s) for schema {schema.name}; nothing was imported:\n  {shown}{more}"
 
 
 def fail_or_skip(errors: list[str], schema: Schema, skip_bad: bool) -> None:
     """Raise the listing of ``errors`` unless ``skip_bad`` (then the caller counts them)."""
     if errors and not skip_bad:
-        raise SyncError(_listing(errors, schema))
+        raise SyncError(listing(errors, schema))
