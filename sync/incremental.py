@@ -58,6 +58,7 @@ from judgelab.sync import table_store
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
 from judgelab.sync.projects import selected_projects
+from judgelab.sync.state_folder import folder_lock, prepare_out, storage_errors
 from judgelab.sync.tidy import TidyTables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ RECENT_MARGIN_SECONDS = 300  # "recent" mode lists tasks updated since the last 
 # share of the project, pages are cheaper.
 PREDICTIONS_PER_LISTED_TASK = 5
 LIST_PAGE_SIZE = 1000
+SQLITE_BUSY_SECONDS = 60  # a reader (judgelab report) may hold the file while a batch commits
 SIGNATURE_FIELDS = ("updated_at", "total_annotations", "cancelled_annotations", "total_predictions")
 
 SCHEMA_SQL = """
@@ -111,6 +113,7 @@ class SyncReport:
     projects: list[ProjectReport] = field(default_factory=list)
     tables_written: bool = False
     paths: list[Path] = field(default_factory=list)
+    removed_projects: list[int] = field(default_factory=list)  # gone from Label Studio, rows removed
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -328,7 +331,7 @@ def open_state(out_dir: Path) -> sqlite3.Connection:
     """The sync's SQLite file (created when absent), with state from an earlier judgelab migrated."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(out_dir / STATE_FILE)
+    db = sqlite3.connect(out_dir / STATE_FILE, timeout=SQLITE_BUSY_SECONDS)
     db.executescript(SCHEMA_SQL)
     have = {row[1] for row in db.execute("PRAGMA table_info(sync_state)")}
     for column, kind in (("watermark", "TEXT"), ("complete", "INTEGER NOT NULL DEFAULT 0"), ("mode", "TEXT")):
@@ -382,8 +385,7 @@ def _forget_project(db: sqlite3.Connection, project: int | None) -> None:
 
 
 def _parquet_current(db: sqlite3.Connection, paths: list[Path]) -> bool:
-    row = db.execute("SELECT value FROM sync_meta WHERE key='parquet_current'").fetchone()
-    return row is not None and row[0] == "1" and all(p.exists() for p in paths)
+    return table_store.parquet_is_current(db) and all(p.exists() for p in paths)
 
 
 def _now() -> str:
@@ -533,6 +535,8 @@ def sync_project(
         time.perf_counter() - started,
     )
     with db:  # from here until the end of the run the state is "incomplete"
+        if schema is not None and plan.batches:
+            table_store.ensure_task_columns(db, [*schema.data_fields, *(schema.meta.get("derived_fields") or {})])
         db.execute(
             "INSERT INTO sync_state (project, schema, last_sync_started_at, complete, mode) VALUES (?, ?, ?, 0, ?) "
             "ON CONFLICT(project) DO UPDATE SET schema=excluded.schema, "
@@ -577,8 +581,9 @@ def sync_project(
             vanished = sorted((set(batch) - set(present)) & set(stored))
             with db:  # one transaction: the batch's rows and signatures together
                 _drop_tasks(db, project_id, vanished)
-                # (a first sync has no rows to replace)
-                table_store.replace_tasks(db, project_id, present if stored else [], rows)
+                # delete-then-insert whatever the state read at the start said: redoing a batch
+                # (a run killed after it, a state that changed meanwhile) can never double rows
+                table_store.replace_tasks(db, project_id, present, rows)
                 db.executemany(
                     "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
                     [(project_id, int(task["id"]), _signature(task)) for task in exported],
@@ -646,60 +651,102 @@ def sync_tables(
     write_parquet: bool = True,
     on_batch: Callable[[ProjectReport], None] | None = None,
     margin_seconds: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> SyncReport:
     """Bring the tidy tables in ``out_dir`` up to date with Label Studio.
 
     ``client``: a :class:`sync.ls_api.LabelStudioAPI` or an SDK client. ``full`` forgets the
-    state first (every task is exported again). Projects that are no longer selected or no
-    longer exist keep their rows only when ``project_ids`` names other projects; with the
-    default selection (every judgelab project) rows of deleted projects are removed.
+    state first (every task is exported again). Rows of a project that no longer exists in Label
+    Studio are removed when it is named in ``project_ids`` or, with the default selection (every
+    judgelab project), when it is gone; a named project that Label Studio does not have and the
+    folder never held raises :class:`SyncError` before anything changes.
+
+    One run at a time per folder (:func:`sync.state_folder.folder_lock`): a second run waits,
+    telling ``on_wait`` why, and then syncs what is left. Write errors (a full disk, a read-only
+    or missing folder) raise :class:`SyncError`; each batch is one transaction, so what was
+    stored before stays intact.
     """
     api = as_api(client)
-    out_dir = Path(out_dir)
+    out_dir = prepare_out(Path(out_dir))
     batch_size = min(batch_size or batch_size_from_env(), MAX_EXPORT_IDS)
     margin = RECENT_MARGIN_SECONDS if margin_seconds is None else max(0.0, margin_seconds)
+    with folder_lock(out_dir, on_wait), storage_errors(out_dir):
+        first = not has_state(out_dir)
+        db = open_state(out_dir)
+        try:
+            return _sync_locked(
+                api, db, out_dir, project_ids, full or first, batch_size, write_parquet, on_batch, margin
+            )
+        finally:
+            db.close()
+
+
+def _gone_projects(api: Any, db: sqlite3.Connection, project_ids: list[int] | None, listed: list[int]) -> list[int]:
+    """Projects the folder holds that Label Studio no longer has (among ``project_ids`` when given);
+    raises for a named project that neither has."""
+    stored = {p for (p,) in db.execute("SELECT project FROM sync_state UNION SELECT project FROM sync_tasks")}
+    if project_ids is None:
+        return sorted(stored - set(listed))
+    missing = [p for p in project_ids if p not in set(listed)]
+    unknown = [p for p in missing if p not in stored]
+    if unknown:
+        where = getattr(api, "url", "Label Studio")
+        have = ", ".join(f"{pid} ({schema})" for pid, schema in selected_projects(api)[:10]) or "none"
+        raise SyncError(
+            f"project {', '.join(map(str, unknown))}: no such project in Label Studio at {where} "
+            f"(its judgelab projects: {have}); nothing was changed"
+        )
+    return sorted(missing)
+
+
+def _sync_locked(
+    api: Any,
+    db: sqlite3.Connection,
+    out_dir: Path,
+    project_ids: list[int] | None,
+    full: bool,
+    batch_size: int,
+    write_parquet: bool,
+    on_batch: Callable[[ProjectReport], None] | None,
+    margin: float,
+) -> SyncReport:
     paths = [out_dir / STATE_FILE]
     if write_parquet:
         paths += [out_dir / f"{n}.parquet" for n in table_store.TABLES]
-    db = open_state(out_dir)
-    try:
-        if write_parquet and not _parquet_current(db, paths[1:]):
-            _warm_imports()
-        report = SyncReport(full=full)
-        projects = selected_projects(api, project_ids)
-        changed = False
-        if full:
-            with db:
-                for p in [None] if project_ids is None else [p for p, _ in projects]:
-                    _forget_project(db, p)
-            changed = True
-        if project_ids is None:  # projects deleted in Label Studio
-            known = {p for (p,) in db.execute("SELECT DISTINCT project FROM sync_tasks")}
-            stale = known - {p for p, _ in projects}
-            if stale:
-                with db:
-                    for p in stale:
-                        _forget_project(db, p)
-                changed = True
-        users = api.user_emails()
-        for project_id, schema_name in projects:
-            report.projects.append(
-                sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
-            )
-        changed = changed or report.changed
-        if write_parquet and not _parquet_current(db, paths[1:]):
-            t0 = time.perf_counter()
-            table_store.write_parquet(db, out_dir)
-            log.info("Parquet files written in %.2f s", time.perf_counter() - t0)
-            with db:
-                db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
-            changed = True
-        report.counts = table_store.counts(db)
-        report.tables_written = changed
-        report.paths = paths
-        return report
-    finally:
-        db.close()
+    if write_parquet and not _parquet_current(db, paths[1:]):
+        _warm_imports()
+    report = SyncReport(full=full)
+    projects = selected_projects(api, project_ids)
+    gone = _gone_projects(api, db, project_ids, [p for p, _ in projects])
+    changed = False
+    if full:
+        with db:
+            for p in [None] if project_ids is None else [p for p, _ in projects]:
+                _forget_project(db, p)
+        changed = True
+    if gone:  # deleted in Label Studio: their rows leave the tables
+        with db:
+            for p in gone:
+                _forget_project(db, p)
+        report.removed_projects = gone
+        changed = True
+    users = api.user_emails()
+    for project_id, schema_name in projects:
+        report.projects.append(
+            sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
+        )
+    changed = changed or report.changed
+    if write_parquet and not _parquet_current(db, paths[1:]):
+        t0 = time.perf_counter()
+        table_store.write_parquet(db, out_dir)
+        log.info("Parquet files written in %.2f s", time.perf_counter() - t0)
+        with db:
+            db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
+        changed = True
+    report.counts = table_store.counts(db)
+    report.tables_written = changed
+    report.paths = paths
+    return report
 
 
 def tables_from_state(out_dir: Path) -> TidyTables:
