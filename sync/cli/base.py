@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import click
+import httpx
 
 from judgelab.configs.schema import Schema, SchemaError, all_schemas, get_schema
 from judgelab.sync.client import Connection, SyncError
@@ -30,6 +31,23 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except (SyncError, SchemaError) as exc:
             _fail(str(exc))
+        except httpx.HTTPError as exc:  # a request the library did not expect to fail (retries spent)
+            _fail(f"{_request_of(exc)}failed: {type(exc).__name__}: {exc}; re-run the command to continue")
+        except Exception as exc:
+            api_error = getattr(sys.modules.get("label_studio_sdk.core.api_error"), "ApiError", None)
+            if api_error is None or not isinstance(exc, api_error):
+                raise
+            from judgelab.sync.client import api_error_message
+
+            _fail(f"Label Studio answered {api_error_message(exc)}; re-run the command to continue")
+
+
+def _request_of(exc: httpx.HTTPError) -> str:
+    try:
+        request = exc.request
+    except RuntimeError:  # no request attached
+        return ""
+    return f"{request.method} {request.url.copy_with(query=None)}: "
 
 
 def _connection(ctx: click.Context) -> Connection:
