@@ -1,6 +1,6 @@
 """Retries of Label Studio's reads: a request that only reads (GET, HEAD, OPTIONS) is sent again
 when Label Studio answers 429, 500, 502, 503 or 504 (its export answers 500 under concurrent
-exports) or the connection drops, a few times with a growing pause. Requests that change
+exports) or the connection drops (before the answer or in the middle of its body), a few times with a growing pause. Requests that change
 something (POST, PATCH, PUT, DELETE) are never repeated by the transport: a repeat after a lost
 answer could add a second copy; the commands that send them find out what Label Studio already
 has when they are run again (task keys, prediction versions).
@@ -56,6 +56,7 @@ class RetryingTransport(httpx.BaseTransport):
         for attempt in range(1, self.attempts + 1):
             try:
                 response = self.inner.handle_request(request)
+                response.read()  # a body cut in the middle fails here, where it can be retried
             except CONNECT_ERRORS as exc:
                 if attempt >= min(self.attempts, CONNECT_ATTEMPTS):
                     raise
@@ -67,7 +68,6 @@ class RetryingTransport(httpx.BaseTransport):
                 self._wait(attempt, request, f"{type(exc).__name__}: {exc}")
                 continue
             if response.status_code in RETRIED_STATUS and attempt < self.attempts:
-                response.read()
                 response.close()
                 self._wait(attempt, request, f"HTTP {response.status_code}")
                 continue

@@ -17,8 +17,8 @@ from judgelab.sync.ls_api import LabelStudioAPI
 class Flaky:
     """Answers each path's first ``failures`` requests with 500 (or by closing the connection)."""
 
-    def __init__(self, failures: int, drop: bool = False) -> None:
-        self.failures, self.drop = failures, drop
+    def __init__(self, failures: int, drop: bool = False, truncate: bool = False) -> None:
+        self.failures, self.drop, self.truncate = failures, drop, truncate
         self.seen: dict[str, int] = {}
         outer = self
 
@@ -29,6 +29,15 @@ class Flaky:
                 key = f"{self.command} {self.path.split('?')[0]}"
                 outer.seen[key] = outer.seen.get(key, 0) + 1
                 if outer.seen[key] <= outer.failures:
+                    if outer.truncate:  # the headers promise more body than is sent
+                        self.send_response(200)
+                        self.send_header("Content-Length", "100")
+                        self.end_headers()
+                        self.wfile.write(b'{"ok": ')
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
                     if outer.drop:
                         self.close_connection = True
                         self.connection.shutdown(2)
@@ -64,9 +73,9 @@ def quick_retries(monkeypatch):
     monkeypatch.setenv("JUDGELAB_HTTP_RETRY_PAUSE", "0.01")
 
 
-@pytest.mark.parametrize("drop", [False, True], ids=["500", "dropped"])
-def test_the_syncs_reads_are_retried(drop):
-    server = Flaky(failures=2, drop=drop)
+@pytest.mark.parametrize("how", ["500", "drop", "truncate"])
+def test_the_syncs_reads_are_retried(how):
+    server = Flaky(failures=2, drop=how == "drop", truncate=how == "truncate")
     try:
         api = LabelStudioAPI(server.url, "token")
         assert api.get_json("api/projects/1/export", {"ids[]": ["1"]})["ok"] is True
