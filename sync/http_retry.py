@@ -1,9 +1,10 @@
 """Retries of Label Studio's reads: a request that only reads (GET, HEAD, OPTIONS) is sent again
 when Label Studio answers 429, 500, 502, 503 or 504 (its export answers 500 under concurrent
-exports) or the connection drops (before the answer or in the middle of its body), a few times with a growing pause. Requests that change
-something (POST, PATCH, PUT, DELETE) are never repeated by the transport: a repeat after a lost
-answer could add a second copy; the commands that send them find out what Label Studio already
-has when they are run again (task keys, prediction versions).
+exports) or the connection drops (before the answer or in the middle of its body), a few times
+with a growing pause. Requests that change something (POST, PATCH, PUT, DELETE) are never
+repeated by the transport: a repeat after a lost answer could add a second copy; the commands
+that send them find out what Label Studio already has when they are run again (task keys,
+prediction versions).
 
 ``JUDGELAB_HTTP_RETRIES`` (attempts in all, default 5) and ``JUDGELAB_HTTP_RETRY_PAUSE`` (the
 first pause in seconds, doubled each time, default 0.5) configure it.
