@@ -84,3 +84,26 @@ def test_a_likert_project_with_one_rating_per_task_gets_its_report(tmp_path):
     markdown = paths.markdown.read_text(encoding="utf-8")
     assert "Ordinal alpha per criterion and model" in markdown
     assert "| claude | 0 |" in markdown  # no summary rated twice: no units, and no alpha
+
+
+def test_report_and_load_out_pointing_at_a_file_are_clear_errors(tmp_path):
+    from click.testing import CliRunner
+
+    from judgelab.sync.cli import main
+    from judgelab.sync.export import write_tables
+    from judgelab.sync.tidy import TidyTables
+
+    tables = _tables([], ["ann@example.org", "bob@example.org"])
+    spans = pd.DataFrame(columns=["project", "task_id", "annotation_id", "annotator", "source", "field", "start",
+                                  "end", "text", "label", "note"])  # fmt: skip
+    write_tables(TidyTables(tables["tasks"], tables["judgments"], spans), tmp_path / "tables")
+    target = tmp_path / "report.txt"
+    target.write_text("a file", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "--tables", str(tmp_path / "tables"), "--out", str(target)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert "report.txt" in result.output and "Traceback" not in result.output
+    data = tmp_path / "basse.jsonl"
+    data.write_text('{"idx": 1, "model_summaries": {}}\n', encoding="utf-8")
+    loaded = CliRunner().invoke(main, ["load", "basse", str(data), "--out", str(target)])
+    assert loaded.exit_code == 1 and isinstance(loaded.exception, SystemExit), loaded.output
+    assert "report.txt" in loaded.output

@@ -31,6 +31,13 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except (SyncError, SchemaError) as exc:
             _fail(str(exc))
+        except (FileExistsError, NotADirectoryError) as exc:  # an --out that is a file, or under one
+            _fail(f"{exc.filename}: a file where a folder is needed: give a folder (--out)")
+        except OSError as exc:
+            if isinstance(exc, ConnectionError):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
         except httpx.HTTPError as exc:  # a request the library did not expect to fail (retries spent)
             _fail(f"{_request_of(exc)}failed: {type(exc).__name__}: {exc}; re-run the command to continue")
         except Exception as exc:
