@@ -1,8 +1,8 @@
-"""The importers' package: seed formats register themselves, nothing names them all, no import cycle."""
+"""The importers' package: seed formats register themselves and nothing names them all (no import
+cycle: tests/test_architecture.py)."""
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -16,7 +16,6 @@ from judgelab.sync.cli import main
 from judgelab.sync.importers.registry import IMPORTERS
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "sync" / "importers"
 
 
 def test_every_seed_format_registers_itself_with_an_existing_schema():
@@ -26,41 +25,6 @@ def test_every_seed_format_registers_itself_with_an_existing_schema():
         assert importer.name == name and importer.schema in schemas
     help_text = CliRunner().invoke(main, ["import", "--help"]).output
     assert "[auto|generic|basse|hotel|storysumm|wide-augmentation]" in help_text
-
-
-def _imports(path: Path) -> set[str]:
-    """Modules of judgelab.sync.importers that a file imports (at any depth of the code)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("judgelab.sync.importers"):
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("judgelab.sync.importers")}
-    return found
-
-
-def test_no_import_cycle_inside_the_package():
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
-        name = ".".join(("judgelab", *parts[1:]))
-        modules[name.removesuffix(".__init__")] = _imports(path)
-    graph = {name: {m for m in deps if m in modules and m != name} for name, deps in modules.items()}
-    graph["judgelab.sync.importers"] = set()  # the package's re-exports are the way in, not a dependency
-    state: dict[str, int] = {}
-
-    def visit(node: str, trail: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph[node]:
-            assert state.get(nxt) != 1, "import cycle: " + " -> ".join([*trail, node, nxt])
-            if nxt not in state:
-                visit(nxt, [*trail, node])
-        state[node] = 2
-
-    for node in graph:
-        if node not in state:
-            visit(node, [])
-    assert not any("dispatch" in m for name, deps in graph.items() if ".formats." in name for m in deps)
 
 
 def test_a_schema_folder_brings_its_own_import_format(tmp_path):
