@@ -182,3 +182,12 @@ def test_the_reader_streams_records(tmp_path):
     assert next(records) == ("s.jsonl line 1", {"a": 1})
     with pytest.raises(SyncError, match=r"s\.jsonl line 2"):
         next(records)
+
+
+def test_a_file_changed_between_the_check_and_the_import_is_refused(tmp_path):
+    path = write(tmp_path / "t.jsonl", json.dumps({"article": ARTICLE, "summary": "Uno."}) + "\n")
+    _, rows = read_tasks(path, LIKERT, "generic", stream=True)
+    assert len(rows) == 1
+    path.write_text(path.read_text(encoding="utf-8") + json.dumps({"article": "Otra.", "summary": "Dos."}) + "\n")
+    with pytest.raises(SyncError, match="t.jsonl changed while it was being imported"):
+        list(rows)

@@ -66,6 +66,8 @@ def text_problem(value: Any) -> str | None:
     Label Studio it would break the import in the middle of a file.
     """
     if isinstance(value, str):
+        if value.isascii():
+            return None
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
