@@ -5,10 +5,14 @@
 order; a task that fails gets a placeholder without ``result`` so Label Studio asks again
 later) and ``fit(event, data)`` receives annotation webhooks.
 
-An annotator with ``annotate_batch`` (the LLM) gets the whole batch at once with the time left
-before ``deadline_s`` (Label Studio stops waiting after ``ML_TIMEOUT_PREDICT``): the tasks it
-could not answer in time get placeholders and are asked for again later. Other annotators
-(the offline one) are called task by task.
+A ``/predict`` has ``deadline_s`` seconds from its arrival (Label Studio stops waiting after
+``ML_TIMEOUT_PREDICT``); the server passes the absolute time as ``deadline_at``. An annotator with
+``annotate_batch`` (the LLM) gets the whole batch at once with the time left; other annotators
+(the offline one) are called task by task until the deadline. Either way the tasks not answered
+in time get placeholders (:data:`NO_ANSWER_YET`) and are asked for again later.
+
+A task field that a ``valueType="url"`` text object reads and that holds a Label Studio URL (an
+uploaded ``.txt`` file) is replaced by the file's text first (:mod:`judgelab.backend.ls_files`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from judgelab.backend.draft import Draft
+from judgelab.backend.ls_files import LabelStudioFiles, url_fields
 from judgelab.backend.results import build_results
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE
 from judgelab.configs.detect import Detection, detect_schema
@@ -60,15 +65,19 @@ class JudgelabModel:
         label_config: str,
         annotator: Annotator,
         deadline_s: float = DEFAULT_PREDICT_DEADLINE,
+        files: LabelStudioFiles | None = None,
     ):
         self.project_id = project_id
         self.label_config = label_config
         self.config = parse_label_config(label_config)
         self.annotator = annotator
         self.deadline_s = deadline_s
+        self.files = files
+        self.url_fields = url_fields(self.config)  # data keys whose value is a URL to load
         self.detection: Detection = detect_schema(label_config, all_schemas())
         self.stats: Counter = Counter()
         self._annotator_version: str | None = None
+        self._model_version: str | None = None
 
     @property
     def schema_name(self) -> str:
@@ -77,8 +86,12 @@ class JudgelabModel:
     @property
     def model_version(self) -> str:
         """Changes whenever the annotator (its model, prompt or settings), the schema or the
-        config's structure changes, so Label Studio asks for new predictions."""
-        return f"judgelab-{self.annotator.name}-{self.annotator_version}-{self.schema_name}-{self.config.digest}"
+        config's structure changes, so Label Studio asks for new predictions. Made once: every
+        prediction and placeholder carries it."""
+        if self._model_version is None:
+            name, version = self.annotator.name, self.annotator_version
+            self._model_version = f"judgelab-{name}-{version}-{self.schema_name}-{self.config.digest}"
+        return self._model_version
 
     @property
     def annotator_version(self) -> str:
@@ -94,10 +107,12 @@ class JudgelabModel:
     def setup(self) -> str:
         return self.model_version
 
-    def _task_data(self, task: dict[str, Any]) -> dict[str, Any]:
+    def _task_data(self, task: dict[str, Any], deadline_at: float | None = None) -> dict[str, Any]:
         data = task.get("data") if isinstance(task, dict) else None
         if not isinstance(data, dict):
             raise TaskDataError("data", "task has no data object")
+        if self.url_fields and self.files is not None:
+            data = self.files.resolve(data, self.url_fields, str(self.project_id or ""), deadline_at)
         if self.detection.schema is None:
             return data
         return prepare_task_data(self.detection.schema, data)
@@ -117,30 +132,56 @@ class JudgelabModel:
         score = draft.score if isinstance(draft.score, (int, float)) else None
         return {"result": built.regions, "score": score, "model_version": self.model_version}
 
-    def predict_one(self, task: dict[str, Any]) -> dict[str, Any]:
+    def predict_one(self, task: dict[str, Any], deadline_at: float | None = None) -> dict[str, Any]:
         """One prediction, or a placeholder (no ``result``) when the task cannot be annotated."""
         task_id = task.get("id") if isinstance(task, dict) else None
         try:
-            data = self._task_data(task)
+            data = self._task_data(task, deadline_at)
             draft = self.annotator.annotate(self.schema_name, data)
             return self._prediction(task_id, draft, data)
         except Exception as exc:  # one bad task never takes the batch down
             return self._placeholder(task_id, str(exc))
 
-    def predict_batch(self, tasks: list[Any], started: float | None = None) -> list[dict[str, Any]]:
-        """All tasks through the annotator's ``annotate_batch``, within what is left of the deadline."""
-        started = time.monotonic() if started is None else started
+    def predict_each(self, tasks: list[Any], deadline_at: float) -> list[dict[str, Any]]:
+        """Task by task until ``deadline_at`` (``time.monotonic()``); placeholders for the rest."""
+        predictions: list[dict[str, Any]] = []
+        for task in tasks:
+            if time.monotonic() >= deadline_at:
+                break
+            predictions.append(self.predict_one(task, deadline_at))
+        return predictions + self._not_reached(tasks[len(predictions) :], len(tasks))
+
+    def _not_reached(self, tasks: list[Any], total: int) -> list[dict[str, Any]]:
+        if tasks:
+            log.info(
+                "project %s: deadline reached after %d of %d tasks (placeholders for the rest)",
+                self.project_id,
+                total - len(tasks),
+                total,
+            )
+        return [
+            self._placeholder(task.get("id") if isinstance(task, dict) else None, NO_ANSWER_YET, quiet=True)
+            for task in tasks
+        ]
+
+    def predict_batch(self, tasks: list[Any], deadline_at: float | None = None) -> list[dict[str, Any]]:
+        """All tasks through the annotator's ``annotate_batch``, within what is left before ``deadline_at``."""
+        deadline_at = time.monotonic() + self.deadline_s if deadline_at is None else deadline_at
         annotator: BatchAnnotator = self.annotator  # type: ignore[assignment]
         predictions: list[dict[str, Any] | None] = [None] * len(tasks)
         ids = [task.get("id") if isinstance(task, dict) else None for task in tasks]
         ready: list[tuple[int, dict[str, Any]]] = []
         for i, task in enumerate(tasks):
+            if time.monotonic() >= deadline_at:  # reading the tasks (fetching their files) took it all
+                for j, placeholder in enumerate(self._not_reached(tasks[i:], len(tasks)), start=i):
+                    predictions[j] = placeholder
+                break
             try:
-                ready.append((i, self._task_data(task)))
+                ready.append((i, self._task_data(task, deadline_at)))
             except Exception as exc:
                 predictions[i] = self._placeholder(ids[i], str(exc))
         if ready:
-            remaining = self.deadline_s - (time.monotonic() - started)
+            remaining = deadline_at - time.monotonic()
             try:
                 drafts: list[Any] = annotator.annotate_batch(
                     self.schema_name, self.label_config, [data for _, data in ready], remaining
@@ -167,12 +208,17 @@ class JudgelabModel:
                 )
         return [p for p in predictions if p is not None]
 
-    def predict(self, tasks: list[dict[str, Any]], context: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def predict(
+        self, tasks: list[dict[str, Any]], context: dict[str, Any] | None = None, deadline_at: float | None = None
+    ) -> list[dict[str, Any]]:
+        """One prediction per task, in order, by ``deadline_at`` (``time.monotonic()``; default:
+        ``deadline_s`` from now). The server measures it from the request's arrival."""
         started = time.monotonic()
+        deadline_at = started + self.deadline_s if deadline_at is None else deadline_at
         if callable(getattr(self.annotator, "annotate_batch", None)):
-            predictions = self.predict_batch(tasks, started)
+            predictions = self.predict_batch(tasks, deadline_at)
         else:
-            predictions = [self.predict_one(task) for task in tasks]
+            predictions = self.predict_each(tasks, deadline_at)
         log.info(
             "project %s (%s): %d tasks in %.2fs",
             self.project_id,

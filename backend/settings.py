@@ -18,6 +18,7 @@ DEFAULT_PREDICT_DEADLINE = 80.0
 DEFAULT_CACHE_PATH = ".judgelab/llm-cache.sqlite"
 JSON_MODES = ("auto", "on", "off")
 CACHE_OFF = ("", "off", "none", "0", "false")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class SettingsError(ValueError):
@@ -96,16 +97,66 @@ class LLMSettings:
         return Path(self.cache_path).expanduser() if self.cache_enabled else None
 
 
+#: Bounds of what one process keeps and accepts (issue 15: memory must not grow with what
+#: anyone can send to /setup, /webhook and /predict).
+DEFAULT_MAX_BODY_MB = 200.0  # one request body ("Retrieve predictions" sends a whole project)
+DEFAULT_MAX_CONFIG_MB = 1.0  # one label config (a big taxonomy is a few hundred kB)
+DEFAULT_MODEL_CACHE_SIZE = 100  # projects (project, config) whose parsed config is kept
+DEFAULT_MODEL_CACHE_MB = 256.0  # their estimated size together
+DEFAULT_FETCH_TIMEOUT = 10.0  # one download of an uploaded text file from Label Studio
+DEFAULT_FETCH_MAX_MB = 10.0  # one such file
+DEFAULT_FETCH_CACHE_MB = 64.0  # the downloaded texts kept
+
+
+def _auth_pair(user: str | None, password: str | None) -> None:
+    """A user without a password would accept an empty password: refuse both halves alone."""
+    if user and not password:
+        raise SettingsError(
+            "JUDGELAB_BASIC_AUTH_USER is set but JUDGELAB_BASIC_AUTH_PASS is empty: set JUDGELAB_BASIC_AUTH_PASS, "
+            "or unset JUDGELAB_BASIC_AUTH_USER to run without authentication"
+        )
+    if password and not user:
+        raise SettingsError(
+            "JUDGELAB_BASIC_AUTH_PASS is set but JUDGELAB_BASIC_AUTH_USER is empty: set JUDGELAB_BASIC_AUTH_USER, "
+            "or unset JUDGELAB_BASIC_AUTH_PASS to run without authentication"
+        )
+
+
 @dataclass(frozen=True)
 class BackendSettings:
     annotator: str = "offline"
     host: str = "127.0.0.1"
     port: int = 9090
+    workers: int = 1  # server processes (uvicorn workers); they share the response cache file
     basic_auth_user: str | None = None
     basic_auth_pass: str | None = field(default=None, repr=False)
     log_level: str = "INFO"
-    predict_deadline: float = DEFAULT_PREDICT_DEADLINE  # seconds one /predict may take
+    predict_deadline: float = DEFAULT_PREDICT_DEADLINE  # seconds one /predict may take, from its arrival
+    max_body_mb: float = DEFAULT_MAX_BODY_MB
+    max_config_mb: float = DEFAULT_MAX_CONFIG_MB
+    model_cache_size: int = DEFAULT_MODEL_CACHE_SIZE
+    model_cache_mb: float = DEFAULT_MODEL_CACHE_MB
+    label_studio_url: str = ""  # LABEL_STUDIO_URL: where uploaded files are fetched (else /setup's hostname)
+    label_studio_api_key: str | None = field(default=None, repr=False)  # LABEL_STUDIO_API_KEY (else /setup's)
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+    fetch_max_mb: float = DEFAULT_FETCH_MAX_MB
+    fetch_cache_mb: float = DEFAULT_FETCH_CACHE_MB
     llm: LLMSettings = field(default_factory=LLMSettings)
+
+    def __post_init__(self) -> None:
+        _auth_pair(self.basic_auth_user, self.basic_auth_pass)
+        if self.log_level not in LOG_LEVELS:
+            raise SettingsError(f"JUDGELAB_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        if self.label_studio_url and not self.label_studio_url.startswith(("http://", "https://")):
+            raise SettingsError(f"LABEL_STUDIO_URL must start with http:// or https://, got {self.label_studio_url!r}")
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 1024 * 1024)
+
+    @property
+    def max_config_bytes(self) -> int:
+        return int(self.max_config_mb * 1024 * 1024)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> BackendSettings:
@@ -113,10 +164,20 @@ class BackendSettings:
         return cls(
             annotator=env.get("JUDGELAB_ANNOTATOR", "offline"),
             host=env.get("JUDGELAB_BACKEND_HOST", "127.0.0.1"),
-            port=int(env.get("JUDGELAB_BACKEND_PORT", "9090")),
+            port=int(_number(env, "JUDGELAB_BACKEND_PORT", 9090, int, 0)),
+            workers=int(_number(env, "JUDGELAB_WORKERS", 1, int, 1)),
             basic_auth_user=env.get("JUDGELAB_BASIC_AUTH_USER") or None,
             basic_auth_pass=env.get("JUDGELAB_BASIC_AUTH_PASS") or None,
-            log_level=env.get("JUDGELAB_LOG_LEVEL", "INFO"),
+            log_level=env.get("JUDGELAB_LOG_LEVEL", "INFO").strip().upper() or "INFO",
             predict_deadline=_number(env, "JUDGELAB_PREDICT_DEADLINE", DEFAULT_PREDICT_DEADLINE, float, 0.1),
+            max_body_mb=_number(env, "JUDGELAB_MAX_BODY_MB", DEFAULT_MAX_BODY_MB, float, 0.001),
+            max_config_mb=_number(env, "JUDGELAB_MAX_CONFIG_MB", DEFAULT_MAX_CONFIG_MB, float, 0.001),
+            model_cache_size=int(_number(env, "JUDGELAB_MODEL_CACHE_SIZE", DEFAULT_MODEL_CACHE_SIZE, int, 1)),
+            model_cache_mb=_number(env, "JUDGELAB_MODEL_CACHE_MB", DEFAULT_MODEL_CACHE_MB, float, 0.001),
+            label_studio_url=env.get("LABEL_STUDIO_URL", "").strip().rstrip("/"),
+            label_studio_api_key=env.get("LABEL_STUDIO_API_KEY", "").strip() or None,
+            fetch_timeout=_number(env, "JUDGELAB_FETCH_TIMEOUT", DEFAULT_FETCH_TIMEOUT, float, 0.001),
+            fetch_max_mb=_number(env, "JUDGELAB_FETCH_MAX_MB", DEFAULT_FETCH_MAX_MB, float, 0.001),
+            fetch_cache_mb=_number(env, "JUDGELAB_FETCH_CACHE_MB", DEFAULT_FETCH_CACHE_MB, float, 0),
             llm=LLMSettings.from_env(env),
         )

@@ -82,6 +82,22 @@ class MemoryCache:
         return len(self._items)
 
 
+def _while_locked(action: Any, seconds: float) -> Any:
+    """``action()``, tried again while another process holds the lock it needs. SQLite's busy
+    timeout does not cover switching a new file to WAL: several backend workers opening the same
+    new cache at once would otherwise see "database is locked" and run without a cache."""
+    deadline = time.monotonic() + seconds
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
 class SQLiteCache:
     """A SQLite file in WAL mode: readers never wait for the writer, and several threads and
     processes (backend workers, the bulk pre-annotation CLI) can share one file.
@@ -96,17 +112,20 @@ class SQLiteCache:
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
         self._warned = False
-        with self._connection() as conn:
-            conn.execute(
+        conn = self._connection()
+        _while_locked(
+            lambda: conn.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, created REAL NOT NULL)"
-            )
+            ),
+            busy_timeout_s,
+        )
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            _while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), self._busy_ms / 1000)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
