@@ -7,6 +7,9 @@ See ``../shared/design.md``: one row per judgment, offsets in Python code points
 from __future__ import annotations
 
 TASK_COLUMNS = ["project", "task_id", "schema", "key"]
+# The sync's tasks table: a task's data fields that cannot have a column of their own (a name that
+# differs from another column only in case, a fixed column's name, past the column limit), as JSON.
+TASK_EXTRA_COLUMN = "extra_fields"
 JUDGMENT_COLUMNS = [
     "project",
     "task_id",

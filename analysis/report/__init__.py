@@ -24,6 +24,7 @@ from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData, ReportOptions
 from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
+from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
@@ -103,9 +104,7 @@ def build_report(
     paths.markdown.write_text(render_markdown(title, sections), encoding="utf-8")
     paths.html.write_text(render_html(title, sections), encoding="utf-8")
     for name, data in _csv_tables(sections).items():
-        path = out_dir / f"{name}.csv"
-        data.to_csv(path, index=False)
-        paths.csv[name] = path
+        paths.csv[name] = write_csv(data, out_dir / f"{name}.csv")  # formulas neutralised
     return paths
 
 

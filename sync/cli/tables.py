@@ -34,11 +34,10 @@ def sync_cmd(
     are exported; deleted tasks and annotations are removed); --full pulls everything again.
     The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
-    from judgelab.sync.incremental import has_state, sync_tables
+    from judgelab.sync.incremental import sync_tables
     from judgelab.sync.ls_api import connect_api
 
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
-    full = full or not has_state(out)
 
     def progress(report) -> None:
         click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
@@ -51,10 +50,13 @@ def sync_cmd(
         batch_size=max(1, batch_size),
         write_parquet=fmt == "parquet",
         on_batch=progress if logging.getLogger().isEnabledFor(logging.INFO) else None,
+        on_wait=lambda message: click.echo(message, err=True),
     )
+    for project in report.removed_projects:
+        click.echo(f"project {project} no longer exists in Label Studio: its rows were removed from the tables")
     counts = report.counts
     click.echo(
-        f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
+        f"{'full' if report.full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
         f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
         f"{counts.get('judgments', 0)} judgments, "
         f"{counts.get('spans', 0)} spans -> "
@@ -194,6 +196,7 @@ def load_cmd(
 
     from judgelab.analysis.loaders import LoaderError, LoaderWarning
     from judgelab.analysis.report import problems_with_project
+    from judgelab.analysis.report.safe_text import write_csv
     from judgelab.sync.export import write_tables
     from judgelab.sync.tidy import TidyTables
 
@@ -213,8 +216,7 @@ def load_cmd(
         _fail(str(exc))
     problems = problems_with_project(loaded["problems"], loaded["tasks"])
     written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
-    problems_path = Path(out) / "problems.csv"
-    problems.to_csv(problems_path, index=False)
+    problems_path = write_csv(problems, Path(out) / "problems.csv")  # formulas neutralised
     projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
     click.echo(
         f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
