@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from judgelab.backend.llm.contracts import ParsedAnswer, RawSpan
-from judgelab.backend.llm.json_repair import answer_text, extract_json_noting, extract_json
+from judgelab.backend.llm.json_repair import answer_text, extract_json, extract_json_noting
 
 __all__ = [
     "extract_json",
