@@ -18,13 +18,11 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from judgelab.analysis.kinds import effective_meta
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
-from judgelab.configs.items import is_declared
 
 GOLD_SOURCE = "gold"
-MAX_INFERRED_SCALE_POINTS = 11  # an undeclared item with at most this many integer values is a rating scale
-MAX_INFERRED_COUNT = 50  # ... or, named n_<something>, a count of things between 0 and this
 FEW_UNITS = 30  # below this, say that a value is fragile
 T = TypeVar("T")
 
@@ -101,34 +99,6 @@ class ProjectData:
     def inferred_scales(self) -> list[str]:
         declared = set((self.schema_meta or {}).get("scales") or {})
         return [item for item in (self.meta.get("scales") or {}) if item not in declared]
-
-
-def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFrame) -> dict[str, Any]:
-    """``schema_meta`` with a ``scales`` entry ``{min, max}`` for every item it does not declare
-    whose answers are all integers with 2 to 11 distinct values, or, for an item named
-    ``n_<something>``, whole counts from 0 to 50 (external data without a schema: BASSE's 1-5
-    criteria, the number of spans an annotation marked). Such items are then compared as ratings.
-    """
-    meta = dict(schema_meta or {})
-    scales = dict(meta.get("scales") or {})
-    for item, values in judgments.groupby("item", sort=False)["value"]:
-        name = str(item)
-        if name in scales or name.endswith(".explanation") or is_declared(meta, name):
-            continue
-        numbers = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
-        if values.empty or numbers.isna().any():
-            continue
-        distinct = np.unique(numbers.to_numpy(dtype=float))
-        if not (np.all(distinct == np.round(distinct)) and len(distinct) >= 2):
-            continue
-        is_count = name.startswith("n_") and distinct.min() >= 0 and distinct.max() <= MAX_INFERRED_COUNT
-        if not is_count and (
-            len(distinct) > MAX_INFERRED_SCALE_POINTS or distinct.max() - distinct.min() > 2 * MAX_INFERRED_SCALE_POINTS
-        ):
-            continue
-        scales[name] = {"min": int(distinct.min()), "max": int(distinct.max()), "inferred": True}
-    meta["scales"] = scales
-    return meta
 
 
 # -- who annotated what --------------------------------------------------------------------
