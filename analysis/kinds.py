@@ -47,3 +47,30 @@ def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFram
         scales[name] = {"min": int(distinct.min()), "max": int(distinct.max()), "inferred": True}
     meta["scales"] = scales
     return meta
+
+
+KIND_FROM_SCHEMA = "schema"
+KIND_INFERRED = "inferred"
+KIND_DEFAULT = "default"
+
+
+def item_kinds(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """``item -> (kind, origin)`` for every item in ``judgments``: origin ``schema`` (declared in
+    its ``scales`` or ``items``), ``inferred`` (whole-number answers in a short range: compared
+    as a rating scale, see :func:`effective_meta`) or ``default`` (not declared: compared as
+    nominal labels, or as text for ``*.explanation``)."""
+    from judgelab.configs.items import item_kind
+
+    declared_scales = set((schema_meta or {}).get("scales") or {})
+    meta = effective_meta(schema_meta, judgments)
+    kinds: dict[str, tuple[str, str]] = {}
+    for item in dict.fromkeys(judgments["item"].dropna().astype(str)) if not judgments.empty else []:
+        kind = item_kind(meta, item)
+        if item in declared_scales or is_declared(schema_meta or {}, item):
+            origin = KIND_FROM_SCHEMA
+        elif item in (meta.get("scales") or {}):
+            origin = KIND_INFERRED
+        else:
+            origin = KIND_DEFAULT
+        kinds[item] = (kind, origin)
+    return kinds

@@ -17,6 +17,7 @@ per annotator (see ``analysis.agreement``). Building it makes four choices, all 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from judgelab.analysis.chance_agreement import (
     scott_pi,
     weighted_cohen_kappa,
 )
+from judgelab.analysis.kinds import KIND_DEFAULT, KIND_INFERRED, effective_meta, item_kinds
 from judgelab.analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
 from judgelab.configs.items import item_kind
 
@@ -66,6 +68,7 @@ AGREEMENT_COLUMNS = [
     "krippendorff_alpha",
     "alpha_ci_low",
     "alpha_ci_high",
+    "kind_from",
 ]
 MAX_SCALE_POINTS = 101
 
@@ -154,6 +157,7 @@ def per_item_agreement(
     spans: pd.DataFrame | None = None,
     source: str | None = HUMAN_SOURCE,
     alpha_levels: Mapping[str, str] | None = None,
+    kinds: Mapping[str, str] | None = None,
     n_boot: int = 1000,
     ci_level: float = 0.95,
     seed: int = 0,
@@ -162,9 +166,17 @@ def per_item_agreement(
 
     Columns: ``project, item, kind, n_units`` (tasks rated by two or more annotators: what
     the coefficients rest on), ``n_annotators, n_annotations`` (ratings counted), the
-    coefficients of :func:`item_agreement` and ``reason`` (why a coefficient is NaN,
-    ``"; "``-joined, or empty). ``spans`` adds the annotations that have spans but no judgment
-    row, so that flags are counted as unticked there.
+    coefficients of :func:`item_agreement`, ``reason`` (why a coefficient is NaN,
+    ``"; "``-joined, or empty) and ``kind_from``: where the item's kind came from. ``spans``
+    adds the annotations that have spans but no judgment row, so that flags are counted as
+    unticked there.
+
+    The kind of an item (ordinal, nominal, flag, text) comes from ``kinds`` (item -> kind) when
+    given, else from ``schema_meta`` (``scales``, ``items``; ``kind_from`` ``schema``); an item
+    neither declares is a rating scale when its answers are whole numbers in a short range
+    (``kind_from`` ``inferred``: BASSE's 1-5 criteria without a schema) and nominal otherwise
+    (``default``). With ``schema_meta=None`` every kind is inferred so, and a :class:`KindWarning`
+    names the items whose kind was inferred: ordinal items are never silently nominal.
 
     ``alpha_levels`` maps an item to the level of Krippendorff's alpha (``"interval"`` for a
     numeric scale whose points are equally spaced, say); by default ordinal items get
@@ -175,13 +187,20 @@ def per_item_agreement(
     if judgments.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
     levels = alpha_levels or {}
-    scales = (schema_meta or {}).get("scales") or {}
+    usable = usable_judgments(judgments, source=source)
+    meta = effective_meta(schema_meta, usable)
+    resolved = item_kinds(schema_meta, usable)
+    for item, kind in (kinds or {}).items():
+        resolved[str(item)] = (str(kind), "given")
+    if schema_meta is None and kinds is None:
+        warn_inferred_kinds(resolved)
+    scales = meta.get("scales") or {}
     for project in sorted(judgments["project"].dropna().unique(), key=natural_key):
-        project_rows = usable_judgments(judgments[judgments["project"] == project], source=source)
+        project_rows = usable[usable["project"] == project]
         annotations = latest_annotations(_annotation_rows(judgments, spans, project, source))
         rows_per_item = dict(list(project_rows.groupby("item", sort=False)))
         for item in sorted(rows_per_item, key=natural_key):
-            kind = item_kind(schema_meta, str(item))
+            kind, origin = resolved.get(str(item), (item_kind(meta, str(item)), KIND_DEFAULT))
             if kind == "text":
                 continue
             matrix = _matrix_from_rows(rows_per_item[item], annotations, kind)
@@ -194,8 +213,28 @@ def per_item_agreement(
                 ci_level=ci_level,
                 seed=seed,
             )
-            rows.append({"project": project, "item": item, "kind": kind, **agreement})
+            rows.append({"project": project, "item": item, "kind": kind, **agreement, "kind_from": origin})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+class KindWarning(UserWarning):
+    """``per_item_agreement`` had no schema and inferred how to compare some items."""
+
+
+def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]]) -> None:
+    ordinal = [item for item, (kind, origin) in resolved.items() if origin == KIND_INFERRED]
+    nominal = [item for item, (kind, origin) in resolved.items() if origin == KIND_DEFAULT and kind == "nominal"]
+    parts = []
+    if ordinal:
+        parts.append(f"compared as rating scales (whole-number answers): {', '.join(map(str, ordinal))}")
+    if nominal:
+        parts.append(f"compared as nominal labels: {', '.join(map(str, nominal))}")
+    if parts:
+        warnings.warn(
+            "per_item_agreement without a schema: " + "; ".join(parts) + " (pass schema_meta or kinds to declare them)",
+            KindWarning,
+            stacklevel=3,
+        )
 
 
 def item_agreement(
