@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from judgelab.analysis.facets import facet_cells, filter_tables
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData, ReportOptions
+from judgelab.analysis.report.faceting import facet_plan, merge_cell_sections, plan_sentences, pooled_counts
+from judgelab.analysis.report.front_page import front_page
 from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
@@ -90,11 +93,11 @@ def build_report(
     builders = SECTION_BUILDERS if section_builders is None else section_builders
     options = options or ReportOptions()
     problems = tables.get("problems")
-    sections: list[Section] = [guide_section()]
+    sections: list[Section] = []
     for project in _projects(frames):
         data = _project_data(project, frames, everything, schemas, options, problems)
-        subsections = [section for build in builders for section in _as_list(build(data))]
-        sections.append(Section(_project_title(data), subsections=subsections))
+        sections.append(project_section(data, builders))
+    sections.append(guide_section())
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +111,43 @@ def build_report(
     return paths
 
 
+def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Section:
+    """One project's part of the report: the front page, then every builder's sections, each
+    run on the whole project (builders marked ``whole_project``) or once per facet cell and
+    merged (see ``analysis.report.faceting``)."""
+    plan = facet_plan(data.schema_meta, data.tasks, data.options.by, data.options.where)
+    own = {"tasks": data.tasks, "judgments": data.judgments, "spans": data.spans}
+    filtered = filter_tables(own, plan.where)
+    whole = replace(data, tasks=filtered["tasks"], judgments=filtered["judgments"], spans=filtered["spans"], cache={})
+    cells = facet_cells(filtered, plan.by, total=plan.total)
+    faceted = len(cells) > 1 or bool(cells and cells[0].values)
+    cell_data = [
+        replace(whole, tasks=c.tables["tasks"], judgments=c.tables["judgments"], spans=c.tables["spans"],
+                facet=c, whole=whole, cache={})
+        for c in cells
+    ] if faceted else []  # fmt: skip
+    built: list[Section] = []
+    for build in builders:
+        if not faceted or getattr(build, "whole_project", False):
+            built += _as_list(build(whole))
+        else:
+            built += merge_cell_sections(
+                [(cell, _as_list(build(part))) for cell, part in zip(cells, cell_data, strict=True)]
+            )
+    n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
+    sentences = plan_sentences(plan, cells or facet_cells(filtered, ()), n_left_out, _task_count(data.tasks))
+    if not faceted and plan.study_by:
+        counts = pooled_counts(whole.tasks, plan.study_by)
+        if counts:
+            sentences[-1] = sentences[-1].rstrip(".") + f" (tasks per {', '.join(plan.study_by)}: {counts})."
+    front = front_page(whole, built, sentences, plan.by if faceted else ())
+    return Section(_project_title(data), [], [front, *built])
+
+
+def _task_count(tasks: pd.DataFrame) -> int:
+    return 0 if tasks.empty else int(len(tasks[["project", "task_id"]].drop_duplicates()))
+
+
 def build_reports(
     tables: Mapping[str, pd.DataFrame],
     schemas: Mapping[str, Mapping[str, Any]],
@@ -119,7 +159,8 @@ def build_reports(
     section_builders: list[SectionBuilder] | None = None,
 ) -> ReportIndex:
     """One report per project (``per="project"``) or per schema (``per="schema"``), each in
-    ``out_dir/<name>/`` (``report.html``, ``report.md``, CSVs), and ``out_dir/index.html``
+    ``out_dir/<name>/`` (``report.html``, ``report.md``, CSVs; a project's name is its Label
+    Studio title, see :func:`project_title`), and ``out_dir/index.html``
     linking them with their counts. Every report sees the whole run as context, so a project
     can use the gold labels of another project of its schema."""
     if per not in PER_CHOICES:
@@ -129,7 +170,11 @@ def build_reports(
     groups: dict[str, list[object]] = {}
     for project in _projects(frames):
         tasks = frames["tasks"][frames["tasks"]["project"] == project]
-        key = str(project) if per == "project" else (_schema_name(project, tasks, schemas) or UNKNOWN_SCHEMA)
+        if per == "project":
+            key = project_title(project, tasks)
+            key = key if key not in groups else f"{key} ({project})"  # two projects of one title
+        else:
+            key = _schema_name(project, tasks, schemas) or UNKNOWN_SCHEMA
         groups.setdefault(key, []).append(project)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +188,8 @@ def build_reports(
         schema_names = sorted(
             {_schema_name(p, subset["tasks"][subset["tasks"]["project"] == p], schemas) or "unknown" for p in projects}
         )
-        label = f"project {name} ({', '.join(schema_names)})" if per == "project" else name
+        titled = per == "project" and name != str(projects[0])
+        label = name if per == "schema" or titled else f"project {name} ({', '.join(schema_names)})"
         paths = build_report(
             subset,
             schemas,
@@ -177,7 +223,7 @@ def render_index(title: str, entries: list[ReportEntry], out_dir: Path) -> str:
             links,
         ]
         rows.append("<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in cells) + "</tr>")
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in ("report", "schema", "projects", *INDEX_COUNTS, "files"))
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in ("report", "schema", "project ids", *INDEX_COUNTS, "files"))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{HTML_STYLE}</style>\n</head>\n<body>\n"
@@ -258,6 +304,7 @@ def _project_data(
         if schema_name is not None and _schema_name(other, theirs["tasks"], schemas) == schema_name:
             peers[other] = theirs
     return ProjectData(
+        title=project_title(project, own["tasks"]),
         project=project,
         schema_name=schema_name,
         schema_meta=schemas.get(schema_name, {}) if schema_name else {},
@@ -301,8 +348,22 @@ def _schema_name(project: object, tasks: pd.DataFrame, schemas: Mapping[str, Any
 
 
 def _project_title(data: ProjectData) -> str:
-    title = data.schema_meta.get("title")
-    return f"Project {data.project}: {title}" if title else f"Project {data.project}"
+    """The project's heading: its Label Studio title (``Project <name>`` for loaded data sets),
+    then the schema's title when that says more."""
+    titled = data.title is not None and data.title != str(data.project)
+    name = data.title if titled else f"Project {data.project}"
+    schema_title = data.schema_meta.get("title")
+    return f"{name}: {schema_title}" if schema_title and schema_title != name else str(name)
+
+
+def project_title(project: object, tasks: pd.DataFrame) -> str:
+    """The ``project_title`` the sync recorded for the project, else the project's name or id."""
+    if "project_title" in tasks.columns:
+        titles = tasks.loc[tasks["project"] == project, "project_title"].dropna().astype(str)
+        titles = titles[titles.str.strip() != ""]
+        if len(titles):
+            return str(titles.iloc[-1])
+    return str(project)
 
 
 def _csv_tables(sections: list[Section]) -> dict[str, pd.DataFrame]:
@@ -327,6 +388,8 @@ __all__ = [
     "guide_section",
     "normalised_tables",
     "problems_with_project",
+    "project_section",
+    "project_title",
     "render_index",
 ]
 

@@ -47,7 +47,32 @@ class Figure:
     png: bytes
 
 
-Block = Paragraph | Table | Figure
+@dataclass(frozen=True)
+class Details:
+    """Blocks folded under a one-line summary (HTML ``<details>``; Markdown: a bold line, then the
+    blocks): the sentences of one facet cell, say."""
+
+    summary: str
+    blocks: list[Block] = field(default_factory=list)
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """Figures side by side (one per facet cell), each with its own caption."""
+
+    figures: list[Figure] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A sentence with a link to the section that holds its numbers (``target``)."""
+
+    text: str
+    target: Section | None = None
+
+
+Block = Paragraph | Table | Figure | Details | Gallery | Finding
 
 
 @dataclass
@@ -60,5 +85,25 @@ class Section:
 
     def tables(self) -> list[Table]:
         """Every table of this section and its subsections, in order."""
-        own = [block for block in self.blocks if isinstance(block, Table)]
+        own = [table for block in self.blocks for table in _tables_in(block)]
         return own + [table for sub in self.subsections for table in sub.tables()]
+
+    def find(self, table_name: str) -> tuple[Section, Table] | None:
+        """The first section (this one or below) with a table named ``table_name``, and the table."""
+        for block in self.blocks:
+            for table in _tables_in(block):
+                if table.name == table_name:
+                    return self, table
+        for sub in self.subsections:
+            found = sub.find(table_name)
+            if found is not None:
+                return found
+        return None
+
+
+def _tables_in(block: object) -> list[Table]:
+    if isinstance(block, Table):
+        return [block]
+    if isinstance(block, Details):
+        return [table for inner in block.blocks for table in _tables_in(inner)]
+    return []

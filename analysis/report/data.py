@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.kinds import effective_meta
+from judgelab.analysis.facets import FacetCell
+from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
 
@@ -33,13 +34,16 @@ class ReportOptions:
 
     ``cluster`` adds the span clustering section (needs the ``clustering`` extra);
     ``n_boot`` and ``seed`` set the bootstrap intervals; ``max_rows`` caps the rows a long
-    table shows on the page (its CSV always has every row).
+    table shows on the page (its CSV always has every row). ``by`` and ``where`` cut every
+    table and figure (see ``analysis.report.faceting``); ``None`` takes the schema's default.
     """
 
     cluster: bool = False
     n_boot: int = 1000
     seed: int = 0
     max_rows: int = 25
+    by: tuple[str, ...] | None = None  # None: the schema's analysis.by; (): no facets
+    where: str | None = None  # None: the schema's analysis.where; "": no filter
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,9 @@ class ProjectData:
 
     ``peers`` maps every other project of the same schema in the report run to its tables
     (``tasks``, ``judgments``, ``spans``); ``problems`` holds the loader's notes for this
-    project (may be empty).
+    project (may be empty). In a faceted report a builder gets one cell's rows (``facet`` says
+    which cell) and ``whole`` holds the project's rows of every cell (after ``--where``); the
+    kinds of items (``meta``, ``kinds``) are always decided on ``whole``.
     """
 
     project: object
@@ -61,6 +67,14 @@ class ProjectData:
     peers: Mapping[object, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
     problems: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    facet: FacetCell | None = None
+    whole: ProjectData | None = field(default=None, compare=False, repr=False)
+    title: str | None = None
+
+    @property
+    def all_cells(self) -> ProjectData:
+        """The project's data of every cell (itself when the report is not faceted)."""
+        return self.whole if self.whole is not None else self
 
     def cached(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per project and ``key``."""
@@ -92,13 +106,30 @@ class ProjectData:
 
     @property
     def meta(self) -> Mapping[str, Any]:
-        """The schema's metadata plus rating scales inferred for undeclared numeric items."""
+        """The schema's metadata plus rating scales inferred for undeclared numeric items (decided
+        on the rows of every cell)."""
+        if self.whole is not None:
+            return self.whole.meta
         return self.cached("meta", lambda: effective_meta(self.schema_meta, self.usable_human))
+
+    @property
+    def kinds(self) -> dict[str, tuple[str, str]]:
+        """``item -> (kind, origin)`` (see ``analysis.kinds.item_kinds``), decided on every cell's rows."""
+        if self.whole is not None:
+            return self.whole.kinds
+        return self.cached("kinds", lambda: item_kinds(self.schema_meta, self.usable_human))
 
     @property
     def inferred_scales(self) -> list[str]:
         declared = set((self.schema_meta or {}).get("scales") or {})
         return [item for item in (self.meta.get("scales") or {}) if item not in declared]
+
+
+def whole_project(builder: Callable[[ProjectData], T]) -> Callable[[ProjectData], T]:
+    """Mark a section builder that describes the whole project (overview, loading notes): in a
+    faceted report it runs once on every cell's rows instead of once per cell."""
+    builder.whole_project = True  # type: ignore[attr-defined]
+    return builder
 
 
 # -- who annotated what --------------------------------------------------------------------

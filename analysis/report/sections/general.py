@@ -26,6 +26,7 @@ from judgelab.analysis.report.data import (
     percent,
     plural,
     short_table,
+    whole_project,
 )
 from judgelab.analysis.report.plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
 from judgelab.analysis.spans import span_counts
@@ -38,6 +39,7 @@ REASON_SPLIT = re.compile(
 )
 
 
+@whole_project
 def overview_section(data: ProjectData) -> Section:
     """What the project holds: tasks, annotations, annotators, spans, predictions."""
     title = str(data.schema_meta.get("title") or data.schema_name or "unknown schema")
@@ -80,6 +82,7 @@ def overview_section(data: ProjectData) -> Section:
     return Section("Overview", blocks)
 
 
+@whole_project
 def loading_notes_section(data: ProjectData) -> Section | None:
     """What the loader skipped or found odd in the source files of this project."""
     problems = data.problems
@@ -191,11 +194,18 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
     two annotators: ``weighted_kappa_pairs``) and ``alpha_ci`` (text). Cached per project."""
 
     def compute() -> pd.DataFrame:
+        kinds = data.kinds
         table = per_item_agreement(
-            data.judgments, data.meta, spans=data.spans, n_boot=data.options.n_boot, seed=data.options.seed
+            data.judgments,
+            data.meta,
+            spans=data.spans,
+            kinds={item: kind for item, (kind, _) in kinds.items()},
+            n_boot=data.options.n_boot,
+            seed=data.options.seed,
         )
         if table.empty:
             return table
+        table["kind_from"] = [kinds.get(str(item), ("", "default"))[1] for item in table["item"]]
         table["kappa"] = table["cohen_kappa"].where(table["cohen_kappa"].notna(), table["light_kappa"])
         table["kappa_kind"] = [
             "Cohen" if not is_nan(c) else ("Light" if not is_nan(light) else "")
