@@ -90,7 +90,7 @@ def load_storysumm(
     data = read_json(path, strict=False)
     if not isinstance(data, dict):
         raise LoaderError(f"{path}: expected a JSON object mapping summary ids to items, got {type(data).__name__}")
-    out = Collector()
+    out = Collector(project)
     for task_id, item in data.items():
         if not isinstance(item, dict):
             out.problem(path, None, task_id, "bad_item", f"item {task_id!r} is not an object; skipped", warn=True)
@@ -193,7 +193,7 @@ def load_storysumm_predictions(
     differs from the summary's be skipped (recorded in ``problems``); without it they are
     kept as given. ``tasks`` is empty: the summaries come from :func:`load_storysumm`.
     """
-    out = Collector()
+    out = Collector(project)
     for path in prediction_files(predictions):
         data = read_json(path, strict=False)
         if not isinstance(data, dict):

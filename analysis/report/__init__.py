@@ -318,15 +318,19 @@ def _project_data(
 
 
 def problems_with_project(problems: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
-    """A loader's ``problems`` with a first ``project`` column: the project of the problem's task
-    when its id names one project, else the only project of ``tasks``, else empty (such rows are
-    shown in every report of the run)."""
+    """A loader's ``problems`` with a first ``project`` column. The loaders write the project of
+    the file a problem comes from; for a row without one (problems.csv of an older judgelab),
+    the project of its task when the task id names exactly one project, else the only project
+    of ``tasks``, else empty (such a row is shown in every report of the run, saying so)."""
+    given = problems["project"] if "project" in problems.columns else pd.Series(None, index=problems.index)
     projects = tasks.groupby("task_id")["project"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else None)
     only = tasks["project"].dropna().unique()
     mapped = problems["task_id"].map(projects) if len(problems) else problems["task_id"]
     if len(only) == 1 and len(problems):
         mapped = mapped.where(mapped.notna(), only[0])
-    return problems.assign(project=mapped)[["project", *problems.columns]]
+    project = given.where(given.notna() & (given.astype(str) != ""), mapped)
+    rest = [column for column in problems.columns if column != "project"]
+    return problems.assign(project=project)[["project", *rest]]
 
 
 def _project_problems(problems: pd.DataFrame | None, project: object) -> pd.DataFrame:

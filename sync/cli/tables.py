@@ -171,7 +171,7 @@ def load_cmd(
     KIND is one of:
       storysumm             storysumm.json (or its folder) [--predictions predictions/]
       evaluation_interface  annotations_pl_latest.json (or its folder) [--combined combined.json]
-      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them
+      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)
       span_annotation       annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them
     """
     import warnings
@@ -245,11 +245,8 @@ def _load(
         if not path.is_dir():
             return loaders.load_basse(path, **named)
         if project:
-            _fail("--project needs a single BASSE file (a folder gives one project per file)")
-        files = sorted(path.glob("BASSE*.jsonl"))
-        if not files:
-            raise loaders.LoaderError(f"{path}: no BASSE*.jsonl files")
-        return loaders.concat_loaded([loaders.load_basse(file) for file in files])
+            _fail("--project needs a single BASSE file (a folder gives one project per language)")
+        return loaders.load_basse_folder(path)
     schema = {"schema": schema_name} if schema_name else {}
     if path.is_dir():
         if project or config:

@@ -88,21 +88,33 @@ def loading_notes_section(data: ProjectData) -> Section | None:
     problems = data.problems
     if problems is None or problems.empty:
         return None
+    files = problems["file"].astype(str).map(lambda path: path.replace("\\", "/").rsplit("/", 1)[-1])
     kinds = (
-        problems.groupby("kind", sort=False)
+        problems.assign(file=files)
+        .groupby(["file", "kind"], sort=False)
         .agg(n=("kind", "size"), n_tasks=("task_id", "nunique"), example=("message", "first"))
         .reset_index()
-        .sort_values("n", ascending=False)
+        .sort_values("n", ascending=False, kind="stable")
     )
     sentence = (
-        f"While reading the files, the loader noted {plural(len(problems), 'problem')} of "
-        f"{plural(len(kinds), 'kind')}: one row per kind with how often it occurred (n), on how many "
-        "tasks, and one example message. Skipped data is missing from every figure below; "
-        "problems.csv beside the tables lists each one with its file and line."
+        f"While reading {plural(files.nunique(), 'file')} of this project ({', '.join(dict.fromkeys(files))}), the "
+        f"loader noted {plural(len(problems), 'problem')} of {plural(kinds['kind'].nunique(), 'kind')}: one row per "
+        "file and kind with how often it occurred (n), on how many tasks, and one example message. Skipped data is "
+        "missing from every figure below; problems.csv beside the tables lists each one with its file and line."
     )
-    return Section(
-        "Loading notes", [Paragraph(sentence), Table("loading_notes", "Loader notes per kind", kinds, data=problems)]
-    )
+    blocks: list[Block] = [Paragraph(sentence)]
+    if "project" in problems.columns:
+        unassigned = problems["project"].isna() | (problems["project"].astype(str).str.strip() == "")
+        if unassigned.any():
+            blocks.append(
+                Paragraph(
+                    f"{plural(int(unassigned.sum()), 'note')} could not be tied to one project (a problems.csv "
+                    "without a project column, whose task ids occur in several projects): they are shown in every "
+                    "report of the run."
+                )
+            )
+    blocks.append(Table("loading_notes", "Loader notes per file and kind", kinds, data=problems))
+    return Section("Loading notes", blocks)
 
 
 def annotator_counts_section(data: ProjectData) -> Section | None:
