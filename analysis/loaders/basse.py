@@ -54,17 +54,30 @@ def basse_project(path: Path) -> str:
     return name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem
 
 
+NAN_POLICIES = ("missing", "as-authors")
+
+
 def load_basse(
-    path: str | Path, *, project: str | None = None, language: str | None = None, task_prefix: str = ""
+    path: str | Path,
+    *,
+    project: str | None = None,
+    language: str | None = None,
+    task_prefix: str = "",
+    nan: str = "missing",
 ) -> dict[str, pd.DataFrame]:
     """Tidy tables of one BASSE JSON Lines file.
 
     ``project`` defaults to the file name without ``.jsonl``; ``language`` to the two-letter
     code in the file name (``es``, ``eu``); ``task_prefix`` goes before every task id (two
-    files of one project whose documents share ids, see :func:`load_basse_folder`). Returns
+    files of one project whose documents share ids, see :func:`load_basse_folder`). ``nan``
+    says what a ``NaN`` rating becomes: ``"missing"`` (default: no judgment), or
+    ``"as-authors"``, as BASSE's agreement notebook does: 3 on every summary but llama3's,
+    missing on those (this reproduces the paper's alphas digit for digit). Returns
     ``{"tasks", "judgments", "spans", "problems"}`` (``spans`` is empty). A line that is not
     JSON raises ``LoaderError`` naming the file and line.
     """
+    if nan not in NAN_POLICIES:
+        raise ValueError(f"nan must be one of {', '.join(NAN_POLICIES)}, got {nan!r}")
     path = Path(path)
     project = project or basse_project(path)
     if language is None:
@@ -78,11 +91,11 @@ def load_basse(
             out.problem(path, line_number, None, "bad_document", "no idx or model_summaries; skipped", warn=True)
             continue
         for name, entry in summaries.items():
-            _add_summary(out, path, line_number, project, language, document, str(name), entry, task_prefix)
+            _add_summary(out, path, line_number, project, language, document, str(name), entry, task_prefix, nan)
     return out.frames()
 
 
-def load_basse_folder(folder: str | Path) -> dict[str, pd.DataFrame]:
+def load_basse_folder(folder: str | Path, *, nan: str = "missing") -> dict[str, pd.DataFrame]:
     """Every ``BASSE*.jsonl`` of ``folder``, one project per language (``BASSE.es`` holds
     ``BASSE.es.jsonl`` and ``BASSE.es.round_0.jsonl``: the study's rounds side by side, the
     report cuts them by ``round``). The documents of round 0 are those of round 1 rated before
@@ -98,12 +111,12 @@ def load_basse_folder(folder: str | Path) -> dict[str, pd.DataFrame]:
     for file in files:
         match = _LANGUAGE.search(file.name)
         if match is None:
-            parts.append(load_basse(file))
+            parts.append(load_basse(file, nan=nan))
             continue
         name = basse_project(file)
         project = name[: match.end("lang")]
         tag = name[match.end("lang") :].strip(".")
-        parts.append(load_basse(file, project=project, task_prefix=f"{tag}/" if tag else ""))
+        parts.append(load_basse(file, project=project, task_prefix=f"{tag}/" if tag else "", nan=nan))
     return concat_loaded(parts)
 
 
@@ -117,6 +130,7 @@ def _add_summary(
     name: str,
     entry: object,
     task_prefix: str = "",
+    nan: str = "missing",
 ) -> None:
     task_id = f"{task_prefix}{document['idx']}#{name}"
     if not isinstance(entry, dict):
@@ -151,13 +165,23 @@ def _add_summary(
             continue
         if not isinstance(ratings, list):
             ratings = [ratings]
-        missing = 0
+        missing = imputed = 0
         for rater, rating in enumerate(ratings):
+            if is_missing(rating) and nan == "as-authors" and not name.startswith("llama"):
+                rating, imputed = 3, imputed + 1
             if is_missing(rating):
                 missing += 1
                 continue
             base = judgment_base(project, task_id, f"{project}:{task_id}:rater_{rater}", f"rater_{rater}", HUMAN)
             out.judgment(base, item, rating_text(rating))
+        if imputed:
+            out.problem(
+                path,
+                line_number,
+                task_id,
+                "imputed_rating",
+                f"{item}: {imputed} of {len(ratings)} ratings missing (NaN), imputed as 3 as BASSE's authors do",
+            )
         if missing:
             out.problem(
                 path,
