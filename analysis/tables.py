@@ -69,6 +69,9 @@ AGREEMENT_COLUMNS = [
     "alpha_ci_low",
     "alpha_ci_high",
     "kind_from",
+    "light_kappa_quadratic",
+    "n_pairs",
+    "min_pair_units",
 ]
 MAX_SCALE_POINTS = 101
 
@@ -251,13 +254,15 @@ def item_agreement(
 
     Every kind: ``exact_agreement``; ``cohen_kappa`` (only when exactly two annotators rated
     the shared tasks); ``light_kappa`` (mean pairwise Cohen's kappa, any number of
-    annotators); ``fleiss_kappa`` and ``scott_pi`` (the same coefficient, irrCAC's
+    annotators; ``n_pairs`` pairs of annotators share a task, the fewest tasks a pair shares is
+    ``min_pair_units``); ``fleiss_kappa`` and ``scott_pi`` (the same coefficient, irrCAC's
     generalisation); ``bennett_s``; ``gwet_ac1``; ``krippendorff_alpha`` at ``alpha_level``
     with its percentile bootstrap interval over tasks ``alpha_ci_low``/``alpha_ci_high``
     (``n_boot`` replicates of the tasks rated twice or more, ``seed``; NaN with ``n_boot=0``).
 
     Ordinal items with numeric values add ``adjacent_agreement`` (within one point),
-    ``cohen_kappa_linear``/``cohen_kappa_quadratic`` (two annotators) and ``gwet_ac2`` (irrCAC's
+    ``cohen_kappa_linear``/``cohen_kappa_quadratic`` (two annotators), ``light_kappa_quadratic``
+    (their quadratic kappa averaged over pairs) and ``gwet_ac2`` (irrCAC's
     ordinal weights); alpha defaults to the ordinal level. For an ordinal item, ``scale``
     (``{"min": 1, "max": 5}``) gives the categories nobody used, which Bennett's S and Gwet's
     AC1/AC2 count. Coefficients that do not apply to the kind are NaN without a reason.
@@ -286,6 +291,7 @@ def item_agreement(
         "cohen_kappa_linear": nan,
         "cohen_kappa_quadratic": nan,
         "light_kappa": light_kappa(data),
+        "light_kappa_quadratic": nan,
         "fleiss_kappa": fleiss_kappa(values),
         "scott_pi": scott_pi(data),
         "bennett_s": bennett_s(data, categories=categories),
@@ -298,6 +304,7 @@ def item_agreement(
         if numeric:
             results["adjacent_agreement"] = adjacent_agreement(data)
             results["gwet_ac2"] = gwet_ac2(data, "ordinal", categories=categories)
+            results["light_kappa_quadratic"] = light_kappa(data, "quadratic")
         pair = _shared_pair(rated)
         for weights in ("linear", "quadratic"):
             if isinstance(pair, str):
@@ -315,7 +322,12 @@ def item_agreement(
     if n_boot > 0 and alpha.is_defined:
         pairable = rated.sum(axis=1) >= 2
         low, high = bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
+    shared = rated.T.astype(np.int64) @ rated.astype(np.int64)
+    pair_units = shared[np.triu_indices(shared.shape[0], k=1)]
+    pair_units = pair_units[pair_units > 0]
     return {
+        "n_pairs": int(len(pair_units)),
+        "min_pair_units": int(pair_units.min()) if len(pair_units) else 0,
         "n_units": exact.n_units,
         "n_annotators": int(rated.any(axis=0).sum()),
         "n_annotations": int(rated.sum()),
@@ -335,6 +347,7 @@ COEFFICIENT_NAMES = {
     "cohen_kappa_linear": "linear weighted kappa",
     "cohen_kappa_quadratic": "quadratic weighted kappa",
     "light_kappa": "Light's kappa",
+    "light_kappa_quadratic": "quadratic weighted Light's kappa",
     "fleiss_kappa": "Fleiss' kappa",
     "scott_pi": "Scott's pi",
     "bennett_s": "Bennett's S",

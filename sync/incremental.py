@@ -57,7 +57,7 @@ from judgelab.configs.schema import all_schemas
 from judgelab.sync import table_store
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.projects import selected_projects
+from judgelab.sync.projects import ProjectInfo, selected_project_info
 from judgelab.sync.tidy import TidyTables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
@@ -514,8 +514,10 @@ def sync_project(
     on_batch: Callable[[ProjectReport], None] | None = None,
     margin_seconds: float = RECENT_MARGIN_SECONDS,
     warm: bool = False,
+    info: ProjectInfo | None = None,
 ) -> ProjectReport:
     report = ProjectReport(project=project_id, schema=schema_name)
+    settings = info.task_columns() if info is not None else None
     started = time.perf_counter()
     pause = float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0)  # throttling (and kill tests)
     schema = all_schemas().get(schema_name)
@@ -569,7 +571,7 @@ def sync_project(
                 task["predictions"] = full
                 pred_rows.extend(_prediction_rows(project_id, int(task["id"]), full))
             task_rows, judgment_rows, span_rows = tidy_rows_from_export(
-                project_id, schema_name, schema, exported, users
+                project_id, schema_name, schema, exported, users, settings
             )
             rows = {"tasks": task_rows, "judgments": judgment_rows, "spans": span_rows, "predictions": pred_rows}
             present = [int(task["id"]) for task in exported]
@@ -604,6 +606,10 @@ def sync_project(
             predictions.seconds,
         )
 
+    if settings is not None:  # a renamed project, or a store made before the title was kept
+        with db:
+            if table_store.set_project_columns(db, project_id, settings):
+                _tables_changed(db)
     signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
     with db:
         db.execute(
@@ -666,7 +672,8 @@ def sync_tables(
         if write_parquet and not _parquet_current(db, paths[1:]):
             _warm_imports()
         report = SyncReport(full=full)
-        projects = selected_projects(api, project_ids)
+        infos = selected_project_info(api, project_ids)
+        projects = [(info.id, info.schema) for info in infos]
         changed = False
         if full:
             with db:
@@ -682,9 +689,11 @@ def sync_tables(
                         _forget_project(db, p)
                 changed = True
         users = api.user_emails()
-        for project_id, schema_name in projects:
+        for info in infos:
             report.projects.append(
-                sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
+                sync_project(
+                    api, db, info.id, info.schema, users, batch_size, on_batch, margin, warm=write_parquet, info=info
+                )
             )
         changed = changed or report.changed
         if write_parquet and not _parquet_current(db, paths[1:]):

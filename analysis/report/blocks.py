@@ -6,7 +6,9 @@ Markdown and HTML, and ``analysis.report`` writes every table's data to CSV.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -39,12 +41,28 @@ class Table:
         return self.shown if self.data is None else self.data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Figure:
-    """A PNG image, embedded as base64 in the HTML report."""
+    """A PNG image, embedded as base64 in the HTML report.
+
+    ``png`` holds the image, or ``render`` draws it when the page is written (``None`` from it:
+    nothing to draw, the figure is left out). In a faceted report, figures of one kind from
+    every cell are drawn as one when they share a ``combine`` function: it gets
+    ``[(cell label, payload), ...]`` (each cell's ``payload``) and returns the PNG.
+    """
 
     caption: str
-    png: bytes
+    png: bytes | None = None
+    render: Callable[[], bytes | None] | None = None
+    combine: Callable[[list[tuple[str, Any]]], bytes | None] | None = None
+    payload: Any = None
+
+    def image(self) -> bytes | None:
+        """The PNG (drawn once, on first use)."""
+        if self.png is None and self.render is not None:
+            object.__setattr__(self, "png", self.render())
+            object.__setattr__(self, "render", None)
+        return self.png
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import (
@@ -33,7 +34,6 @@ from judgelab.analysis.facets import (
     expression_fields,
     parse_where,
     split_by,
-    with_cell_columns,
 )
 from judgelab.analysis.report.blocks import Block, Details, Figure, Gallery, Paragraph, Section, Table
 
@@ -216,21 +216,33 @@ def _merge_blocks(members: list[tuple[FacetCell, Section]]) -> list[Block]:
 def _merged_table(found: list[tuple[FacetCell, Block]]) -> Table:
     first = found[0][1]
     assert isinstance(first, Table)
-    shown_parts, data_parts = [], []
-    for cell, table in found:
-        assert isinstance(table, Table)
-        shown_parts.append(with_cell_columns(table.shown, cell))
-        data_parts.append(with_cell_columns(table.csv_data, cell))
-    shown = _concat(shown_parts)
-    data = _concat(data_parts)
+    cells = [cell for cell, _ in found]
+    shown = _with_cells([table.shown for _, table in found if isinstance(table, Table)], cells)
+    data = _with_cells([table.csv_data for _, table in found if isinstance(table, Table)], cells)
     return Table(first.name, first.caption, shown, data=data, csv_only=first.csv_only)
+
+
+def _with_cells(parts: list[pd.DataFrame], cells: list[FacetCell]) -> pd.DataFrame:
+    """The parts one below the other, each row with its cell's field values as the first columns
+    (after ``project``): one concatenation, the cell columns built once."""
+    frame = _concat(parts)
+    names = [name for name, _ in cells[0].values if name not in frame.columns]
+    if not names or frame.empty:
+        return frame.reindex(columns=[*frame.columns, *[n for n in names if n not in frame.columns]])
+    sizes = [len(part) if not part.empty else 0 for part in parts]
+    cell_columns = {
+        name: np.repeat(np.array([cell.columns()[name] for cell in cells], dtype=object), sizes) for name in names
+    }
+    front = [column for column in ("project",) if column in frame.columns]
+    rest = [column for column in frame.columns if column not in front]
+    return pd.concat([frame[front], pd.DataFrame(cell_columns, index=frame.index), frame[rest]], axis=1)
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     kept = [part for part in parts if not part.empty]
     if not kept:
         return parts[0]
-    frame = pd.concat(kept, ignore_index=True)
+    frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
     for column in frame.columns:  # a column some cells dropped (an empty note) is blank, not n/a
         if any(column not in part.columns for part in kept) and frame[column].dtype == object:
             frame[column] = frame[column].where(frame[column].notna(), "")
@@ -238,8 +250,13 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _merged_figures(found: list[tuple[FacetCell, Block]]) -> Block:
-    figures = []
-    for cell, figure in found:
-        assert isinstance(figure, Figure)
-        figures.append(Figure(f"{cell.label}: {figure.caption}" if cell.values else figure.caption, figure.png))
-    return figures[0] if len(figures) == 1 else Gallery(figures)
+    figures = [figure for _, figure in found if isinstance(figure, Figure)]
+    combine = figures[0].combine
+    if combine is not None and all(figure.combine is combine for figure in figures):
+        parts = [(cell.label, figure.payload) for (cell, _), figure in zip(found, figures, strict=True)]
+        return Figure(f"{figures[0].caption}, one row or line per cell", render=lambda: combine(parts))
+    named = [
+        Figure(f"{cell.label}: {figure.caption}" if cell.values else figure.caption, figure.png, figure.render)
+        for (cell, _), figure in zip(found, figures, strict=True)
+    ]
+    return named[0] if len(named) == 1 else Gallery(named)

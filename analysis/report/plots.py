@@ -290,3 +290,82 @@ def _ramp(n: int) -> list[tuple[float, float, float, float]]:
 
     cmap = colormaps["RdYlGn"]
     return [cmap(0.1 + 0.8 * i / max(n - 1, 1)) for i in range(n)]
+
+
+# -- one figure for every facet cell ---------------------------------------------------------
+
+MAX_WRITTEN_SHARES = 60  # a heat map with more squares shows colours only (the CSV has the numbers)
+
+
+def alpha_ci_cells_png(parts: list[tuple[str, pd.DataFrame]]) -> bytes | None:
+    """:func:`alpha_ci_png` of every cell in one figure: a row per cell and item."""
+    frames = [frame.assign(item=[f"{label}: {item}" for item in frame["item"]]) for label, frame in parts]
+    kept = [frame for frame in frames if not frame.empty]
+    return alpha_ci_png(pd.concat(kept, ignore_index=True)) if kept else None
+
+
+def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[str, Any]]]]) -> bytes | None:
+    """Share of each value per cell (rows) and scale value (columns), every annotator pooled,
+    one heat map per rated item, the share written in each square."""
+    scales: dict[str, Any] = {}
+    for _, (_, part_scales) in parts:
+        scales.update(part_scales)
+    items = list(scales)
+    if not items:
+        return None
+    labels = [label for label, _ in parts]
+    figure = _new_figure(min(3.2 * len(items) + 2.6, 16.0), 0.32 * len(labels) + 1.5)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
+    for axis, item in zip(axes[0], items, strict=True):
+        values = sorted(
+            set(_scale_values(scales[item]))
+            | {_scale_value(v) for _, (rows, _) in parts for v in rows.loc[rows["item"] == item, "value"]},
+            key=natural_key,
+        )
+        shares = np.zeros((len(parts), len(values)))
+        for row, (_, (rows, _)) in enumerate(parts):
+            answers = rows.loc[rows["item"] == item, "value"].map(_scale_value)
+            if len(answers):
+                shares[row] = answers.value_counts(normalize=True).reindex(values, fill_value=0.0).to_numpy()
+        axis.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+        if shares.size <= MAX_WRITTEN_SHARES:
+            for (row, column), share in np.ndenumerate(shares):
+                colour = "white" if share > 0.55 else "black"
+                axis.text(column, row, f"{share:.0%}", ha="center", va="center", fontsize="x-small", color=colour)
+        axis.set_xticks(range(len(values)), values)
+        axis.set_yticks(range(len(labels)), labels, fontsize="small")
+        axis.set_title(str(item))
+        axis.set_xlabel("value")
+    figure.tight_layout()
+    return _png(figure)
+
+
+def drift_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, int]]]) -> bytes | None:
+    """Mean score per block of annotations, every annotator pooled, one line per cell, one panel
+    per item."""
+    frames = [drift.assign(cell=label) for label, (drift, _) in parts if not drift.empty]
+    if not frames:
+        return None
+    block_size = parts[0][1][1]
+    drift = pd.concat(frames, ignore_index=True)
+    drift = drift.assign(_sum=drift["mean"] * drift["n_ratings"])
+    pooled = drift.groupby(["cell", "item", "block"], sort=False)[["_sum", "n_ratings"]].sum().reset_index()
+    pooled["mean"] = pooled["_sum"] / pooled["n_ratings"]
+    items = list(dict.fromkeys(pooled["item"]))
+    figure = _new_figure(3.8 * len(items) + 2.8, 3.0)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False)
+    for axis, item in zip(axes[0], items, strict=True):
+        for label, line in pooled[pooled["item"] == item].groupby("cell", sort=False):
+            axis.plot(line["block"] + 1, line["mean"], marker=".", linewidth=1, label=str(label))
+        axis.set_title(str(item))
+        axis.set_xlabel(f"block of {block_size} annotations (each annotator's own)")
+        axis.set_ylabel("mean score")
+        axis.xaxis.get_major_locator().set_params(integer=True)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="center right", fontsize="x-small")
+    figure.subplots_adjust(left=0.06, right=0.68, bottom=0.2, top=0.88, wspace=0.3)
+    return _png(figure)

@@ -117,7 +117,7 @@ def _markdown_block(block: Block) -> list[str]:
     if isinstance(block, Table) and not block.csv_only:
         return [f"**{block.caption}** (`{block.name}.csv`)", "", *_markdown_table(block.shown), ""]
     if isinstance(block, Figure):
-        return [f"*Figure: {block.caption} (see report.html).*", ""]
+        return [f"*Figure: {block.caption} (see report.html).*", ""] if block.image() is not None else []
     if isinstance(block, Gallery):
         return [line for figure in block.figures for line in _markdown_block(figure)]
     if isinstance(block, Details):
@@ -195,7 +195,10 @@ def _html_block(block: Block, anchors: dict[int, str]) -> str:
 
 
 def _html_figure(figure: Figure) -> str:
-    encoded = base64.b64encode(figure.png).decode("ascii")
+    png = figure.image()
+    if png is None:
+        return ""
+    encoded = base64.b64encode(png).decode("ascii")
     caption = html.escape(figure.caption)
     return (
         f'<figure><img src="data:image/png;base64,{encoded}" alt="{caption}">'

@@ -8,6 +8,7 @@ Shown for the ``augmentation_quality`` schema and for any schema whose metadata 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -30,7 +31,7 @@ from judgelab.analysis.report.data import (
     short_table,
     with_project,
 )
-from judgelab.analysis.report.plots import drift_png
+from judgelab.analysis.report.plots import drift_cells_png, drift_png
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 SCHEMA = "augmentation_quality"
@@ -275,9 +276,14 @@ def drift_section(data: ProjectData) -> Section | None:
                     f"{first_annotation + int(worst['n_annotations']) - 1}, {int(worst['n_ratings'])} ratings)."
                 )
             )
-        png = drift_png(drift, block_size)
-        if png is not None:
-            blocks.append(Figure(f"Mean score per block of {block_size} annotations", png))
+        blocks.append(
+            Figure(
+                f"Mean score per block of {block_size} annotations",
+                render=partial(drift_png, drift, block_size),
+                combine=drift_cells_png,
+                payload=(drift, block_size),
+            )
+        )
     shown = drift.drop(columns=["first_annotation", "last_annotation"]).assign(block=drift["block"] + 1)
     blocks += short_table(
         "annotator_drift", "Mean score per block", shown, data.options.max_rows, data=with_project(drift, data.project)

@@ -8,6 +8,8 @@ with the mean Relevance of summaries with and without one.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
 from judgelab.analysis.qc.likert_rubric_es import (
@@ -148,9 +150,9 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
             "criterion (every rater counts)."
         )
     ]
-    png = score_distribution_png(block, criteria)
-    if png is not None:
-        blocks.append(Figure("Share of each score per criterion and model", png))
+    blocks.append(
+        Figure("Share of each score per criterion and model", render=partial(score_distribution_png, block, criteria))
+    )
     blocks.append(
         Table(
             "likert_mean_scores",

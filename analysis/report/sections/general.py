@@ -8,13 +8,14 @@ for a reader who has never seen an agreement coefficient.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pandas as pd
 
-from judgelab.analysis.chance_agreement import light_kappa
 from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
+    FEW_UNITS,
     ProjectData,
     alpha_label,
     fragile,
@@ -28,9 +29,15 @@ from judgelab.analysis.report.data import (
     short_table,
     whole_project,
 )
-from judgelab.analysis.report.plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
+from judgelab.analysis.report.plots import (
+    alpha_ci_cells_png,
+    alpha_ci_png,
+    pooled_distribution_png,
+    rating_distribution_png,
+    rating_share_cells_png,
+)
 from judgelab.analysis.spans import span_counts
-from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
+from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
@@ -227,9 +234,7 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
         for row in table.itertuples():
             value, averaged = row.cohen_kappa_quadratic, False
             if row.kind == "ordinal" and is_nan(value) and row.n_annotators > 2 and row.n_units > 0:
-                matrix = ratings_matrix(data.judgments, data.project, row.item, kind="ordinal")
-                numeric = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-                value, averaged = light_kappa(numeric, "quadratic").value, True
+                value, averaged = row.light_kappa_quadratic, True
             weighted.append(value)
             pairs.append(averaged)
         table["weighted_kappa"] = weighted
@@ -288,9 +293,16 @@ def agreement_section(data: ProjectData) -> Section | None:
         shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
         data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
         blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
-    png = alpha_ci_png(shown_rows)
-    if png is not None:
-        blocks.append(Figure("Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)", png))
+    if shown_rows["krippendorff_alpha"].notna().any():
+        plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
+        blocks.append(
+            Figure(
+                "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
+                render=lambda: alpha_ci_png(plotted),
+                combine=alpha_ci_cells_png,
+                payload=plotted,
+            )
+        )
         blocks.append(
             Paragraph(
                 "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
@@ -341,11 +353,22 @@ def _scale_text(scale: object) -> str:
     return ""
 
 
+def _few_shared(row: object) -> bool:
+    """A kappa averaged over pairs of annotators (Light's) where some pair shares few tasks."""
+    averaged = getattr(row, "kappa_kind", "") == "Light" or bool(getattr(row, "weighted_kappa_pairs", False))
+    fewest = getattr(row, "min_pair_units", 0)
+    return averaged and not is_nan(fewest) and 0 < int(fewest) < FEW_UNITS
+
+
 def _note(row: object, kind: str) -> str:
-    """The reasons for the n/a cells of a shown row (the full list is in agreement.csv)."""
+    """The reasons for the n/a cells of a shown row (the full list is in agreement.csv), and a
+    warning on a kappa averaged over pairs that share few tasks."""
+    warning = ""
+    if _few_shared(row):
+        warning = f"mean over {row.n_pairs} pairs, some sharing only {int(row.min_pair_units)} tasks"
     reason = str(getattr(row, "reason", "") or "")
     if not reason:
-        return ""
+        return warning
     shown = set(SHOWN_COEFFICIENTS[kind])
     if not is_nan(getattr(row, "kappa", float("nan"))):
         shown -= {"Cohen's kappa", "Light's kappa"}
@@ -361,7 +384,7 @@ def _note(row: object, kind: str) -> str:
         relevant = [name for name in listed if name in shown]
         if relevant:
             kept.append(f"{', '.join(relevant)}: {why}")
-    return "; ".join(dict.fromkeys(kept))
+    return "; ".join(dict.fromkeys([warning, *kept] if warning else kept))
 
 
 def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str:
@@ -419,6 +442,12 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
             f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
             f"{alpha_label(row.krippendorff_alpha)}."
         )
+    if _few_shared(row):
+        parts.append(
+            f"Caution: that kappa is a mean over {row.n_pairs} pairs of annotators, some sharing only "
+            f"{plural(int(row.min_pair_units), 'task')}; every pair weighs the same however little it shares, so "
+            "Fleiss' kappa and alpha, which pool the tasks, are the firmer figures."
+        )
     gwet, name = (row.gwet_ac2, "AC2") if row.kind == "ordinal" else (row.gwet_ac1, "AC1")
     if not is_nan(gwet):
         parts.append(f"Gwet's {name} is {number(gwet)}.")
@@ -435,9 +464,10 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
     rated_scales = {item: scale for item, scale in scales.items() if item in set(rows["item"])}
     if not rated_scales:
         return None
-    n_annotators = rows[rows["item"].isin(list(rated_scales))]["annotator"].nunique()
+    rated = rows[rows["item"].isin(list(rated_scales))][["annotator", "item", "value"]]
+    n_annotators = rated["annotator"].nunique()
     if n_annotators <= MAX_ANNOTATORS_PER_PLOT:
-        png = rating_distribution_png(rows, rated_scales)
+        render = partial(rating_distribution_png, rated, rated_scales)
         text = (
             "For each rating scale, the share of each value in each annotator's answers "
             f"({plural(len(rows[rows['item'].isin(list(rated_scales))]), 'answer')} by "
@@ -445,14 +475,18 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
             "differently (one stricter, one more lenient), which lowers agreement."
         )
     else:
-        png = pooled_distribution_png(rows, rated_scales)
+        render = partial(pooled_distribution_png, rated, rated_scales)
         text = (
             f"For each rating scale, the share of each value among all answers, the "
             f"{n_annotators} annotators pooled (too many for one bar each)."
         )
-    if png is None:
-        return None
-    return Section("Rating distributions", [Paragraph(text), Figure("Share of each value per item", png)])
+    figure = Figure(
+        "Share of each value per item",
+        render=render,
+        combine=rating_share_cells_png,
+        payload=(rated, rated_scales),
+    )
+    return Section("Rating distributions", [Paragraph(text), figure])
 
 
 def span_section(data: ProjectData) -> Section | None:
