@@ -281,6 +281,11 @@ class FacetCell:
         return ", ".join(f"{name} = {value}" for name, value in self.values) or "all"
 
     @property
+    def short_label(self) -> str:
+        """``es, 1``: the values alone (figure labels)."""
+        return ", ".join(value for _, value in self.values) or "all"
+
+    @property
     def is_total(self) -> bool:
         return any(value == TOTAL_LABEL for _, value in self.values)
 
@@ -319,36 +324,59 @@ def facet_cells(tables: Mapping[str, pd.DataFrame], by: Sequence[str], *, total:
         for name in row_by
     }
     combos = sorted(set(map(tuple, task_labels.to_numpy().tolist())), key=lambda c: tuple(map(_natural, c)))
+    task_codes = _combo_codes(task_labels, combos)
+    row_codes = {  # each judgment and span row's task combination, found once for every cell
+        name: _row_combo_codes(frame, tasks, task_codes)
+        for name in ("judgments", "spans")
+        if (frame := tables.get(name)) is not None and not frame.empty
+    }
     cells = []
-    for task_combo in combos or [()]:
+    for code, task_combo in enumerate(combos or [()]):
         for row_combo in _product([row_values[name] for name in row_by]):
             values = dict(zip(task_by, task_combo, strict=True)) | dict(zip(row_by, row_combo, strict=True))
-            cells.append(_cell(tables, tasks, task_labels, values, task_by, row_by))
+            cells.append(_cell(tables, tasks, task_codes, row_codes, code, values, task_by, row_by))
     cells = [cell for cell in cells if cell.n_tasks]
     if total and len(cells) > 1:
         cells.append(FacetCell(tuple((name, TOTAL_LABEL) for name in by), dict(tables)))
     return cells
 
 
+def _combo_codes(task_labels: pd.DataFrame, combos: list[tuple[str, ...]]) -> np.ndarray:
+    """The index in ``combos`` of every task's combination of values."""
+    if task_labels.shape[1] == 0:
+        return np.zeros(len(task_labels), dtype=np.int64)
+    index = {combo: code for code, combo in enumerate(combos)}
+    return np.array([index[tuple(row)] for row in task_labels.to_numpy().tolist()], dtype=np.int64)
+
+
+def _row_combo_codes(rows: pd.DataFrame, tasks: pd.DataFrame, task_codes: np.ndarray) -> np.ndarray:
+    """The combination code of each row's task (-1 for a row whose task is not in ``tasks``)."""
+    keys = pd.MultiIndex.from_frame(tasks[["project", "task_id"]].astype(object))
+    position = keys.get_indexer(pd.MultiIndex.from_frame(rows[["project", "task_id"]].astype(object)))
+    if not keys.is_unique:  # a task listed twice: take its first row
+        first = ~keys.duplicated()
+        position = pd.MultiIndex.from_frame(tasks.loc[first, ["project", "task_id"]].astype(object)).get_indexer(
+            pd.MultiIndex.from_frame(rows[["project", "task_id"]].astype(object))
+        )
+        task_codes = task_codes[first]
+    return np.where(position >= 0, task_codes[np.maximum(position, 0)], -1)
+
+
 def _cell(
     tables: Mapping[str, pd.DataFrame],
     tasks: pd.DataFrame,
-    task_labels: pd.DataFrame,
+    task_codes: np.ndarray,
+    row_codes: Mapping[str, np.ndarray],
+    code: int,
     values: Mapping[str, str],
     task_by: Sequence[str],
     row_by: Sequence[str],
 ) -> FacetCell:
     out = dict(tables)
     if task_by:
-        mask = np.ones(len(tasks), dtype=bool)
-        for name in task_by:
-            mask &= task_labels[name].to_numpy() == values[name]
-        out["tasks"] = tasks[mask]
-        keys = out["tasks"][["project", "task_id"]]
-        for name in ("judgments", "spans"):
-            rows = tables.get(name)
-            if rows is not None and not rows.empty:
-                out[name] = rows[_in_tasks(rows, keys)]
+        out["tasks"] = tasks[task_codes == code]
+        for name, codes in row_codes.items():
+            out[name] = tables[name][codes == code]
     for name in ("judgments", "spans"):
         rows = out.get(name)
         if rows is None or rows.empty:

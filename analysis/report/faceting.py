@@ -38,6 +38,7 @@ from judgelab.analysis.facets import (
 from judgelab.analysis.report.blocks import Block, Details, Figure, Gallery, Paragraph, Section, Table
 
 COMMAND_LINE = "command line"
+MAX_LISTED_CELLS = 6  # more cells than this: their sizes go to cells.csv, not into the sentence
 SCHEMA_DEFAULT = "the schema's default"
 
 
@@ -114,10 +115,15 @@ def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: 
     real = [cell for cell in cells if not cell.is_total]
     if plan.by and len(real) >= 1:
         origin = "as the study is analysed" if plan.by_origin == SCHEMA_DEFAULT else "as asked"
-        counts = "; ".join(f"{cell.label}: {cell.n_tasks}" for cell in real)
+        sizes = [cell.n_tasks for cell in real]
+        if len(real) > MAX_LISTED_CELLS:
+            spread = str(min(sizes)) if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)}"
+            counts = f"{spread} tasks each (the table 'Tasks per cell' below lists them)"
+        else:
+            counts = "tasks per cell: " + "; ".join(f"{cell.short_label}: {cell.n_tasks}" for cell in real)
         text = (
-            f"Every table and figure below is cut by {_names(plan.by)} ({origin}): {len(real)} cell(s), "
-            f"tasks per cell: {counts}."
+            f"Every table and figure below is cut by {_names(plan.by)} ({origin}): {plural(len(real), 'cell')}, "
+            f"{counts}."
         )
         if any(cell.is_total for cell in cells):
             text += " The '(all)' rows pool every cell."
@@ -128,6 +134,15 @@ def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: 
             f"{_names(plan.study_by)}, the study's factors."
         )
     return sentences
+
+
+def cells_table(cells: Sequence[FacetCell]) -> pd.DataFrame:
+    """One row per cell: its field values and its number of tasks."""
+    return pd.DataFrame([{**cell.columns(), "n_tasks": cell.n_tasks} for cell in cells if not cell.is_total])
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def pooled_counts(tasks: pd.DataFrame, fields: Sequence[str]) -> str:
@@ -219,7 +234,12 @@ def _merged_table(found: list[tuple[FacetCell, Block]]) -> Table:
     cells = [cell for cell, _ in found]
     shown = _with_cells([table.shown for _, table in found if isinstance(table, Table)], cells)
     data = _with_cells([table.csv_data for _, table in found if isinstance(table, Table)], cells)
-    return Table(first.name, first.caption, shown, data=data, csv_only=first.csv_only)
+    constant = [  # one project, one language: said above the table, kept in the CSV
+        name
+        for name in ["project", *(field for field, _ in cells[0].values)]
+        if name in shown.columns and len(shown) > 1 and shown[name].astype(str).nunique() == 1
+    ]
+    return Table(first.name, first.caption, shown.drop(columns=constant), data=data, csv_only=first.csv_only)
 
 
 def _with_cells(parts: list[pd.DataFrame], cells: list[FacetCell]) -> pd.DataFrame:
@@ -244,7 +264,7 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
         return parts[0]
     frame = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0].reset_index(drop=True)
     for column in frame.columns:  # a column some cells dropped (an empty note) is blank, not n/a
-        if any(column not in part.columns for part in kept) and frame[column].dtype == object:
+        if any(column not in part.columns for part in kept) and not pd.api.types.is_numeric_dtype(frame[column]):
             frame[column] = frame[column].where(frame[column].notna(), "")
     return frame
 
@@ -253,8 +273,9 @@ def _merged_figures(found: list[tuple[FacetCell, Block]]) -> Block:
     figures = [figure for _, figure in found if isinstance(figure, Figure)]
     combine = figures[0].combine
     if combine is not None and all(figure.combine is combine for figure in figures):
-        parts = [(cell.label, figure.payload) for (cell, _), figure in zip(found, figures, strict=True)]
-        return Figure(f"{figures[0].caption}, one row or line per cell", render=lambda: combine(parts))
+        parts = [(cell.short_label, figure.payload) for (cell, _), figure in zip(found, figures, strict=True)]
+        names = ", ".join(name for name, _ in found[0][0].values)
+        return Figure(f"{figures[0].caption}, per {names}", render=lambda: combine(parts))
     named = [
         Figure(f"{cell.label}: {figure.caption}" if cell.values else figure.caption, figure.png, figure.render)
         for (cell, _), figure in zip(found, figures, strict=True)

@@ -25,10 +25,18 @@ SUGGESTION_HOOK = "suggestion_headline"  # the review loop's function, found in 
 
 
 def front_page(
-    data: ProjectData, sections: Sequence[Section], cut_sentences: Sequence[str], by: Sequence[str] = ()
+    data: ProjectData,
+    sections: Sequence[Section],
+    cut_sentences: Sequence[str],
+    by: Sequence[str] = (),
+    cells: pd.DataFrame | None = None,
 ) -> Section:
     """The 'At a glance' section of a project (``data`` is the whole project, every cell)."""
     blocks: list[Block] = [Paragraph(sentence) for sentence in cut_sentences]
+    findings = key_findings(data, sections, by)
+    if findings:
+        blocks.append(Paragraph("Key findings (each links to the section with its numbers):"))
+        blocks += findings
     per_task = annotations_per_task(data)
     completion = completion_table(per_task)
     blocks += completion_blocks(data, per_task, completion)
@@ -49,10 +57,8 @@ def front_page(
             )
         )
     blocks += suggestion_blocks(data)
-    findings = key_findings(data, sections, by)
-    if findings:
-        blocks.append(Paragraph("Key findings (each links to the section with its numbers):"))
-        blocks += findings
+    if cells is not None and not cells.empty:
+        blocks.append(Table("cells", "Tasks per cell", cells, data=with_project(cells, data.project)))
     return Section(FRONT_PAGE_TITLE, blocks)
 
 

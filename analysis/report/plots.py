@@ -123,7 +123,8 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
     rows = agreement.dropna(subset=["krippendorff_alpha"])
     if rows.empty:
         return None
-    figure = _new_figure(7.5, 0.45 * len(rows) + 1.3)
+    labels = [f"{item} ({level})" for item, level in zip(rows["item"], rows["alpha_level"], strict=True)]
+    figure = _new_figure(7.5 + 0.04 * max(len(label) for label in labels), 0.32 * len(rows) + 1.2)
     if figure is None:
         return None
     axis = figure.subplots()
@@ -137,7 +138,6 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
         [hi - a if ok else 0.0 for a, hi, ok in zip(alpha, high, has_ci, strict=True)],
     ]
     axis.errorbar(alpha, positions, xerr=errors, fmt="o", color="#4C72B0", ecolor="#8FA8D0", capsize=3)
-    labels = [f"{item} ({level})" for item, level in zip(rows["item"], rows["alpha_level"], strict=True)]
     axis.set_yticks(positions, labels)
     for threshold in (0.667, 0.8):
         axis.axvline(threshold, color="#999", linestyle="--", linewidth=0.8)
@@ -145,7 +145,9 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
     lowest = float(min(0.0, pd.Series(low[has_ci]).min() if has_ci.any() else 0.0, alpha.min()))
     axis.set_xlim(max(lowest - 0.05, -1.05), 1.05)
     axis.set_xlabel("Krippendorff's alpha (dashed: 0.667 and 0.800)")
-    figure.tight_layout()
+    width, height = figure.get_figwidth(), figure.get_figheight()
+    left = min(0.6, (0.075 * max(len(label) for label in labels) + 0.3) / width)  # room for the labels
+    figure.subplots_adjust(left=left, right=0.97, bottom=0.75 / height, top=1 - 0.25 / height)
     return _png(figure)
 
 
@@ -314,7 +316,8 @@ def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[st
     if not items:
         return None
     labels = [label for label, _ in parts]
-    figure = _new_figure(min(3.2 * len(items) + 2.6, 16.0), 0.32 * len(labels) + 1.5)
+    figure = _new_figure(min(3.0 * len(items) + 0.09 * max(len(label) for label in labels) + 1.0, 16.0),
+                         0.3 * len(labels) + 1.3)  # fmt: skip
     if figure is None:
         return None
     axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
@@ -338,7 +341,8 @@ def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[st
         axis.set_yticks(range(len(labels)), labels, fontsize="small")
         axis.set_title(str(item))
         axis.set_xlabel("value")
-    figure.tight_layout()
+    left = min(0.5, 0.012 * max(len(label) for label in labels) + 0.04)
+    figure.subplots_adjust(left=left, right=0.98, bottom=0.8 / figure.get_figheight(), top=0.9, wspace=0.08)
     return _png(figure)
 
 

@@ -17,7 +17,7 @@ from judgelab.analysis.report.blocks import Block, Details, Figure, Finding, Gal
 MISSING = "n/a"
 NUMBER_TEXT = re.compile(r"-?\d+(\.\d+)?%?|-?\d+(\.\d+)?–-?\d+(\.\d+)?")  # 3.12, 45%, 0.41–0.73
 HTML_STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
+body { font-family: system-ui, sans-serif; max-width: 78rem; margin: 2rem auto; padding: 0 1rem;
        line-height: 1.45; color: #222; }
 h1, h2, h3 { line-height: 1.2; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2.5rem; }
@@ -26,9 +26,12 @@ caption { text-align: left; font-weight: 600; padding-bottom: .3rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; vertical-align: top; }
 th { background: #f3f3f3; }
 td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { max-width: 26rem; }
 figure { margin: 1rem 0; } figcaption { font-size: .9rem; color: #555; }
 img { max-width: 100%; }
-nav ul { padding-left: 1.2rem; }
+nav ul.contents { list-style: none; padding: .5rem .8rem; margin: 0 0 1rem; background: #f7f7f7;
+                  border: 1px solid #e3e3e3; border-radius: 4px; font-size: .92rem; }
+nav ul.contents li { margin: .2rem 0; } nav .sub a { color: #2a5db0; } nav .sub { color: #999; }
 .scroll { overflow-x: auto; max-width: 100%; }
 h3 { margin-top: 2rem; } h4 { margin-top: 1.5rem; color: #333; }
 p { max-width: 60rem; }
@@ -36,6 +39,7 @@ details { margin: .4rem 0; } summary { cursor: pointer; color: #333; }
 details > p { margin-left: 1rem; }
 .gallery { display: flex; flex-wrap: wrap; gap: .8rem; }
 .gallery figure { flex: 1 1 30rem; max-width: 48%; margin: .4rem 0; }
+.gallery figure.wide { max-width: 100%; flex-basis: 100%; }
 ul.findings { padding-left: 1.2rem; } li.finding { margin: .3rem 0; max-width: 60rem; }
 .lead { font-size: 1.05rem; }
 """
@@ -141,14 +145,15 @@ def _markdown_escape(text: str) -> str:
 
 
 def _html_contents(sections: Sequence[Section], anchors: dict[int, str]) -> str:
+    """A compact table of contents: one line per top section, its subsections inline."""
     items = []
     for section in sections:
-        children = "".join(
-            f'<li><a href="#{anchors[id(sub)]}">{html.escape(sub.title)}</a></li>' for sub in section.subsections
+        children = " · ".join(
+            f'<a href="#{anchors[id(sub)]}">{html.escape(sub.title)}</a>' for sub in section.subsections
         )
-        nested = f"<ul>{children}</ul>" if children else ""
-        items.append(f'<li><a href="#{anchors[id(section)]}">{html.escape(section.title)}</a>{nested}</li>')
-    return "<nav><h2>Contents</h2><ul>" + "".join(items) + "</ul></nav>"
+        nested = f'<span class="sub">{children}</span>' if children else ""
+        items.append(f'<li><a href="#{anchors[id(section)]}"><b>{html.escape(section.title)}</b></a> {nested}</li>')
+    return '<nav><ul class="contents">' + "".join(items) + "</ul></nav>"
 
 
 def _html_section(section: Section, level: int, anchors: dict[int, str]) -> str:
@@ -200,10 +205,22 @@ def _html_figure(figure: Figure) -> str:
         return ""
     encoded = base64.b64encode(png).decode("ascii")
     caption = html.escape(figure.caption)
+    wide = ' class="wide"' if _aspect(png) > WIDE_ASPECT else ""
     return (
-        f'<figure><img src="data:image/png;base64,{encoded}" alt="{caption}">'
+        f'<figure{wide}><img src="data:image/png;base64,{encoded}" alt="{caption}">'
         f"<figcaption>{caption}</figcaption></figure>"
     )
+
+
+WIDE_ASPECT = 2.2  # a figure wider than this (width / height) takes the gallery's whole width
+
+
+def _aspect(png: bytes) -> float:
+    """Width / height from the PNG header (1 when it cannot be read)."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return 1.0
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    return width / height if height else 1.0
 
 
 def _html_table(table: Table) -> str:

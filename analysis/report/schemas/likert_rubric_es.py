@@ -62,6 +62,14 @@ def likert_section(data: ProjectData) -> Section | None:
             "'Agreement per item' above; this section breaks it down by the model that wrote the summary."
         )
     ]
+    tasks = data.all_cells.tasks
+    if {"round", "doc_idx"} <= set(tasks.columns):  # BASSE's tasks
+        intro.append(
+            Paragraph(
+                "Rounds are the data's own: BASSE's paper calls rounds 0, 1 and 2 its rounds 1, 2 and 3 (its agreement "
+                "table), and has no agreement for round 3, which one rater annotated."
+            )
+        )
     annotators = data.usable_human["annotator"].astype(str)
     if len(annotators) and annotators.str.fullmatch(r"rater_\d+").all():
         intro.append(

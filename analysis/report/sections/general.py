@@ -341,6 +341,48 @@ def agreement_section(data: ProjectData) -> Section | None:
     return Section("Agreement per item", blocks)
 
 
+def agreement_by_cell(sections: list[Section], by: tuple[str, ...]) -> None:
+    """After the cells are merged: a table with one row per cell and one column per item
+    ('alpha [95% interval]'), the paper-style view of a faceted agreement table."""
+    for section in sections:
+        found = section.find("agreement")
+        if found is None or found[0] is not section:
+            continue
+        data = found[1].csv_data
+        fields = [name for name in by if name in data.columns]
+        if len(fields) > 1:  # a field with one value (BASSE.es: language) says nothing per row
+            fields = [name for name in fields if data[name].astype(str).nunique() > 1] or fields[-1:]
+        rows = data[~data["item"].astype(str).str.match(r"^line_\d+$")]
+        if not fields or rows.empty or rows["item"].nunique() > MAX_WIDE_ITEMS:
+            return
+        text = [
+            "n/a" if is_nan(alpha) else f"{alpha:.2f}" + ("" if ci == "n/a" else f" [{ci.replace('–', ', ')}]")
+            for alpha, ci in zip(rows["krippendorff_alpha"], rows["alpha_ci"].fillna("n/a"), strict=True)
+        ]
+        wide = rows.assign(cell=text).pivot_table(index=fields, columns="item", values="cell", aggfunc="first")
+        wide = wide.reindex(columns=list(dict.fromkeys(rows["item"])))
+        units = rows.groupby(fields)["n_units"].max().rename("n_units")
+        shown = pd.concat([units, wide], axis=1).reset_index()
+        shown.columns.name = None
+        level = ", ".join(sorted(set(rows["alpha_level"].dropna().astype(str))))
+        position = next((i for i, b in enumerate(section.blocks) if isinstance(b, Table)), len(section.blocks))
+        section.blocks[position:position] = [
+            Paragraph(
+                f"Krippendorff's {level} alpha per cell (rows) and item (columns), with its 95% bootstrap interval; "
+                "n_units is the cell's tasks rated twice or more (the most for any item). The long table below has "
+                "every coefficient."
+            ),
+            Table("agreement_by_cell", "Alpha per cell and item", shown),
+        ]
+        return
+
+
+MAX_WIDE_ITEMS = 12  # more items than this: the long table only
+
+
+agreement_section.after_merge = agreement_by_cell  # type: ignore[attr-defined]
+
+
 def _without_empty_notes(shown: pd.DataFrame) -> pd.DataFrame:
     if "note" in shown.columns and not shown["note"].astype(str).str.strip().any():
         return shown.drop(columns=["note"])
