@@ -1,5 +1,5 @@
 """The report's CSV numbers against the values the source papers publish, on the real data in
-``../shared/data`` (skipped when it is absent; ``JUDGELAB_SHARED_DATA`` points elsewhere).
+``../shared/data`` (skipped when it is absent; ``JUDGELAB_SHARED_DIR`` points elsewhere).
 
 ``judgelab load ... && judgelab report ...`` run without any cut option: the schema's default
 cut must give the paper's tables (``--n-boot`` only shortens the bootstrap, it changes no value
@@ -14,19 +14,18 @@ compared here).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from shared_data import SHARED_DATA
 
 from judgelab.analysis.facets import faceted_agreement
 from judgelab.analysis.loaders import load_basse_folder
 from judgelab.configs.schema import get_schema
 from judgelab.sync.cli import main
 
-SHARED_DATA = Path(os.environ.get("JUDGELAB_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 needs_data = pytest.mark.skipif(not (SHARED_DATA / "basse").is_dir(), reason="../shared/data is absent")
 
 # alpha.{es,eu}.tex, full precision from agreement.ipynb: (language, data round) -> criterion -> alpha.

@@ -36,6 +36,7 @@ from judgelab.analysis.facets import (
     split_by,
 )
 from judgelab.analysis.report.blocks import Block, Details, Figure, Gallery, Paragraph, Section, Table
+from judgelab.analysis.report.data import plural
 
 COMMAND_LINE = "command line"
 MAX_LISTED_CELLS = 6  # more cells than this: their sizes go to cells.csv, not into the sentence
@@ -139,10 +140,6 @@ def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: 
 def cells_table(cells: Sequence[FacetCell]) -> pd.DataFrame:
     """One row per cell: its field values and its number of tasks."""
     return pd.DataFrame([{**cell.columns(), "n_tasks": cell.n_tasks} for cell in cells if not cell.is_total])
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def pooled_counts(tasks: pd.DataFrame, fields: Sequence[str]) -> str:
