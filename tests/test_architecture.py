@@ -138,7 +138,6 @@ def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
 
 
-@pytest.mark.xfail(strict=True, reason="sync/file_formats <-> sync/import_*: being replaced by the importer registry")
 def test_no_import_cycles():
     cycles = _cycles(_without_package_inits(import_graph()))
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)

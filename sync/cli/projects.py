@@ -12,6 +12,24 @@ from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
 
+class _FormatChoice(click.Choice):
+    """The import formats of the importers' registry, asked for only when a value is checked or
+    the help is shown (the registry imports every format module)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from judgelab.sync.importers import format_names
+
+        return tuple(format_names())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
+        pass
+
+
 @main.command("schemas")
 def schemas_cmd() -> None:
     """List the study schemas in configs/."""
@@ -47,7 +65,7 @@ def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> Non
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel"]),
+    type=_FormatChoice(),
     default="auto",
     show_default=True,
     help="File layout; auto detects the seed formats from the first record.",
@@ -81,9 +99,8 @@ def import_cmd(
     files: tuple[Path, ...],
 ) -> None:
     """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
-    from judgelab.sync.file_formats import parse_mapping, read_tasks
-    from judgelab.sync.import_annotations import (
-        annotation_emails,
+    from judgelab.sync.importers import parse_mapping, read_tasks
+    from judgelab.sync.importers.annotations import (
         attach_annotations,
         ensure_annotators,
         post_annotations,
@@ -95,7 +112,15 @@ def import_cmd(
     schema = get_schema(name) if name else None
     checked = []
     for path in files:  # every file is checked before anything is imported
-        file_schema, rows = read_tasks(path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations)
+        file_schema, rows = read_tasks(
+            path,
+            schema,
+            fmt,
+            mapping,
+            skip_bad=skip_bad,
+            with_annotations=with_annotations,
+            stream=annotations_file is None,  # annotations are attached to rows held in memory
+        )
         if schema is not None and file_schema.name != schema.name:
             raise SyncError(f"{path}: {file_schema.name} tasks, but the other files are {schema.name} tasks")
         schema = file_schema
@@ -118,7 +143,7 @@ def import_cmd(
                 + ", ".join(missing[:10])
             )
         later = unmatched
-    ensure_annotators(client, annotation_emails(row for _, rows in checked for row in rows))
+    ensure_annotators(client, set().union(*(rows.annotators for _, rows in checked)))
     for path, rows in checked:
         report = import_rows(client, project.id, rows)
         annotated = sum(len(row.annotations or []) for row in rows)
