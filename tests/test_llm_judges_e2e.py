@@ -177,9 +177,7 @@ def test_readme_two_judges_five_samples_cost_sync_and_report(judges_stack, tmp_p
     assert usage["requests"].sum() == 8 and usage["answers"].sum() == 40
 
     judgelab(judges_stack, report)
-    reports = [
-        p for p in (tmp_path / "judgelab-report").glob("*/report.md") if project_report(p, client, project_id)
-    ]
+    reports = [p for p in (tmp_path / "judgelab-report").glob("*/report.md") if project_report(p, client, project_id)]
     assert len(reports) == 1, [p.parent.name for p in (tmp_path / "judgelab-report").glob("*/report.md")]
     markdown = reports[0].read_text(encoding="utf-8")
     assert "Cost" in markdown and big in markdown and "sent 8 request(s)" in markdown
