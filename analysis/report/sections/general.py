@@ -13,6 +13,7 @@ from functools import partial
 import pandas as pd
 
 from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
+from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     FEW_UNITS,
@@ -37,7 +38,7 @@ from judgelab.analysis.report.plots import (
     rating_share_cells_png,
 )
 from judgelab.analysis.spans import span_counts
-from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement
+from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement_by_group
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
@@ -212,16 +213,20 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
     annotators, else Light's), ``weighted_kappa`` (quadratic; averaged over pairs when more than
     two annotators: ``weighted_kappa_pairs``) and ``alpha_ci`` (text). Cached per project."""
 
-    def compute() -> pd.DataFrame:
-        kinds = data.kinds
-        table = per_item_agreement(
-            data.judgments,
-            data.meta,
-            spans=data.spans,
+    def compute(whole: ProjectData, groups: RowGroups | None) -> list[pd.DataFrame]:
+        kinds = whole.kinds
+        tables = per_item_agreement_by_group(
+            whole.judgments,
+            whole.meta,
+            groups,
+            spans=whole.spans,
             kinds={item: kind for item, (kind, _) in kinds.items()},
-            n_boot=data.options.n_boot,
-            seed=data.options.seed,
+            n_boot=whole.options.n_boot,
+            seed=whole.options.seed,
         )
+        return [finish(table, kinds) for table in tables]
+
+    def finish(table: pd.DataFrame, kinds: dict[str, tuple[str, str]]) -> pd.DataFrame:
         if table.empty:
             return table
         table["kind_from"] = [kinds.get(str(item), ("", "default"))[1] for item in table["item"]]
@@ -245,7 +250,7 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
         ]
         return table
 
-    return data.cached("agreement", compute)
+    return data.per_cell("agreement", compute)
 
 
 def agreement_section(data: ProjectData) -> Section | None:
