@@ -2,8 +2,13 @@
 
 Label Studio shows only predictions whose ``model_version`` matches the project's, and it
 sets the project's to the ML backend's *title* on connection. So judgelab names the ML
-backend after the model version its ``/setup`` reports, and renames it (which updates the
+backend after the model version the backend reports, and renames it (which updates the
 project too) whenever that version changes.
+
+judgelab never calls the backend to connect it: Label Studio does (``/health`` and ``/setup``
+when an ML backend is added or updated) and keeps the ``model_version`` the backend reported.
+So the URL given to Label Studio is the URL *Label Studio* reaches, which need not resolve
+where judgelab runs (``http://judgelab-backend:9090`` inside a Docker network).
 """
 
 from __future__ import annotations
@@ -12,13 +17,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
+OUR_PREFIX = "judgelab"  # the titles judgelab gives its ML backends (then their model version)
 
 
 @dataclass
@@ -26,43 +31,55 @@ class BackendLink:
     ml_id: int
     model_version: str
     created: bool
+    url: str = ""  # as Label Studio reaches it
 
 
-def _backend_version(url: str, project_id: int, label_config: str, auth: tuple[str, str] | None) -> str:
-    try:
-        response = httpx.post(
-            f"{url.rstrip('/')}/setup",
-            json={"project": f"{project_id}.0", "schema": label_config},
-            auth=auth,
-            timeout=10,
-        )
-        response.raise_for_status()
-        return str(response.json()["model_version"])
-    except (httpx.HTTPError, KeyError, ValueError) as exc:
-        raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
+def _same_url(a: str | None, b: str | None) -> bool:
+    return (a or "").rstrip("/") == (b or "").rstrip("/")
+
+
+def linked_backend(client: LabelStudio, project_id: int) -> Any | None:
+    """The ML backend judgelab connected to the project (the first one when there are several)."""
+    backends = list(client.ml.list(project=project_id))
+    ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
+    return (ours or backends or [None])[0]
+
+
+def _unreachable(project_id: int, url: str, exc: ApiError) -> SyncError:
+    return SyncError(
+        f"Label Studio could not connect project {project_id} to the ML backend at {url}: {api_error_message(exc)}. "
+        "That URL is the one Label Studio must reach: in Docker, the backend's service name "
+        "(--ls-backend-url http://judgelab-backend:9090); a backend on 127.0.0.1 needs Label Studio started "
+        "with USE_DEFAULT_BANNED_SUBNETS=false"
+    )
 
 
 def connect_backend(
     client: LabelStudio, project_id: int, url: str, auth: tuple[str, str] | None = None, timeout: float = 100
 ) -> BackendLink:
-    """Attach the backend at ``url`` to the project (reused if attached) and align versions."""
-    project = client.projects.get(id=project_id)
-    version = _backend_version(url, project_id, project.label_config, auth)
+    """Attach the backend Label Studio reaches at ``url`` to the project and align versions.
+
+    An ML backend already attached at that URL is reused, one judgelab attached earlier at
+    another URL is moved to this one (never a second one); Label Studio checks the backend and
+    asks it for its model version in both cases.
+    """
     extra: dict[str, Any] = {}
     if auth:
         extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
-    existing = [ml for ml in client.ml.list(project=project_id) if (ml.url or "").rstrip("/") == url.rstrip("/")]
+    backends = list(client.ml.list(project=project_id))
+    same = [ml for ml in backends if _same_url(ml.url, url)]
+    ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
     try:
-        if existing:
-            ml = existing[0]
-            if ml.title != version:
-                client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
+        if same or ours:
+            ml = (same or ours)[0]
+            # an update makes Label Studio call /health and /setup again: the version is fresh
+            client.ml.update(id=ml.id, url=url, project=project_id, title=ml.title, **extra)
             created = False
         else:
             ml = client.ml.create(
                 url=url,
                 project=project_id,
-                title=version,
+                title=OUR_PREFIX,
                 is_interactive=False,
                 auto_update=True,
                 timeout=timeout,
@@ -70,13 +87,20 @@ def connect_backend(
             )
             created = True
     except ApiError as exc:
+        raise _unreachable(project_id, url, exc) from None
+    ml = client.ml.get(id=ml.id)
+    version = str(getattr(ml, "model_version", None) or "")
+    if not version:
+        state = getattr(ml, "readable_state", None) or getattr(ml, "state", None)
         raise SyncError(
-            f"Label Studio could not connect project {project_id} to the ML backend at {url}: {api_error_message(exc)}"
-            " (a backend on 127.0.0.1 needs Label Studio started with USE_DEFAULT_BANNED_SUBNETS=false)"
-        ) from None
+            f"the ML backend at {url} reported no model version to Label Studio (state {state}): "
+            f"{getattr(ml, 'error_message', None) or 'is it the judgelab backend?'}"
+        )
+    if ml.title != version:
+        client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
     if client.projects.get(id=project_id).model_version != version:
         client.projects.update(id=project_id, model_version=version)
-    return BackendLink(ml_id=ml.id, model_version=version, created=created)
+    return BackendLink(ml_id=ml.id, model_version=version, created=created, url=url)
 
 
 def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
@@ -91,12 +115,7 @@ def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
 
 def prediction_counts(client: LabelStudio, project_id: int, model_version: str) -> tuple[int, int]:
     """(tasks, tasks with a prediction of ``model_version``)."""
-    tasks = with_prediction = 0
-    for task in client.tasks.list(project=project_id, fields="all"):
-        tasks += 1
-        predictions = getattr(task, "predictions", None) or []
-        versions = {
-            p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None) for p in predictions
-        }
-        with_prediction += model_version in versions
-    return tasks, with_prediction
+    from judgelab.sync.prediction_status import missing_version
+
+    missing, total = missing_version(client, project_id, model_version)
+    return total, total - len(missing)

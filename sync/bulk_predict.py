@@ -10,6 +10,7 @@ which of its tasks already have one.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.ls_api import as_api
+from judgelab.sync.prediction_status import missing_version, with_version
 
 log = logging.getLogger("judgelab.sync")
 
@@ -35,21 +38,29 @@ class PushReport:
     failures: dict[str, int] = field(default_factory=dict)
 
 
-def _prediction_versions(task: Any) -> set[str]:
-    predictions = getattr(task, "predictions", None) or []
-    return {
-        str(p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None)) for p in predictions
+def tasks_missing_version(client: LabelStudio, project_id: int, version: str) -> tuple[list[int], int]:
+    """(ids of the tasks without a prediction of ``version``, number of tasks in the project)."""
+    return missing_version(client, project_id, version)
+
+
+def task_data(client: Any, project_id: int, ids: list[int]) -> dict[int, dict[str, Any]]:
+    """``task id -> data`` of some tasks of the project (one Data Manager page; never calls the backend)."""
+    if not ids:
+        return {}
+    query = json.dumps(
+        {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": ids}}
+    )
+    params = {
+        "project": project_id,
+        "page": 1,
+        "page_size": len(ids),
+        "review": "true",
+        "include": "id,data",
+        "fields": "all",
+        "query": query,
     }
-
-
-def tasks_missing_version(client: LabelStudio, project_id: int, version: str) -> tuple[list[Any], int]:
-    """(tasks without a prediction of ``version``, number of tasks in the project)."""
-    missing, total = [], 0
-    for task in client.tasks.list(project=project_id, fields="all"):
-        total += 1
-        if version not in _prediction_versions(task):
-            missing.append(task)
-    return missing, total
+    payload = as_api(client).get_json("api/tasks/", params)
+    return {int(t["id"]): t.get("data") or {} for t in payload.get("tasks") or []}
 
 
 def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
@@ -79,7 +90,9 @@ def push_predictions(
             if not missing:
                 break
             report.rounds += 1
-            for chunk in _chunks(missing, chunk_size):
+            for ids in _chunks(missing, chunk_size):
+                data = task_data(client, project_id, ids)
+                chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
                 predictions = _predict_chunk(http, backend_url, project, chunk, report)
                 fresh = _not_yet_predicted(client, project_id, model_version, predictions)
                 if fresh:
@@ -93,7 +106,7 @@ def push_predictions(
                     report.pushed += len(fresh)
                 if progress:
                     progress(len(fresh))
-            missing, _ = tasks_missing_version(client, project_id, model_version)
+            missing, _total = tasks_missing_version(client, project_id, model_version)
     finally:
         http.close()
     report.unfinished = len(missing)
@@ -101,9 +114,9 @@ def push_predictions(
 
 
 def _predict_chunk(
-    http: httpx.Client, backend_url: str, project: Any, chunk: list[Any], report: PushReport
+    http: httpx.Client, backend_url: str, project: Any, chunk: list[tuple[int, dict[str, Any]]], report: PushReport
 ) -> list[dict[str, Any]]:
-    tasks = [{"id": t.id, "data": t.data, "project": project.id} for t in chunk]
+    tasks = [{"id": task_id, "data": data, "project": project.id} for task_id, data in chunk]
     try:
         response = http.post(
             f"{backend_url.rstrip('/')}/predict",
@@ -111,6 +124,11 @@ def _predict_chunk(
         )
         response.raise_for_status()
         results = response.json().get("results")
+    except httpx.ConnectError as exc:
+        raise SyncError(
+            f"judgelab cannot reach the ML backend at {backend_url} ({exc}): give --backend-url as judgelab "
+            f"reaches it (Label Studio's URL for it may differ); {report.pushed} prediction(s) were imported before"
+        ) from None
     except (httpx.HTTPError, ValueError) as exc:
         report.failures["backend request failed"] = report.failures.get("backend request failed", 0) + 1
         log.warning("backend /predict failed for %d tasks: %s", len(chunk), exc)
@@ -119,13 +137,13 @@ def _predict_chunk(
         report.failures["backend answer malformed"] = report.failures.get("backend answer malformed", 0) + 1
         return []
     out = []
-    for task, prediction in zip(chunk, results, strict=True):
+    for (task_id, _data), prediction in zip(chunk, results, strict=True):
         if not isinstance(prediction, dict) or "result" not in prediction:
             report.failures["placeholder"] = report.failures.get("placeholder", 0) + 1
             continue
         out.append(
             {
-                "task": task.id,
+                "task": task_id,
                 "result": prediction["result"],
                 "score": prediction.get("score"),
                 "model_version": prediction.get("model_version") or report.model_version,
@@ -140,9 +158,5 @@ def _not_yet_predicted(
     """Drop predictions for tasks that got one of ``version`` meanwhile (another run, Label Studio)."""
     if not predictions:
         return []
-    wanted = {p["task"] for p in predictions}
-    have = set()
-    for task_id in wanted:
-        if version in {str(p.model_version) for p in client.predictions.list(task=task_id)}:
-            have.add(task_id)
+    have = with_version(client, project_id, version, [p["task"] for p in predictions])
     return [p for p in predictions if p["task"] not in have and p["model_version"] == version]

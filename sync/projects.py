@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -131,12 +132,23 @@ class ImportReport:
     task_ids: list[int]
 
 
-def import_rows(client: LabelStudio, project_id: int, rows: list[TaskRow]) -> ImportReport:
-    """Import the rows whose key the project does not have yet, in batches."""
+def import_rows(
+    client: LabelStudio,
+    project_id: int,
+    rows: list[TaskRow],
+    *,
+    have: set[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import the rows whose key the project does not have yet (``have``: its keys, when the
+    caller already listed them), in batches; ``progress`` is told how many rows each batch
+    settled (those already there count at the start)."""
     from label_studio_sdk.core.api_error import ApiError
 
-    have = existing_keys(client, project_id)
+    have = existing_keys(client, project_id) if have is None else have
     new = [row for row in rows if row.key not in have]
+    if progress and len(rows) > len(new):
+        progress(len(rows) - len(new))
     ids: list[int] = []
     for start in range(0, len(new), IMPORT_BATCH):
         batch = new[start : start + IMPORT_BATCH]
@@ -150,4 +162,6 @@ def import_rows(client: LabelStudio, project_id: int, rows: list[TaskRow]) -> Im
                 f"{len(ids)} task(s) of this file were imported before; re-run to import the rest"
             ) from None
         ids.extend(response.task_ids or [])
+        if progress:
+            progress(len(batch))
     return ImportReport(imported=len(new), skipped_existing=len(rows) - len(new), task_ids=ids)

@@ -44,6 +44,7 @@ CHECK_KINDS = (ERROR_FREE, OBVIOUS_INCORRECT)
 INCORRECT = "Incorrect"
 NO_ERRORS = "no errors"
 GROUPS = ("A", "B")
+DEFAULT_STRATA = ("model", "augmentation_type")
 MAX_TITLE = 50  # Label Studio refuses longer project titles
 
 
@@ -168,6 +169,82 @@ def _all_checks(
     if not_checks:
         raise StudyDesignError(f"check {task_id(not_checks[0])} has no 'check' kind ({' or '.join(CHECK_KINDS)})")
     return regular, {kind: [*given[kind], *flagged[kind]] for kind in CHECK_KINDS}
+
+
+# --- what a schema supports ------------------------------------------------------------
+
+
+def checks_span(schema: Any) -> tuple[str, str] | None:
+    """``(text field, span control)`` where an attention check's reference error is marked, or
+    None when the schema cannot carry attention checks: that needs a ``check`` data field
+    allowing both kinds and a span control with an ``Incorrect`` label (seed 004's design)."""
+    allowed = set((schema.data_fields.get("check") or {}).get("allowed") or [])
+    if not set(CHECK_KINDS) <= allowed:
+        return None
+    for name, spec in schema.span_controls.items():
+        if INCORRECT in (spec.get("labels") or []) and spec.get("field"):
+            return str(spec["field"]), str(name)
+    return None
+
+
+def checks_problem(schema: Any) -> str | None:
+    """Why ``batches``/``qualification`` cannot serve ``schema`` (None when they can)."""
+    if checks_span(schema) is not None:
+        return None
+    able = [s for s in _all_schemas() if checks_span(s) is not None]
+    return (
+        f"schema {schema.name} cannot carry attention checks: they need a 'check' data field "
+        f"({' / '.join(CHECK_KINDS)}) and an error-span label '{INCORRECT}' to score them by"
+        + (f" (as {', '.join(s.name for s in able)} has)" if able else "")
+    )
+
+
+def has_groups(schema: Any) -> bool:
+    """Whether ``schema``'s tasks change with the annotator group (a ``group`` field allowing A and B)."""
+    return set(GROUPS) <= set((schema.data_fields.get("group") or {}).get("allowed") or [])
+
+
+def groups_problem(schema: Any) -> str | None:
+    """Why ``groups`` cannot serve ``schema``: it needs a ``group`` data field allowing A and B."""
+    if has_groups(schema):
+        return None
+    able = [s.name for s in _all_schemas() if has_groups(s)]
+    return (
+        f"schema {schema.name} has no 'group' data field with {' and '.join(GROUPS)}: its tasks look the same "
+        "to every annotator group" + (f" (groups change the wording in {', '.join(able)})" if able else "")
+    )
+
+
+def pilot_strata(schema: Any, requested: Sequence[str] | None) -> list[str]:
+    """The strata of a pilot: ``requested`` (each must be a data field of the schema), else those of
+    the seed-001 default (model, augmentation type) that the schema has."""
+    if requested:
+        unknown = [f for f in requested if f not in schema.data_fields]
+        if unknown:
+            raise StudyDesignError(
+                f"--strata {', '.join(unknown)}: not data fields of schema {schema.name} "
+                f"(its fields: {', '.join(schema.data_fields)})"
+            )
+        return list(requested)
+    return [f for f in DEFAULT_STRATA if f in schema.data_fields]
+
+
+def schemas_fitting(record: Any) -> list[Any]:
+    """The schemas whose required data fields a record (flat or ``{"data": ...}``) all has."""
+    if not isinstance(record, dict):
+        return []
+    data = task_data(record)
+    return [
+        schema
+        for schema in _all_schemas()
+        if all(data.get(f) not in (None, "") for f, spec in schema.data_fields.items() if spec.get("required"))
+    ]
+
+
+def _all_schemas() -> list[Any]:
+    from judgelab.configs.schema import all_schemas
+
+    return list(all_schemas().values())
 
 
 # --- batches with attention checks ------------------------------------------------------
