@@ -1,4 +1,8 @@
-"""Commands on a study's projects: schemas, create, import, connect, preannotate."""
+"""Commands on a study's projects: schemas, create, import, connect, preannotate.
+
+Projects are named the same way everywhere (:mod:`judgelab.sync.project_ref`): ``--project ID``,
+``--title TITLE``, ``--schema NAME``.
+"""
 
 from __future__ import annotations
 
@@ -7,43 +11,92 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import all_schemas, get_schema
-from judgelab.sync.cli.base import _connection, _schemas, main
+from judgelab.sync.cli.base import (
+    DEFAULT_BACKEND_URL,
+    Output,
+    _connection,
+    _schemas,
+    advance,
+    json_option,
+    main,
+    progress_bar,
+    project_options,
+)
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
 
 @main.command("schemas")
-def schemas_cmd() -> None:
+@json_option
+def schemas_cmd(as_json: bool) -> None:
     """List the study schemas in configs/."""
+    out = Output(as_json)
+    listed = []
     for schema in all_schemas().values():
-        click.echo(f"{schema.name:22} seed {schema.meta.get('seed', '?')}  {schema.language}  {schema.title}")
+        seed = schema.meta.get("seed", "?")
+        out.line(f"{schema.name:22} seed {seed}  {schema.language}  {schema.title}")
+        listed.append({"name": schema.name, "seed": seed, "language": schema.language, "title": schema.title})
+    out.result({"schemas": listed})
+
+
+def _sample_rows(schema):
+    return rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
 
 
 @main.command("create")
-@click.option("--schema", "names", multiple=True, help="Schema name (repeatable); default: all.")
+@project_options(multiple=True, schema_help="Schema (repeatable; default: all five, each its own project).")
 @click.option("--samples/--no-samples", default=False, help="Also import the schema's sample tasks.")
+@json_option
 @click.pass_context
-def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> None:
-    """Create a project per schema (idempotent)."""
-    from judgelab.sync.projects import ensure_project, import_rows
+def create_cmd(
+    ctx: click.Context,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    samples: bool,
+    as_json: bool,
+) -> None:
+    """Create the schemas' projects, or the projects named by --title (idempotent).
 
-    schemas = _schemas(names)  # an unknown name is reported before connecting
+    Without --title or --project, each schema gets its own project (its default title);
+    --title TITLE --schema NAME creates a project of that title; --project ID checks an
+    existing one (and imports the samples of its schema into it with --samples).
+    """
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
+    from judgelab.sync.projects import import_rows
+
+    schemas = _schemas(schema_names)  # an unknown name is reported before connecting
+    if (project_ids or titles) and len(schema_names) > 1:
+        raise SyncError("with --title or --project, give at most one --schema (the projects' schema)")
+    schema = get_schema(schema_names[0]) if schema_names else None
     client = connect(_connection(ctx))
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        line = f"{schema.name}: project {project.id} {'created' if project.created else 'exists'}"
+    if project_ids or titles:
+        found = [require_project(client, ProjectRef(project_id=i, schema=schema)) for i in project_ids]
+        found += [ensure_named_project(client, ProjectRef(title=t, schema=schema)) for t in titles]
+    else:
+        found = [ensure_named_project(client, ProjectRef(schema=s)) for s in schemas]
+    out, listed = Output(as_json), []
+    for project in found:
+        entry = project.as_json()
+        state = "created" if project.created else "exists"
+        line = f"{project.schema_name}: project {project.id} {project.title!r} {state}"
         if samples:
-            rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
-            report = import_rows(client, project.id, rows)
+            if project.schema is None:
+                raise SyncError(f"{project.label()}: its label config is none of the schemas, which have the samples")
+            report = import_rows(client, project.id, _sample_rows(project.schema))
             line += f", {report.imported} sample task(s) imported, {report.skipped_existing} already there"
-        click.echo(line)
+            entry["samples"] = {"imported": report.imported, "already": report.skipped_existing}
+        out.line(line)
+        listed.append(entry)
+    out.result({"projects": listed})
 
 
 @main.command("import")
-@click.option(
-    "--schema", "name", help="Schema of the tasks (required for --format generic; seed formats imply theirs)."
+@project_options(
+    multiple=False,
+    schema_help="Schema of the tasks (required for --format generic unless the project is named; "
+    "seed formats imply theirs).",
 )
-@click.option("--title", help="Project title (default: the schema's).")
 @click.option(
     "--format",
     "fmt",
@@ -67,34 +120,115 @@ def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> Non
     type=click.Path(path_type=Path),
     help="Earlier-round annotations (task,annotator,item,value rows or a Label Studio JSON export).",
 )
+@json_option
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.pass_context
 def import_cmd(
     ctx: click.Context,
-    name: str | None,
+    project_id: int | None,
     title: str | None,
+    schema_name: str | None,
     fmt: str,
     maps: tuple[str, ...],
     skip_bad: bool,
     with_annotations: bool,
     annotations_file: Path | None,
+    as_json: bool,
     files: tuple[Path, ...],
 ) -> None:
-    """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
-    from judgelab.sync.file_formats import parse_mapping, read_tasks
+    """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first).
+
+    Into --project ID, or the project --title TITLE (created when absent), else the schema's own
+    project. Re-running imports nothing twice: tasks are known by their key, annotations by
+    their rater and result.
+    """
+    from judgelab.sync.file_formats import parse_mapping
     from judgelab.sync.import_annotations import (
+        AnnotationOutcome,
+        add_missing_annotations,
         annotation_emails,
-        attach_annotations,
-        ensure_annotators,
-        post_annotations,
+        ensure_users,
         read_annotations,
     )
-    from judgelab.sync.projects import ensure_project, existing_keys, import_rows
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
+    from judgelab.sync.projects import existing_keys, import_rows
 
     mapping = parse_mapping(maps)
-    schema = get_schema(name) if name else None
+    given = get_schema(schema_name) if schema_name else None
+    ref = ProjectRef(project_id=project_id, title=title, schema=given)
+    schema, client = given, None
+    if schema is None and ref.named and _generic(files, fmt, mapping):
+        # the schema of a generic file is the named project's: ask Label Studio first
+        client = connect(_connection(ctx))
+        found = require_project(client, ref, needed_for="importing tasks")
+        schema = found.schema
+    checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations)
+    annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
+    client = client or connect(_connection(ctx))
+    project = ensure_named_project(client, ref, schema)
+    have = existing_keys(client, project.id)
+    outcome = AnnotationOutcome()
+    later: dict[str, list[dict]] = {}  # annotations for tasks already in the project
+    where: dict[str, str] = {}
+    if annotations is not None:
+        from judgelab.sync.import_annotations import attach_annotations
+
+        new_rows = [row for _, rows in checked for row in rows if row.key not in have]
+        unmatched = set(attach_annotations(new_rows, annotations))
+        later.update({ref_: annotations.by_task[ref_] for ref_ in unmatched})
+        where.update(annotations.where)
+    for _, rows in checked:
+        for row in rows:
+            if row.key in have and row.annotations:
+                later.setdefault(row.key, []).extend(row.annotations)
+                where.setdefault(row.key, row.where)
+    new_annotated = [row for _, rows in checked for row in rows if row.key not in have]
+    ensure_users(client, annotation_emails(new_annotated), outcome)
+    out = Output(as_json)
+    files_json = []
+    total = sum(len(rows) for _, rows in checked)
+    with progress_bar(total, f"import into project {project.id}") as bar:
+        for path, rows in checked:
+            outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
+            report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
+            have |= {row.key for row in rows}
+            out.line(
+                f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
+                f"{project.id} {project.title!r}"
+            )
+            files_json.append(
+                {
+                    "path": str(path),
+                    "tasks": len(rows),
+                    "skipped_bad": len(rows.skipped),
+                    "imported": report.imported,
+                    "already": report.skipped_existing,
+                }
+            )
+    if later:
+        outcome.merge(add_missing_annotations(client, project.id, later, where))
+    if annotations is not None or outcome.added or outcome.already or outcome.differ:
+        source = f"{annotations_file}: " if annotations_file else "annotations: "
+        skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
+        out.line(source + outcome.summary() + skipped)
+    out.result({"project": project.as_json(), "files": files_json, "annotations": outcome.as_json()})
+
+
+def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:
+    """Whether the files are read in the generic format (which needs a schema)."""
+    from judgelab.sync.file_formats import detect_format
+
+    if fmt != "auto":
+        return fmt == "generic"
+    return bool(mapping) or any(detect_format(path) == "generic" for path in files)
+
+
+def _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations):
+    """Every file read and checked (before anything is imported); the schema they share."""
+    from judgelab.sync.file_formats import read_tasks
+
     checked = []
-    for path in files:  # every file is checked before anything is imported
+    for path in files:
         file_schema, rows = read_tasks(path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations)
         if schema is not None and file_schema.name != schema.name:
             raise SyncError(f"{path}: {file_schema.name} tasks, but the other files are {schema.name} tasks")
@@ -103,103 +237,128 @@ def import_cmd(
         if rows.skipped:
             click.echo(f"{path}: skipped {len(rows.skipped)} bad row(s), e.g. {rows.skipped[0]}", err=True)
     assert schema is not None
-    annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
-    client = connect(_connection(ctx))
-    project = ensure_project(client, schema, title)
-    later: list[str] = []
-    if annotations is not None:
-        have = existing_keys(client, project.id)
-        new_rows = [row for _, rows in checked for row in rows if row.key not in have]
-        unmatched = attach_annotations(new_rows, annotations)
-        missing = [ref for ref in unmatched if ref not in have and not ref.isdigit()]
-        if missing:
-            raise SyncError(
-                f"{annotations_file}: annotations for task(s) in neither the files nor project {project.id}: "
-                + ", ".join(missing[:10])
-            )
-        later = unmatched
-    ensure_annotators(client, annotation_emails(row for _, rows in checked for row in rows))
-    for path, rows in checked:
-        report = import_rows(client, project.id, rows)
-        annotated = sum(len(row.annotations or []) for row in rows)
-        click.echo(
-            f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
-            f"{project.id}" + (f"; {annotated} annotation(s) in the file" if annotated else "")
-        )
-    if annotations is not None:
-        posted = post_annotations(client, project.id, annotations, later)
-        click.echo(
-            f"{annotations_file}: {annotations.count} annotation(s), {posted} added to existing tasks"
-            + (f", {len(annotations.skipped)} bad row(s) skipped" if annotations.skipped else "")
-        )
+    return checked, schema
+
+
+def _auth(basic_auth: str | None) -> tuple[str, str] | None:
+    if not basic_auth:
+        return None
+    user, sep, password = basic_auth.partition(":")
+    if not sep:
+        raise SyncError("--basic-auth expects user:password")
+    return user, password
+
+
+_BACKEND_URL_HELP = (
+    "The ML backend's URL as judgelab reaches it (env JUDGELAB_BACKEND_URL; default " + DEFAULT_BACKEND_URL + ")."
+)
+_LS_BACKEND_URL_HELP = (
+    "The backend's URL as Label Studio reaches it, when that differs (Docker: http://judgelab-backend:9090); "
+    "default: --backend-url."
+)
 
 
 @main.command("connect")
-@click.option("--backend-url", default="http://127.0.0.1:9090", show_default=True)
-@click.option("--schema", "names", multiple=True)
+@project_options(multiple=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
+@click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
+@json_option
 @click.pass_context
-def connect_cmd(ctx: click.Context, backend_url: str, names: tuple[str, ...], basic_auth: str | None) -> None:
-    """Connect the ML backend to the schemas' projects."""
-    from judgelab.sync.backend_link import connect_backend
-    from judgelab.sync.projects import ensure_project
+def connect_cmd(
+    ctx: click.Context,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    backend_url: str | None,
+    ls_backend_url: str | None,
+    basic_auth: str | None,
+    as_json: bool,
+) -> None:
+    """Connect the ML backend to projects (default: every judgelab project, of --schema if given).
 
-    schemas = _schemas(names)
+    Label Studio checks the backend and asks it for its model version itself: judgelab does not
+    need to reach the URL Label Studio is given.
+    """
+    from judgelab.sync.backend_link import connect_backend
+    from judgelab.sync.project_ref import resolve_projects
+
+    schemas = [get_schema(n) for n in schema_names]
+    auth = _auth(basic_auth)
     client = connect(_connection(ctx))
-    auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        link = connect_backend(client, project.id, backend_url, auth=auth)  # type: ignore[arg-type]
-        click.echo(f"{schema.name}: project {project.id} -> {backend_url} ({link.model_version})")
+    ls_url = ls_backend_url or backend_url or DEFAULT_BACKEND_URL
+    out, listed = Output(as_json), []
+    for project in resolve_projects(client, project_ids, titles, schemas):
+        link = connect_backend(client, project.id, ls_url, auth=auth)
+        out.line(f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})")
+        listed.append({**project.as_json(), "backend_url": ls_url, "model_version": link.model_version})
+    out.result({"projects": listed})
 
 
 @main.command("preannotate")
-@click.option("--schema", "names", multiple=True)
-@click.option("--backend-url", default="http://127.0.0.1:9090", show_default=True)
+@project_options(multiple=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
+@click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
 @click.option(
     "--push",
     is_flag=True,
-    help="Big projects: call the backend in chunks and import the predictions "
-    "through the SDK (resumable) instead of Label Studio's one-request 'Retrieve predictions'.",
+    help="Call the backend from judgelab in chunks and import the predictions (resumable); "
+    "the default does so by itself for projects too big for one 'Retrieve predictions'.",
 )
-@click.option("--chunk-size", default=50, show_default=True, help="Tasks per backend request with --push.")
+@click.option("--chunk-size", default=50, show_default=True, help="Tasks per request when working in chunks.")
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
+@json_option
 @click.pass_context
 def preannotate_cmd(
-    ctx: click.Context, names: tuple[str, ...], backend_url: str, push: bool, chunk_size: int, basic_auth: str | None
+    ctx: click.Context,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    backend_url: str | None,
+    ls_backend_url: str | None,
+    push: bool,
+    chunk_size: int,
+    basic_auth: str | None,
+    as_json: bool,
 ) -> None:
-    """Pre-annotate every task that has no prediction of the backend's current model version."""
-    from tqdm import tqdm
+    """Pre-annotate every task without a prediction of the backend's current model version.
 
-    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
-    from judgelab.sync.bulk_predict import push_predictions, tasks_missing_version
-    from judgelab.sync.projects import ensure_project
+    Projects as for connect (default: every judgelab project). A project already connected keeps
+    the URL Label Studio has for its backend unless --ls-backend-url is given; one that is not is
+    connected as 'connect' would. Up to 200 tasks go in one Label Studio "Retrieve
+    predictions"; more are sent in chunks with a progress bar (--push, or Label Studio in chunks
+    when judgelab cannot reach the backend).
+    """
+    from judgelab.sync.backend_link import connect_backend, linked_backend
+    from judgelab.sync.preannotate import preannotate_project
+    from judgelab.sync.project_ref import resolve_projects
 
-    schemas = _schemas(names)
+    schemas = [get_schema(n) for n in schema_names]
+    auth = _auth(basic_auth)
     client = connect(_connection(ctx))
-    auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        link = connect_backend(client, project.id, backend_url, auth=auth)  # type: ignore[arg-type]
-        if not push:
-            retrieve_predictions(client, project.id)
-            total, done = prediction_counts(client, project.id, link.model_version)
-            click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {link.model_version}")
-            continue
-        missing, total = tasks_missing_version(client, project.id, link.model_version)
-        with tqdm(total=len(missing), desc=schema.name, unit="task") as bar:
-            report = push_predictions(
+    out, listed = Output(as_json), []
+    for project in resolve_projects(client, project_ids, titles, schemas):
+        current = linked_backend(client, project.id)
+        # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
+        ls_url = ls_backend_url or (current.url if current else None) or backend_url or DEFAULT_BACKEND_URL
+        link = connect_backend(client, project.id, ls_url, auth=auth)
+        with progress_bar(None, f"project {project.id}") as bar:
+            report = preannotate_project(
                 client,
                 project.id,
-                backend_url,
                 link.model_version,
+                method="push" if push else "auto",
+                backend_url=backend_url or ls_url,
                 chunk_size=chunk_size,
-                auth=auth,  # type: ignore[arg-type]
-                progress=bar.update,
+                auth=auth,
+                on_plan=lambda n, bar=bar: bar.reset(total=n),
+                progress=advance(bar),
             )
-        click.echo(
-            f"{schema.name}: {report.already + report.pushed}/{report.tasks} tasks have a prediction of "
-            f"{report.model_version} ({report.pushed} new, {report.unfinished} unfinished"
-            + (f", failures {report.failures}" if report.failures else "")
-            + ")"
+        failures = f", failures {report.failures}" if report.failures else ""
+        out.line(
+            f"{project.schema_name}: project {project.id} {project.title!r}: {report.predicted}/{report.tasks} tasks "
+            f"have a prediction of {report.model_version} ({report.added} new by {report.method}, "
+            f"{report.unfinished} unfinished{failures})"
         )
+        listed.append({**project.as_json(), **report.as_json()})
+    out.result({"projects": listed})

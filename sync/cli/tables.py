@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import all_schemas
-from judgelab.sync.cli.base import _connection, _fail, main
+from judgelab.sync.cli.base import Output, _connection, _fail, json_option, main, progress_bar, project_options
 
 
 @main.command("sync")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
-@click.option("--project", "project_ids", type=int, multiple=True, help="Project id (default: all judgelab projects).")
+@project_options(multiple=True, schema_help="Only the judgelab projects of this schema (repeatable).")
 @click.option("--full", is_flag=True, help="Pull every task again instead of only what changed since the last sync.")
 @click.option(
     "--batch-size",
@@ -24,41 +24,89 @@ from judgelab.sync.cli.base import _connection, _fail, main
     show_default=True,
     help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900).",
 )
+@json_option
 @click.pass_context
 def sync_cmd(
-    ctx: click.Context, out: Path, fmt: str, project_ids: tuple[int, ...], full: bool, batch_size: int
+    ctx: click.Context,
+    out: Path,
+    fmt: str,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    full: bool,
+    batch_size: int,
+    as_json: bool,
 ) -> None:
     """Export annotations and predictions into tidy tables.
 
-    Incremental when the --out folder holds the state of an earlier sync (only changed tasks
-    are exported; deleted tasks and annotations are removed); --full pulls everything again.
-    The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
+    Every judgelab project by default (of --schema, if given), or the projects named by
+    --project/--title. Incremental when the --out folder holds the state of an earlier sync
+    (only changed tasks are exported; deleted tasks and annotations are removed); --full pulls
+    everything again. The SQLite file always holds the tables and the state; --format parquet
+    also writes Parquet.
     """
+    from judgelab.configs.schema import get_schema
     from judgelab.sync.incremental import has_state, sync_tables
     from judgelab.sync.ls_api import connect_api
+    from judgelab.sync.project_ref import resolve_projects
 
+    schemas = [get_schema(n) for n in schema_names]
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
+    selected = None
+    if project_ids or titles or schemas:
+        selected = [p.id for p in resolve_projects(client, project_ids, titles, schemas)]
     full = full or not has_state(out)
+    verbose = logging.getLogger().isEnabledFor(logging.INFO)
+    bars: dict[int, object] = {}
 
     def progress(report) -> None:
-        click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+        if verbose:
+            click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+        bar = bars.get(report.project)
+        if bar is None:
+            bar = bars[report.project] = progress_bar(report.tasks_planned or None, f"sync project {report.project}")
+        bar.update(report.tasks_exported - bar.n)
 
-    report = sync_tables(
-        client,
-        out,
-        list(project_ids) or None,
-        full=full,
-        batch_size=max(1, batch_size),
-        write_parquet=fmt == "parquet",
-        on_batch=progress if logging.getLogger().isEnabledFor(logging.INFO) else None,
-    )
+    try:
+        report = sync_tables(
+            client,
+            out,
+            selected,
+            full=full,
+            batch_size=max(1, batch_size),
+            write_parquet=fmt == "parquet",
+            on_batch=progress,
+        )
+    finally:
+        for bar in bars.values():
+            bar.close()
     counts = report.counts
-    click.echo(
+    written = [str(p) for p in report.paths] if report.tables_written else []
+    Output(as_json).line(
         f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
         f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
         f"{counts.get('judgments', 0)} judgments, "
-        f"{counts.get('spans', 0)} spans -> "
-        + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
+        f"{counts.get('spans', 0)} spans -> " + (", ".join(written) if written else f"{out} (unchanged)")
+    )
+    Output(as_json).result(
+        {
+            "mode": "full" if full else "incremental",
+            "tasks_exported": report.tasks_exported,
+            "tasks_deleted": report.tasks_deleted,
+            "counts": {name: counts.get(name, 0) for name in ("tasks", "judgments", "spans", "predictions")},
+            "written": written,
+            "out": str(out),
+            "projects": [
+                {
+                    "id": p.project,
+                    "schema": p.schema,
+                    "how": p.mode,
+                    "tasks_exported": p.tasks_exported,
+                    "tasks_deleted": p.tasks_deleted,
+                }
+                for p in report.projects
+            ],
+        }
     )
 
 
@@ -131,10 +179,18 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
             err=True,
         )
     schemas = {name: schema.meta for name, schema in all_schemas().items()}
-    try:
-        index = build_reports(combined, schemas, out, per=per, options=ReportOptions(cluster=cluster))
-    except ValueError as exc:
-        _fail(str(exc))
+    with progress_bar(None, "reports", unit="report") as bar:
+
+        def advanced(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        try:
+            index = build_reports(
+                combined, schemas, out, per=per, options=ReportOptions(cluster=cluster), on_report=advanced
+            )
+        except ValueError as exc:
+            _fail(str(exc))
     for entry in index.reports:
         click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
     click.echo(f"index: {index.index}")
@@ -152,7 +208,8 @@ LOAD_OPTIONS = {"predictions": "storysumm", "combined": "evaluation_interface", 
 @click.option("--predictions", type=click.Path(path_type=Path), help="storysumm: folder (or file) of judges' outputs.")
 @click.option("--combined", type=click.Path(path_type=Path), help="evaluation_interface: combined.json (gold labels).")
 @click.option("--config", type=click.Path(path_type=Path), help="span_annotation: the .config.yaml (default: beside).")
-@click.option("--project", help="Project name (default: from the file name).")
+@click.option("--project-name", "project", help="The project's name in the tables (default: from the file name).")
+@click.option("--project", "old_project", hidden=True, help="Deprecated: --project-name.")
 @click.option("--schema", "schema_name", help="span_annotation: schema of the tasks (default hotel_spans).")
 def load_cmd(
     kind: str,
@@ -163,6 +220,7 @@ def load_cmd(
     combined: Path | None,
     config: Path | None,
     project: str | None,
+    old_project: str | None,
     schema_name: str | None,
 ) -> None:
     """Read a published data set into tidy tables (and problems.csv), without Label Studio.
@@ -181,6 +239,13 @@ def load_cmd(
     from judgelab.sync.export import write_tables
     from judgelab.sync.tidy import TidyTables
 
+    if old_project is not None:
+        click.secho(
+            "warning: load --project is deprecated, use --project-name (elsewhere --project is a Label Studio "
+            "project id)",
+            err=True,
+        )
+        project = project or old_project
     given = {"predictions": predictions, "combined": combined, "config": config}
     for option, value in given.items():
         if value is not None and LOAD_OPTIONS[option] != kind:
@@ -245,7 +310,7 @@ def _load(
         if not path.is_dir():
             return loaders.load_basse(path, **named)
         if project:
-            _fail("--project needs a single BASSE file (a folder gives one project per file)")
+            _fail("--project-name needs a single BASSE file (a folder gives one project per file)")
         files = sorted(path.glob("BASSE*.jsonl"))
         if not files:
             raise loaders.LoaderError(f"{path}: no BASSE*.jsonl files")
@@ -253,6 +318,6 @@ def _load(
     schema = {"schema": schema_name} if schema_name else {}
     if path.is_dir():
         if project or config:
-            _fail("--project and --config need a single .jsonl file (a folder gives one project per file)")
+            _fail("--project-name and --config need a single .jsonl file (a folder gives one project per file)")
         return loaders.load_span_annotation_dir(path, **schema)
     return loaders.load_span_annotation(path, config=config, **named, **schema)
