@@ -366,7 +366,9 @@ def test_cli_design_errors_are_messages(tmp_path):
 
 
 def likert_tasks(n: int = 12) -> list[dict]:
-    return [{"id": f"n{i}", "article": f"Noticia {i}.", "summary": f"Resumen {i}.", "model": "gpt-4o"} for i in range(n)]
+    return [
+        {"id": f"n{i}", "article": f"Noticia {i}.", "summary": f"Resumen {i}.", "model": "gpt-4o"} for i in range(n)
+    ]
 
 
 def test_design_helpers_say_what_they_cannot_do_for_a_schema(tmp_path):
