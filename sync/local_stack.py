@@ -222,21 +222,16 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
     return True
 
 
-PID_FILES = {"backend": ("judgelab.backend.pid", "backend.pid"), "label-studio": ("label-studio.pid",)}
-
-
 def stop_stack(home: Path) -> list[str]:
-    """Stop the backend and Label Studio started with this state folder; the names of those stopped."""
     stopped = []
-    for name, files in PID_FILES.items():
-        for pid_file in (home / file for file in files):  # backend.pid: the name before the package was renamed
-            if not pid_file.exists():
-                continue
-            try:
-                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-                if name not in stopped:
-                    stopped.append(name)
-            except (ProcessLookupError, ValueError, PermissionError):
-                pass
-            pid_file.unlink(missing_ok=True)
+    for name in ("backend", "label-studio"):
+        pid_file = home / f"{name}.pid"
+        if not pid_file.exists():
+            continue
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+            stopped.append(name)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+        pid_file.unlink(missing_ok=True)
     return stopped
