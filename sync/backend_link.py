@@ -73,7 +73,7 @@ def connect_backend(
         if same or ours:
             ml = (same or ours)[0]
             # an update makes Label Studio call /health and /setup again: the version is fresh
-            client.ml.update(id=ml.id, url=url, project=project_id, title=ml.title, **extra)
+            ml = client.ml.update(id=ml.id, url=url, project=project_id, title=ml.title, **extra)
             created = False
         else:
             ml = client.ml.create(
@@ -88,7 +88,8 @@ def connect_backend(
             created = True
     except ApiError as exc:
         raise _unreachable(project_id, url, exc) from None
-    ml = client.ml.get(id=ml.id)
+    if not getattr(ml, "model_version", None):  # the answer carries what /setup reported; else ask again
+        ml = client.ml.get(id=ml.id)
     version = str(getattr(ml, "model_version", None) or "")
     if not version:
         state = getattr(ml, "readable_state", None) or getattr(ml, "state", None)

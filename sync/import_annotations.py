@@ -305,12 +305,13 @@ def ensure_users(client: Any, emails: Iterable[str], outcome: AnnotationOutcome)
 
 def _project_tasks(client: Any, project_id: int) -> dict[str, int]:
     """``reference -> task id`` for every task: its judgelab key and its Label Studio id."""
+    from judgelab.sync.projects import task_keys
+
     tasks = {}
-    for task in client.tasks.list(project=project_id, fields="all"):
-        meta = getattr(task, "meta", None) or {}
-        tasks[str(task.id)] = int(task.id)
-        if isinstance(meta, dict) and meta.get(KEY_FIELD):
-            tasks[str(meta[KEY_FIELD])] = int(task.id)
+    for task_id, key in task_keys(client, project_id).items():
+        tasks[str(task_id)] = task_id
+        if key is not None:
+            tasks[key] = task_id
     return tasks
 
 

@@ -119,7 +119,7 @@ def preannotate_project(
     *,
     method: str = "auto",
     backend_url: str | None = None,
-    chunk_size: int = 50,
+    chunk_size: int = 100,
     auth: tuple[str, str] | None = None,
     timeout: float | None = None,
     on_plan: Callable[[int], None] | None = None,

@@ -116,13 +116,30 @@ def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None
     return EnsuredProject(project.id, project.title, schema.name, created=True)
 
 
-def existing_keys(client: LabelStudio, project_id: int) -> set[str]:
-    keys = set()
-    for task in client.tasks.list(project=project_id, fields="all"):
-        meta = getattr(task, "meta", None) or {}
-        if isinstance(meta, dict) and meta.get(KEY_FIELD):
-            keys.add(str(meta[KEY_FIELD]))
-    return keys
+LIST_PAGE = 1000
+
+
+def task_keys(client: Any, project_id: int) -> dict[int, str | None]:
+    """``task id -> judgelab key`` (None for a task imported by other means) of every task of the
+    project: a Data Manager listing of ids and ``meta`` only (``review=1``: never calls the backend)."""
+    from judgelab.sync.ls_api import as_api
+
+    api, keys, page = as_api(client), {}, 1
+    while True:
+        params = {"project": project_id, "page": page, "page_size": LIST_PAGE, "review": "true", "include": "id,meta"}
+        payload = api.get_json("api/tasks/", params)
+        tasks = payload.get("tasks") or []
+        for task in tasks:
+            meta = task.get("meta")
+            key = meta.get(KEY_FIELD) if isinstance(meta, dict) else None
+            keys[int(task["id"])] = str(key) if key not in (None, "") else None
+        if not tasks or len(keys) >= int(payload.get("total") or 0):
+            return keys
+        page += 1
+
+
+def existing_keys(client: Any, project_id: int) -> set[str]:
+    return {key for key in task_keys(client, project_id).values() if key is not None}
 
 
 @dataclass

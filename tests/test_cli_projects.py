@@ -223,43 +223,50 @@ def compose_service_name() -> Iterator[str]:
             hosts.write_text(hosts.read_text().replace(ALIAS_LINE, ""))
 
 
-def test_connect_as_the_compose_file_says_and_with_two_urls(live_stack, tmp_path, compose_service_name):
-    """Label Studio reaches the backend as http://judgelab-backend:9090 (the compose network:
-    here 127.0.0.2), judgelab as http://127.0.0.1:<port> (the compose file's port mapping)."""
+def test_connect_and_preannotate_as_the_readme_shows_for_docker(live_stack, tmp_path, compose_service_name):
+    """Label Studio reaches the backend as http://judgelab-backend:9090 (the compose network: here
+    127.0.0.2), judgelab as http://127.0.0.1:9090 (the compose file's port mapping: here a
+    forwarder); the README's two lines run as written."""
+    import shlex
+
+    from readme_commands import block_after
+
     client = live_stack.client
+    connect_line, preannotate_line = block_after("tests/test_cli_projects.py runs the next block as written")
     csv = likert_csv(tmp_path / "d.csv", 3, "dk")
-    imported = cli(live_stack, "import", "--title", "Docker study", "--schema", "likert_rubric_es", str(csv), "--json")
-    pid = str(as_json(imported)["project"]["id"])
+    imported = cli(
+        live_stack, "import", "--title", "Noticias (Docker)", "--schema", "likert_rubric_es", str(csv), "--json"
+    )
+    pid = as_json(imported)["project"]["id"]
+    proxies = []
     try:
-        network = RecordingProxy("127.0.0.2", 9090, live_stack.backend_url)
+        for host in ("127.0.0.2", "127.0.0.1"):
+            proxies.append(RecordingProxy(host, 9090, live_stack.backend_url))
     except OSError as exc:
-        pytest.skip(f"127.0.0.2:9090 is taken: {exc}")
-    host_port = RecordingProxy("127.0.0.1", 0, live_stack.backend_url)
-    host_port.url = f"http://127.0.0.1:{host_port.server.server_address[1]}"
+        for proxy in proxies:
+            proxy.close()
+        pytest.skip(f"port 9090 is taken: {exc}")
+    network, host_port = proxies
     try:
-        # the compose file's hint, as written (Label Studio and token from the environment)
-        hint = ok(cli(live_stack, "connect", "--backend-url", "http://judgelab-backend:9090", "--project", pid))
-        assert "-> http://judgelab-backend:9090" in hint
-        assert [ml.url for ml in client.ml.list(project=int(pid))] == ["http://judgelab-backend:9090"]
+        # the compose file's connect line, for this project: judgelab cannot (need not) reach that URL
+        assert "-> http://judgelab-backend:9090" in ok(cli(live_stack, *shlex.split(connect_line)[1:]))
+        assert [ml.url for ml in client.ml.list(project=pid)] == ["http://judgelab-backend:9090"]
         assert {path for _, path, _ in network.requests} >= {"/health", "/setup"}, "Label Studio checked it"
         assert network.judgelab_requests() == [], "judgelab never called the Label-Studio-side URL"
-        ok(cli(live_stack, "preannotate", "--project", pid))
-        version = client.projects.get(id=int(pid)).model_version
-        assert predictions_per_task(client, int(pid)) == [[version]] * 3
+        ok(cli(live_stack, "preannotate", "--title", "Noticias (Docker)"))  # Label Studio retrieves
+        version = client.projects.get(id=pid).model_version
+        assert predictions_per_task(client, pid) == [[version]] * 3
         assert "/predict" in {path for _, path, _ in network.requests}
-        assert network.judgelab_requests() == []
+        assert network.judgelab_requests() == [] and host_port.requests == []
 
-        # two URLs: judgelab pushes through the host's port, Label Studio keeps the network name
-        more = likert_csv(tmp_path / "e.csv", 4, "dk2")
-        ok(cli(live_stack, "import", "--project", pid, str(more)))
-        args = ["--backend-url", host_port.url, "--ls-backend-url", "http://judgelab-backend:9090"]
-        ok(cli(live_stack, "connect", "--project", pid, *args))
-        pushed = as_json(cli(live_stack, "preannotate", "--project", pid, "--push", *args, "--json"))["projects"][0]
-        assert (pushed["method"], pushed["added"], pushed["predicted"]) == ("push", 4, 7)
-        assert [ml.url for ml in client.ml.list(project=int(pid))] == ["http://judgelab-backend:9090"]
+        # both URLs: judgelab pushes through the host's port, Label Studio keeps the network name
+        ok(cli(live_stack, "import", "--project", str(pid), str(likert_csv(tmp_path / "e.csv", 4, "dk2"))))
+        pushed = ok(cli(live_stack, *shlex.split(preannotate_line)[1:]))
+        assert "7/7 tasks have a prediction" in pushed and "(4 new by push" in pushed
+        assert [ml.url for ml in client.ml.list(project=pid)] == ["http://judgelab-backend:9090"]
         assert ("POST", "/predict") in {(m, p) for m, p, _ in host_port.judgelab_requests()}
         assert network.judgelab_requests() == []
-        assert predictions_per_task(client, int(pid)) == [[version]] * 7
+        assert predictions_per_task(client, pid) == [[version]] * 7
     finally:
         network.close()
         host_port.close()
@@ -412,4 +419,4 @@ def test_progress_bars_show_on_a_terminal_only(live_stack, tmp_path):
     os.close(leader)
     assert proc.returncode == 0 and "40 imported" in out
     text = seen.decode(errors="replace")
-    assert "import into project" in text and "40/40" in text and "task" in text
+    assert "import into project" in text and "/40 [" in text and "task/s" in text

@@ -31,10 +31,31 @@ def _fail(message: str) -> None:
 
 class _Cli(click.Group):
     def invoke(self, ctx: click.Context):
+        import httpx
+
         try:
             return super().invoke(ctx)
         except (SyncError, SchemaError) as exc:
             _fail(str(exc))
+        except httpx.TimeoutException as exc:
+            _fail(f"no answer in time from {_where(exc)} ({type(exc).__name__}); what was done is kept: run again")
+        except httpx.HTTPError as exc:
+            _fail(f"{_where(exc)} went away: {exc!r}; what was done is kept: run again")
+        except Exception as exc:
+            if type(exc).__name__ != "ApiError":  # label_studio_sdk's, not imported unless a command used it
+                raise
+            from judgelab.sync.client import api_error_message
+
+            _fail(f"Label Studio refused a request: {api_error_message(exc)}")
+
+
+def _where(exc: Exception) -> str:
+    """The server a failed httpx request went to."""
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        return "the server"
+    return f"{url.scheme}://{url.netloc.decode()}{url.path}"
 
 
 def _connection(ctx: click.Context) -> Connection:

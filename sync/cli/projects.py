@@ -305,7 +305,7 @@ def connect_cmd(
     help="Call the backend from judgelab in chunks and import the predictions (resumable); "
     "the default does so by itself for projects too big for one 'Retrieve predictions'.",
 )
-@click.option("--chunk-size", default=50, show_default=True, help="Tasks per request when working in chunks.")
+@click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks.")
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
 @json_option
 @click.pass_context
