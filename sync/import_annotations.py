@@ -234,6 +234,43 @@ def attach_annotations(rows: list[TaskRow], annotations: AnnotationSet) -> list[
     return unmatched
 
 
+def annotations_for_existing_tasks(
+    rows: list[TaskRow], annotations: AnnotationSet | None, task_keys: Mapping[int, str | None], project_id: int
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Split the annotations of an import: those of tasks new to the project go with their rows
+    (attached here), the others are returned (``reference -> annotations``, and where each came
+    from) for :func:`add_missing_annotations`. ``task_keys``: the project's ``task id -> key``.
+    One naming a task in neither the files nor the project raises :class:`SyncError` now,
+    before anything is imported."""
+    have = {key for key in task_keys.values() if key is not None}
+    refs = task_refs(task_keys)
+    later: dict[str, list[dict[str, Any]]] = {}
+    where: dict[str, str] = {}
+    if annotations is not None:
+        unmatched = attach_annotations([row for row in rows if row.key not in have], annotations)
+        missing = [ref for ref in unmatched if ref not in refs]
+        if missing:
+            raise SyncError(
+                "annotations for task(s) in neither the imported files nor "
+                + (f"project {project_id}: " if project_id else "the project: ")
+                + ", ".join(f"{ref} ({annotations.where.get(ref, '?')})" for ref in missing[:10])
+            )
+        later.update({ref: annotations.by_task[ref] for ref in unmatched})
+        where.update({ref: annotations.where.get(ref, "?") for ref in unmatched})
+    for row in rows:
+        if row.key in have and row.annotations:
+            later.setdefault(row.key, []).extend(row.annotations)
+            where.setdefault(row.key, row.where)
+    return later, where
+
+
+def task_refs(task_keys: Mapping[int, str | None]) -> dict[str, int]:
+    """``reference -> task id``: a task's judgelab key and its Label Studio id both name it."""
+    refs = {str(task_id): task_id for task_id in task_keys}
+    refs.update({key: task_id for task_id, key in task_keys.items() if key is not None})
+    return refs
+
+
 def result_signature(result: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     """An annotation's result without region ids and origins, order-free: two annotations with the
     same signature say the same thing."""
@@ -303,18 +340,6 @@ def ensure_users(client: Any, emails: Iterable[str], outcome: AnnotationOutcome)
     return ensure_annotators(client, wanted)
 
 
-def _project_tasks(client: Any, project_id: int) -> dict[str, int]:
-    """``reference -> task id`` for every task: its judgelab key and its Label Studio id."""
-    from judgelab.sync.projects import task_keys
-
-    tasks = {}
-    for task_id, key in task_keys(client, project_id).items():
-        tasks[str(task_id)] = task_id
-        if key is not None:
-            tasks[key] = task_id
-    return tasks
-
-
 def _existing_annotations(client: Any, project_id: int, task_ids: list[int]) -> dict[int, dict[int, set]]:
     """``task id -> {user id -> result signatures}`` of the tasks' annotations (quick export, by ids)."""
     from judgelab.sync.incremental import MAX_EXPORT_IDS, export_tasks
@@ -347,7 +372,9 @@ def add_missing_annotations(
     refs = [ref for ref, items in annotations.items() if items]
     if not refs:
         return outcome
-    tasks = _project_tasks(client, project_id)
+    from judgelab.sync.projects import task_keys
+
+    tasks = task_refs(task_keys(client, project_id))
     missing = [ref for ref in refs if ref not in tasks]
     if missing:
         raise SyncError(

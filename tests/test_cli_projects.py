@@ -338,6 +338,15 @@ def test_importing_annotations_twice_adds_each_one_once(live_stack, tmp_path):
     assert (third["added"], third["already"], third["differ"]) == (0, 2, 1)
     assert annotations() == before
 
+    # annotations of a task that is nowhere: refused before a project or a task is created
+    stray = tmp_path / "stray.csv"
+    stray.write_text("task,annotator,item,value\nit-999#Qwen2.5-14b#rewritten,giulia,SP,2\n", encoding="utf-8")
+    refused = cli(live_stack, "import", "--title", "Round three", str(wide), "--annotations", str(stray))
+    assert refused.exit_code == 1
+    assert "annotations for task(s) in neither the imported files nor the project: it-999" in refused.output
+    assert "stray.csv line 2" in refused.output
+    assert not [p for p in client.projects.list() if p.title == "Round three"]
+
 
 def test_with_annotations_into_tasks_already_there_adds_the_missing_ones(live_stack, tmp_path):
     """BASSE tasks imported first without their ratings: --with-annotations later adds them (and

@@ -147,11 +147,12 @@ def import_cmd(
         AnnotationOutcome,
         add_missing_annotations,
         annotation_emails,
+        annotations_for_existing_tasks,
         ensure_users,
         read_annotations,
     )
-    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
-    from judgelab.sync.projects import existing_keys, import_rows
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
+    from judgelab.sync.projects import import_rows, task_keys
 
     mapping = parse_mapping(maps)
     given = get_schema(schema_name) if schema_name else None
@@ -160,30 +161,19 @@ def import_cmd(
     if schema is None and ref.named and _generic(files, fmt, mapping):
         # the schema of a generic file is the named project's: ask Label Studio first
         client = connect(_connection(ctx))
-        found = require_project(client, ref, needed_for="importing tasks")
-        schema = found.schema
+        schema = require_project(client, ref, needed_for="importing tasks").schema
     checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations)
     annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
     client = client or connect(_connection(ctx))
-    project = ensure_named_project(client, ref, schema)
-    have = existing_keys(client, project.id)
+    existing = find_project(client, ProjectRef(project_id, title, given or schema), needed_for="importing tasks")
+    keys = task_keys(client, existing.id) if existing else {}
+    all_rows = [row for _, rows in checked for row in rows]
+    # annotations naming no task are refused here, before a project or a task is created
+    later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+    project = existing or ensure_named_project(client, ref, schema)
+    have = {key for key in keys.values() if key is not None}
     outcome = AnnotationOutcome()
-    later: dict[str, list[dict]] = {}  # annotations for tasks already in the project
-    where: dict[str, str] = {}
-    if annotations is not None:
-        from judgelab.sync.import_annotations import attach_annotations
-
-        new_rows = [row for _, rows in checked for row in rows if row.key not in have]
-        unmatched = set(attach_annotations(new_rows, annotations))
-        later.update({ref_: annotations.by_task[ref_] for ref_ in unmatched})
-        where.update(annotations.where)
-    for _, rows in checked:
-        for row in rows:
-            if row.key in have and row.annotations:
-                later.setdefault(row.key, []).extend(row.annotations)
-                where.setdefault(row.key, row.where)
-    new_annotated = [row for _, rows in checked for row in rows if row.key not in have]
-    ensure_users(client, annotation_emails(new_annotated), outcome)
+    ensure_users(client, annotation_emails(row for row in all_rows if row.key not in have), outcome)
     out = Output(as_json)
     files_json = []
     total = sum(len(rows) for _, rows in checked)
