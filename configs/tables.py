@@ -34,3 +34,25 @@ SPAN_COLUMNS = [
     "label",
     "note",
 ]
+
+#: LLM token usage per task and model version, from the ML backend's usage log (``judgelab sync``
+#: stores it as ``usage`` next to the tables): ``requests`` that carried the task's tokens,
+#: ``answers`` they gave, ``cached`` answers that cost nothing (the cache, or shared with an
+#: identical task), ``unreported`` requests whose server reported no usage (not counted),
+#: ``unpriced`` requests without a price, the token sums and ``cost`` (empty without prices);
+#: ``backend`` is the ML backend's URL.
+USAGE_COLUMNS = [
+    "project",
+    "task_id",
+    "model_version",
+    "model",
+    "requests",
+    "answers",
+    "cached",
+    "unreported",
+    "unpriced",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "backend",
+]

@@ -5,18 +5,27 @@ sets the project's to the ML backend's *title* on connection. So judgelab names 
 backend after the model version the backend reports, and renames it (which updates the
 project too) whenever that version changes.
 
-judgelab never calls the backend to connect it: Label Studio does (``/health`` and ``/setup``
-when an ML backend is added or updated) and keeps the ``model_version`` the backend reported.
-So the URL given to Label Studio is the URL *Label Studio* reaches, which need not resolve
-where judgelab runs (``http://judgelab-backend:9090`` inside a Docker network).
+Label Studio connects the backend itself: it calls ``/health`` and ``/setup`` when an ML backend
+is added or updated and keeps the ``model_version`` the backend reported. So the URL given to
+Label Studio is the URL *Label Studio* reaches, which need not resolve where judgelab runs
+(``http://judgelab-backend:9090`` inside a Docker network). judgelab asks the backend itself only
+for what Label Studio does not keep, at the URL *judgelab* reaches (when it can): each judge's
+model version, and the LLM's token usage.
+
+A project's judges (which models, how many samples, their prices) are the ML backend's
+``extra_params`` in Label Studio: Label Studio sends them with every ``/setup``, so its own
+"Retrieve predictions" uses them too. With several judges, ``/setup`` reports one version per
+judge; the project shows the first judge's predictions to annotators (Settings > Annotation >
+Prelabeling selects another), and every judge's predictions are stored.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
@@ -26,12 +35,48 @@ log = logging.getLogger("judgelab.sync")
 OUR_PREFIX = "judgelab"  # the titles judgelab gives its ML backends (then their model version)
 
 
+class BackendUnreachable(SyncError):
+    """judgelab gets no answer from the backend at the URL it was given (Label Studio may)."""
+
+
 @dataclass
 class BackendLink:
     ml_id: int
     model_version: str
     created: bool
-    url: str = ""  # as Label Studio reaches it
+    model_versions: list[str] = field(default_factory=list)  # one per judge (the first is model_version)
+    judges: list[dict[str, Any]] = field(default_factory=list)  # {"model", "samples", "model_version"}
+    extra_params: dict[str, Any] | None = None  # the project's judge settings, as stored in Label Studio
+    url: str = ""  # the backend as Label Studio reaches it
+    judges_known: bool = True  # False: judgelab could not ask the backend; model_versions is the first only
+
+
+def _setup(
+    url: str, project_id: int, label_config: str, auth: tuple[str, str] | None, extra_params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The backend's ``/setup`` answer (``model_version``, and per judge with the LLM), asked by judgelab."""
+    try:
+        response = httpx.post(
+            f"{url.rstrip('/')}/setup",
+            json={"project": f"{project_id}.0", "schema": label_config, "extra_params": extra_params},
+            auth=auth,
+            timeout=10,
+        )
+    except httpx.HTTPError as exc:
+        raise BackendUnreachable(f"ML backend at {url} did not answer /setup: {exc}") from None
+    if response.status_code == 400:
+        try:
+            said = response.json().get("error")
+        except ValueError:
+            said = response.text[:300]
+        raise SyncError(f"ML backend at {url} refused project {project_id}'s settings: {said}")
+    try:
+        response.raise_for_status()
+        answer = response.json()
+        str(answer["model_version"])
+    except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+        raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
+    return answer
 
 
 def _same_url(a: str | None, b: str | None) -> bool:
@@ -45,9 +90,12 @@ def linked_backend(client: LabelStudio, project_id: int) -> Any | None:
     return (ours or backends or [None])[0]
 
 
-def _unreachable(project_id: int, url: str, exc: ApiError) -> SyncError:
+def _refused(project_id: int, url: str, exc: ApiError) -> SyncError:
+    said = api_error_message(exc)
+    if "valid ML backend" in said:  # Label Studio reached it, and its /setup refused
+        return SyncError(f"the ML backend at {url} refused project {project_id}'s settings: {said}")
     return SyncError(
-        f"Label Studio could not connect project {project_id} to the ML backend at {url}: {api_error_message(exc)}. "
+        f"Label Studio could not connect project {project_id} to the ML backend at {url}: {said}. "
         "That URL is the one Label Studio must reach: in Docker, the backend's service name "
         "(--ls-backend-url http://judgelab-backend:9090); a backend on 127.0.0.1 needs Label Studio started "
         "with USE_DEFAULT_BANNED_SUBNETS=false"
@@ -55,25 +103,38 @@ def _unreachable(project_id: int, url: str, exc: ApiError) -> SyncError:
 
 
 def connect_backend(
-    client: LabelStudio, project_id: int, url: str, auth: tuple[str, str] | None = None, timeout: float = 100
+    client: LabelStudio,
+    project_id: int,
+    url: str,
+    auth: tuple[str, str] | None = None,
+    timeout: float = 100,
+    extra_params: dict[str, Any] | None = None,
+    judgelab_url: str | None = None,
 ) -> BackendLink:
     """Attach the backend Label Studio reaches at ``url`` to the project and align versions.
 
-    An ML backend already attached at that URL is reused, one judgelab attached earlier at
-    another URL is moved to this one (never a second one); Label Studio checks the backend and
-    asks it for its model version in both cases.
+    An ML backend already attached at that URL is reused, one judgelab attached earlier at another
+    URL is moved to this one (never a second one); Label Studio checks the backend and asks it for
+    its model version in both cases. ``extra_params`` (the project's judges: see
+    :func:`judge_params`) are stored with the ML backend in Label Studio; ``None`` keeps what is
+    stored there. ``judgelab_url``: the backend as judgelab reaches it (default ``url``), asked
+    for each judge's version; when judgelab cannot reach it, ``judges_known`` is False.
     """
-    extra: dict[str, Any] = {}
-    if auth:
-        extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
     backends = list(client.ml.list(project=project_id))
     same = [ml for ml in backends if _same_url(ml.url, url)]
     ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
+    chosen = (same or ours or [None])[0]
+    stored = getattr(chosen, "extra_params", None) if chosen is not None else None
+    params = extra_params if extra_params is not None else (stored if isinstance(stored, dict) else None)
+    extra: dict[str, Any] = {}
+    if auth:
+        extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
+    if extra_params is not None:
+        extra["extra_params"] = extra_params
     try:
-        if same or ours:
-            ml = (same or ours)[0]
+        if chosen is not None:
             # an update makes Label Studio call /health and /setup again: the version is fresh
-            ml = client.ml.update(id=ml.id, url=url, project=project_id, title=ml.title, **extra)
+            ml = client.ml.update(id=chosen.id, url=url, project=project_id, title=chosen.title, **extra)
             created = False
         else:
             ml = client.ml.create(
@@ -87,7 +148,7 @@ def connect_backend(
             )
             created = True
     except ApiError as exc:
-        raise _unreachable(project_id, url, exc) from None
+        raise _refused(project_id, url, exc) from None
     if not getattr(ml, "model_version", None):  # the answer carries what /setup reported; else ask again
         ml = client.ml.get(id=ml.id)
     version = str(getattr(ml, "model_version", None) or "")
@@ -99,9 +160,128 @@ def connect_backend(
         )
     if ml.title != version:
         client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
-    if client.projects.get(id=project_id).model_version != version:
+    project = client.projects.get(id=project_id)
+    if project.model_version != version:
         client.projects.update(id=project_id, model_version=version)
-    return BackendLink(ml_id=ml.id, model_version=version, created=created, url=url)
+    link = BackendLink(ml.id, version, created, [version], [], params, url)
+    try:
+        answer = _setup(judgelab_url or url, project_id, project.label_config, auth, params)
+    except BackendUnreachable as exc:
+        log.info("judges of project %s unknown: %s", project_id, exc)
+        link.judges_known = False
+        return link
+    link.model_versions = [str(v) for v in answer.get("model_versions") or [version]]
+    link.judges = [j for j in answer.get("judges") or [] if isinstance(j, dict)]
+    return link
+
+
+def _price_option(values: tuple[str, ...], option: str) -> float | dict[str, float] | None:
+    """``--price-in 0.15`` (every model) or ``--price-in gpt-4o=2.5`` (repeatable) as extra_params."""
+    if not values:
+        return None
+    per_model: dict[str, float] = {}
+    for value in values:
+        model, _, price = value.rpartition("=")
+        try:
+            number = float(price)
+        except ValueError:
+            raise SyncError(f"{option} {value!r}: give a price per million tokens, or MODEL=PRICE") from None
+        if number < 0:
+            raise SyncError(f"{option} {value!r}: a price cannot be negative")
+        if not model:
+            if len(values) > 1:
+                raise SyncError(f"{option}: give one price for every model, or MODEL=PRICE for each")
+            return number
+        per_model[model] = number
+    return per_model
+
+
+def judge_params(
+    models: tuple[str, ...] = (),
+    samples: int | None = None,
+    price_in: tuple[str, ...] = (),
+    price_out: tuple[str, ...] = (),
+) -> dict[str, Any] | None:
+    """The ``extra_params`` for a project's judges from the CLI's options (None: none given, keep
+    what Label Studio has)."""
+    params: dict[str, Any] = {}
+    if models:
+        params["models"] = [m.strip() for model in models for m in model.split(",") if m.strip()]
+    if samples is not None:
+        if samples < 1:
+            raise SyncError("--samples must be at least 1")
+        params["samples"] = samples
+    for key, values, option in (("price_in", price_in, "--price-in"), ("price_out", price_out, "--price-out")):
+        price = _price_option(values, option)
+        if price is not None:
+            params[key] = price
+    return params or None
+
+
+@dataclass
+class RunUsage:
+    """What the LLM cost for a project since a point of the backend's usage log."""
+
+    last_id: int = 0
+    requests: int = 0
+    answers: int = 0
+    cached: int = 0
+    unreported: int = 0  # requests whose server reported no token usage (not counted)
+    unpriced: int = 0  # requests with tokens but no price
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    max_task_cost: float | None = None
+    by_model_version: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def describe(self) -> str:
+        """One line for the user: tokens, requests, cache hits, cost."""
+        parts = [
+            f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens in {self.requests} "
+            f"request(s); {self.cached} answer(s) from the cache (free)"
+        ]
+        if self.unreported:
+            parts.append(f"{self.unreported} request(s) without token usage from the server (not counted)")
+        if self.cost is not None:
+            parts.append(f"cost {self.cost:.4f}" + (f" ({self.unpriced} request(s) unpriced)" if self.unpriced else ""))
+        elif self.requests:
+            parts.append("cost unknown (no --price-in/--price-out)")
+        return "; ".join(parts)
+
+
+def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None, after: int = 0) -> RunUsage | None:
+    """The backend's token usage for the project since row ``after`` (None: the backend keeps no
+    usage, e.g. the offline annotator or an older judgelab)."""
+    try:
+        response = httpx.get(
+            f"{url.rstrip('/')}/usage", params={"project": str(project_id), "after": after}, auth=auth, timeout=30
+        )
+    except httpx.HTTPError as exc:
+        raise BackendUnreachable(f"ML backend at {url} did not answer /usage: {exc}") from None
+    if response.status_code == 404:
+        return None
+    try:
+        response.raise_for_status()
+        payload = response.json()
+        total = payload.get("total") or {}
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        raise SyncError(f"ML backend at {url} did not answer /usage: {exc}") from None
+    if not total:
+        return None
+    counts = {k: int(total.get(k) or 0) for k in ("requests", "answers", "cached", "unreported", "unpriced")}
+    return RunUsage(
+        last_id=int(payload.get("last_id") or 0),
+        prompt_tokens=int(total.get("prompt_tokens") or 0),
+        completion_tokens=int(total.get("completion_tokens") or 0),
+        cost=total.get("cost"),
+        max_task_cost=payload.get("max_task_cost"),
+        by_model_version=list(payload.get("by_model_version") or []),
+        **counts,
+    )
 
 
 def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
@@ -116,7 +296,18 @@ def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
 
 def prediction_counts(client: LabelStudio, project_id: int, model_version: str) -> tuple[int, int]:
     """(tasks, tasks with a prediction of ``model_version``)."""
+    tasks, counts = prediction_counts_by_version(client, project_id, [model_version])
+    return tasks, counts[model_version]
+
+
+def prediction_counts_by_version(
+    client: LabelStudio, project_id: int, model_versions: list[str]
+) -> tuple[int, dict[str, int]]:
+    """(tasks, per version the number of tasks with a prediction of it): one filtered listing each."""
     from judgelab.sync.prediction_status import missing_version
 
-    missing, total = missing_version(client, project_id, model_version)
-    return total, total - len(missing)
+    counts, tasks = {}, 0
+    for version in model_versions:
+        missing, tasks = missing_version(client, project_id, version)
+        counts[version] = tasks - len(missing)
+    return tasks, counts

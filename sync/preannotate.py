@@ -43,13 +43,16 @@ class PreannotateIncomplete(SyncError):
 @dataclass
 class PreannotateReport:
     project_id: int
-    model_version: str
+    model_version: str  # the first judge's (the one Label Studio shows)
     method: str
+    model_versions: list[str] = field(default_factory=list)  # one per judge
     tasks: int = 0
-    already: int = 0  # had a prediction of this version before the run
-    added: int = 0
-    unfinished: int = 0  # still without one at the end
+    already: int = 0  # had a prediction of every version before the run
+    added: int = 0  # predictions added (one per task and version)
+    unfinished: int = 0  # tasks still lacking a prediction of some version at the end
+    per_version: dict[str, int] = field(default_factory=dict)  # tasks with a prediction of each version
     failures: dict[str, int] = field(default_factory=dict)
+    budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
 
     @property
     def predicted(self) -> int:
@@ -58,13 +61,16 @@ class PreannotateReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "model_version": self.model_version,
+            "model_versions": list(self.model_versions),
             "method": self.method,
             "tasks": self.tasks,
             "predicted": self.predicted,
             "already": self.already,
             "added": self.added,
             "unfinished": self.unfinished,
+            "per_version": dict(self.per_version),
             "failures": dict(self.failures),
+            "budget_stopped": self.budget_stopped,
         }
 
 
@@ -101,7 +107,7 @@ def retrieve_for(client: Any, project_id: int, task_ids: list[int], timeout: flo
 
 
 def _incomplete(client: Any, report: PreannotateReport, sent: int, timeout: float) -> PreannotateIncomplete:
-    missing, total = missing_version(client, report.project_id, report.model_version)
+    missing, total = _missing(client, report.project_id, report.model_versions)
     done = total - len(missing)
     return PreannotateIncomplete(
         f"project {report.project_id}: Label Studio did not answer 'Retrieve predictions' for {sent} task(s) "
@@ -112,29 +118,43 @@ def _incomplete(client: Any, report: PreannotateReport, sent: int, timeout: floa
     )
 
 
+def _missing(client: Any, project_id: int, versions: list[str]) -> tuple[list[int], int]:
+    from judgelab.sync.bulk_predict import tasks_missing_version
+
+    return tasks_missing_version(client, project_id, versions)
+
+
 def preannotate_project(
     client: Any,
     project_id: int,
-    model_version: str,
+    model_version: str | list[str],
     *,
     method: str = "auto",
     backend_url: str | None = None,
     chunk_size: int = 100,
     auth: tuple[str, str] | None = None,
     timeout: float | None = None,
+    extra_params: dict[str, Any] | None = None,
+    budget: Any | None = None,
     on_plan: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> PreannotateReport:
-    """Pre-annotate the project's tasks lacking a prediction of ``model_version`` (see the module doc).
+    """Pre-annotate the project's tasks lacking a prediction of ``model_version`` (one per judge
+    when a list; see the module doc).
 
-    ``backend_url``: the backend as judgelab reaches it (for ``push``). ``on_plan`` is told how
-    many tasks will be sent, ``progress`` how many got a prediction as it goes.
+    ``backend_url``: the backend as judgelab reaches it (for ``push``); ``extra_params`` and
+    ``budget`` (a :class:`judgelab.sync.bulk_predict.Budget`) go with the push. ``on_plan`` is told
+    how many tasks will be sent, ``progress`` how many got a prediction as it goes.
     """
+    from judgelab.sync.bulk_predict import push_predictions
+
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    versions = [model_version] if isinstance(model_version, str) else list(model_version)
     timeout = retrieve_timeout() if timeout is None else timeout
-    missing, total = missing_version(client, project_id, model_version)
-    report = PreannotateReport(project_id, model_version, method, tasks=total, already=total - len(missing))
+    missing, total = _missing(client, project_id, versions)
+    report = PreannotateReport(project_id, versions[0], method, versions, tasks=total, already=total - len(missing))
+    before = _counts(client, project_id, versions)
     if method == "auto":
         if len(missing) <= SINGLE_REQUEST_MAX:
             report.method = "retrieve"
@@ -142,17 +162,25 @@ def preannotate_project(
             report.method = "push"
         else:
             report.method = "chunks"
+    if budget is not None and report.method != "push":
+        raise SyncError("--budget needs --push (Label Studio's 'Retrieve predictions' cannot stop half-way)")
     if on_plan:
         on_plan(len(missing))
     if missing and report.method == "push":
         if not backend_url:
             raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
-        from judgelab.sync.bulk_predict import push_predictions
-
         pushed = push_predictions(
-            client, project_id, backend_url, model_version, chunk_size=chunk_size, auth=auth, progress=progress
+            client,
+            project_id,
+            backend_url,
+            versions,
+            chunk_size=chunk_size,
+            auth=auth,
+            progress=progress,
+            extra_params=extra_params,
+            budget=budget,
         )
-        report.failures = pushed.failures
+        report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
     elif missing:
         size = len(missing) if report.method == "retrieve" else max(1, chunk_size)
         for start in range(0, len(missing), size):
@@ -167,7 +195,17 @@ def preannotate_project(
                 ) from None
             if progress:
                 progress(len(chunk))
-    still, _ = missing_version(client, project_id, model_version)
+    still, _ = _missing(client, project_id, versions)
     report.unfinished = len(still)
-    report.added = len(missing) - len(still)
+    report.per_version = _counts(client, project_id, versions) if missing else before
+    report.added = sum(report.per_version.values()) - sum(before.values())
     return report
+
+
+def _counts(client: Any, project_id: int, versions: list[str]) -> dict[str, int]:
+    """Per version, how many tasks have a prediction of it."""
+    counts = {}
+    for version in versions:
+        missing, total = missing_version(client, project_id, version)
+        counts[version] = total - len(missing)
+    return counts

@@ -235,8 +235,9 @@ def resolve_projects(
     """The projects a command that may work on several is given (each checked; none twice).
 
     Named ones (``project_ids``, ``titles``) with at most one schema to check them against; with
-    none named, ``default="all"`` gives every judgelab project (of ``schemas``, when given) and
-    ``default="schemas"`` each schema's own project (all five when ``schemas`` is empty).
+    none named, ``default="schemas"`` gives each given schema's own project (it must exist), or,
+    with no schema given, those of the five that exist; ``default="all"`` gives every judgelab
+    project (of ``schemas``, when given).
     """
     project_ids, titles, schemas = list(project_ids), list(titles), list(schemas)
     if project_ids or titles:
@@ -253,8 +254,15 @@ def resolve_projects(
             raise ProjectNotFound(
                 f"no judgelab project{which} in Label Studio: create one with judgelab create or judgelab import"
             )
+    elif schemas:
+        found = [require_project(client, ProjectRef(schema=s)) for s in schemas]
     else:
-        found = [require_project(client, ProjectRef(schema=s)) for s in schemas or all_schemas().values()]
+        found = [f for s in all_schemas().values() if (f := find_project(client, ProjectRef(schema=s))) is not None]
+        if not found:
+            raise ProjectNotFound(
+                "no schema has its own project in Label Studio yet: create them with judgelab create, "
+                "or name a project with --project or --title"
+            )
     unique: dict[int, FoundProject] = {}
     for project in found:
         unique.setdefault(project.id, project)

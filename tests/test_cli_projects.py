@@ -161,16 +161,23 @@ def test_load_names_its_project_with_project_name_and_still_reads_the_old_option
 
 class RecordingProxy:
     """An HTTP server at an address of its own that forwards every request to ``target`` and
-    records who asked (the User-Agent) for what: the backend as reached under another name."""
+    records who asked (the User-Agent) for what: the backend as reached under another name.
+    ``judgelab_cannot_reach``: requests from judgelab's own HTTP client (httpx) get no answer, as
+    when judgelab runs where that name does not resolve."""
 
-    def __init__(self, host: str, port: int, target: str) -> None:
+    def __init__(self, host: str, port: int, target: str, *, judgelab_cannot_reach: bool = False) -> None:
         self.requests: list[tuple[str, str, str]] = []  # (method, path, user agent)
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                proxy.requests.append((self.command, self.path, self.headers.get("User-Agent", "")))
+                agent = self.headers.get("User-Agent", "")
+                proxy.requests.append((self.command, self.path, agent))
+                if judgelab_cannot_reach and agent.startswith("python-httpx"):
+                    self.close_connection = True  # as from the host, where the name leads nowhere
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")}
                 answer = httpx.request(self.command, target + self.path, content=body, headers=headers, timeout=300)
                 self.send_response(answer.status_code)
@@ -240,8 +247,8 @@ def test_connect_and_preannotate_as_the_readme_shows_for_docker(live_stack, tmp_
     pid = as_json(imported)["project"]["id"]
     proxies = []
     try:
-        for host in ("127.0.0.2", "127.0.0.1"):
-            proxies.append(RecordingProxy(host, 9090, live_stack.backend_url))
+        proxies.append(RecordingProxy("127.0.0.2", 9090, live_stack.backend_url, judgelab_cannot_reach=True))
+        proxies.append(RecordingProxy("127.0.0.1", 9090, live_stack.backend_url))
     except OSError as exc:
         for proxy in proxies:
             proxy.close()
@@ -251,21 +258,22 @@ def test_connect_and_preannotate_as_the_readme_shows_for_docker(live_stack, tmp_
         # the compose file's connect line, for this project: judgelab cannot (need not) reach that URL
         assert "-> http://judgelab-backend:9090" in ok(cli(live_stack, *shlex.split(connect_line)[1:]))
         assert [ml.url for ml in client.ml.list(project=pid)] == ["http://judgelab-backend:9090"]
-        assert {path for _, path, _ in network.requests} >= {"/health", "/setup"}, "Label Studio checked it"
-        assert network.judgelab_requests() == [], "judgelab never called the Label-Studio-side URL"
+        label_studio = [r for r in network.requests if not r[2].startswith("python-httpx")]
+        assert {path for _, path, _ in label_studio} >= {"/health", "/setup"}, "Label Studio checked it"
+        assert {path for _, path, _ in network.judgelab_requests()} <= {"/setup"}, "judgelab only asked for judges"
         ok(cli(live_stack, "preannotate", "--title", "Noticias (Docker)"))  # Label Studio retrieves
         version = client.projects.get(id=pid).model_version
         assert predictions_per_task(client, pid) == [[version]] * 3
-        assert "/predict" in {path for _, path, _ in network.requests}
-        assert network.judgelab_requests() == [] and host_port.requests == []
+        assert "/predict" in {path for _, path, agent in network.requests if not agent.startswith("python-httpx")}
+        assert host_port.requests == []
 
         # both URLs: judgelab pushes through the host's port, Label Studio keeps the network name
         ok(cli(live_stack, "import", "--project", str(pid), str(likert_csv(tmp_path / "e.csv", 4, "dk2"))))
         pushed = ok(cli(live_stack, *shlex.split(preannotate_line)[1:]))
-        assert "7/7 tasks have a prediction" in pushed and "(4 new by push" in pushed
+        assert "7/7 tasks have a prediction" in pushed and "(4 new, 0 unfinished) pushed by judgelab" in pushed
         assert [ml.url for ml in client.ml.list(project=pid)] == ["http://judgelab-backend:9090"]
         assert ("POST", "/predict") in {(m, p) for m, p, _ in host_port.judgelab_requests()}
-        assert network.judgelab_requests() == []
+        assert "/predict" not in {path for _, path, _ in network.judgelab_requests()}
         assert predictions_per_task(client, pid) == [[version]] * 7
     finally:
         network.close()

@@ -248,11 +248,68 @@ _LS_BACKEND_URL_HELP = (
 )
 
 
+def _judge_options(command):
+    """--model, --samples, --price-in, --price-out: the project's judges (the LLM backend)."""
+    options = [
+        click.option(
+            "--model",
+            "models",
+            multiple=True,
+            help="A judge: a model the LLM backend serves (repeatable: several judges, each with its own "
+            "model_version). Default: the backend's JUDGELAB_LLM_MODEL.",
+        ),
+        click.option(
+            "--samples",
+            type=int,
+            help="Answers per task and judge; the majority becomes the prediction and the share that agreed "
+            "its score (self-consistency; use a temperature above 0).",
+        ),
+        click.option(
+            "--price-in",
+            multiple=True,
+            metavar="PRICE|MODEL=PRICE",
+            help="Money per million prompt tokens (repeatable as MODEL=PRICE).",
+        ),
+        click.option(
+            "--price-out",
+            multiple=True,
+            metavar="PRICE|MODEL=PRICE",
+            help="Money per million completion tokens (repeatable as MODEL=PRICE).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _show_judges(out: Output, project, link) -> None:
+    if len(link.judges) > 1 or any(j.get("samples", 1) > 1 for j in link.judges):
+        for judge in link.judges:
+            samples = f"{judge['samples']} sample(s)"
+            out.line(f"{project.schema_name}: judge {judge['model']} ({samples}) -> {judge['model_version']}")
+    if not link.judges_known:
+        out.note(
+            f"note: judgelab cannot reach the backend at {link.url} (only Label Studio does): judges other than the "
+            f"first and the LLM's usage are not shown; give --backend-url as judgelab reaches it"
+        )
+
+
+def _usage(url: str, project_id: int, auth, after: int = 0):
+    """The backend's LLM usage for the project since ``after``, or None (no usage kept, or unreachable)."""
+    from judgelab.sync.backend_link import BackendUnreachable, backend_usage
+
+    try:
+        return backend_usage(url, project_id, auth, after=after)
+    except BackendUnreachable:
+        return None
+
+
 @main.command("connect")
 @project_options(multiple=True)
 @click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
 @click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
+@_judge_options
 @json_option
 @click.pass_context
 def connect_cmd(
@@ -263,25 +320,41 @@ def connect_cmd(
     backend_url: str | None,
     ls_backend_url: str | None,
     basic_auth: str | None,
+    models: tuple[str, ...],
+    samples: int | None,
+    price_in: tuple[str, ...],
+    price_out: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Connect the ML backend to projects (default: every judgelab project, of --schema if given).
+    """Connect the ML backend to projects (with --model/--samples/--price-*: their judges).
 
-    Label Studio checks the backend and asks it for its model version itself: judgelab does not
-    need to reach the URL Label Studio is given.
+    Default: the schemas' own projects that exist (--schema NAME: that schema's own project). Label Studio checks
+    the backend and asks it for its model version itself: judgelab does not need to reach the
+    URL Label Studio is given.
     """
-    from judgelab.sync.backend_link import connect_backend
+    from judgelab.sync.backend_link import connect_backend, judge_params
     from judgelab.sync.project_ref import resolve_projects
 
+    params = judge_params(models, samples, price_in, price_out)
     schemas = [get_schema(n) for n in schema_names]
     auth = _auth(basic_auth)
     client = connect(_connection(ctx))
     ls_url = ls_backend_url or backend_url or DEFAULT_BACKEND_URL
     out, listed = Output(as_json), []
-    for project in resolve_projects(client, project_ids, titles, schemas):
-        link = connect_backend(client, project.id, ls_url, auth=auth)
+    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
+        link = connect_backend(
+            client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=backend_url or ls_url
+        )
         out.line(f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})")
-        listed.append({**project.as_json(), "backend_url": ls_url, "model_version": link.model_version})
+        _show_judges(out, project, link)
+        listed.append(
+            {
+                **project.as_json(),
+                "backend_url": ls_url,
+                "model_version": link.model_version,
+                "model_versions": link.model_versions,
+            }
+        )
     out.result({"projects": listed})
 
 
@@ -297,6 +370,13 @@ def connect_cmd(
 )
 @click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks.")
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
+@_judge_options
+@click.option(
+    "--budget",
+    type=float,
+    help="With --push: stop before the run would cost more than this (at --price-in/--price-out); "
+    "the tasks left are for a later run.",
+)
 @json_option
 @click.pass_context
 def preannotate_cmd(
@@ -309,46 +389,98 @@ def preannotate_cmd(
     push: bool,
     chunk_size: int,
     basic_auth: str | None,
+    models: tuple[str, ...],
+    samples: int | None,
+    price_in: tuple[str, ...],
+    price_out: tuple[str, ...],
+    budget: float | None,
     as_json: bool,
 ) -> None:
-    """Pre-annotate every task without a prediction of the backend's current model version.
+    """Pre-annotate every task without a prediction of the backend's current model version(s).
 
-    Projects as for connect (default: every judgelab project). A project already connected keeps
-    the URL Label Studio has for its backend unless --ls-backend-url is given; one that is not is
-    connected as 'connect' would. Up to 200 tasks go in one Label Studio "Retrieve
-    predictions"; more are sent in chunks with a progress bar (--push, or Label Studio in chunks
-    when judgelab cannot reach the backend).
+    Projects as for connect. A project already connected keeps the URL Label Studio has for its
+    backend unless --ls-backend-url is given; one that is not is connected as 'connect' would.
+    Up to 200 tasks go in one Label Studio "Retrieve predictions"; more are sent in chunks with
+    a progress bar (--push, or Label Studio in chunks when judgelab cannot reach the backend).
+    Prints the tokens the LLM used in this run and, with prices, what they cost.
     """
-    from judgelab.sync.backend_link import connect_backend, linked_backend
+    from judgelab.sync.backend_link import connect_backend, judge_params, linked_backend
+    from judgelab.sync.bulk_predict import Budget
     from judgelab.sync.preannotate import preannotate_project
     from judgelab.sync.project_ref import resolve_projects
 
+    if budget is not None and not push:
+        raise SyncError(
+            "--budget needs --push (Label Studio's 'Retrieve predictions' is one request that cannot stop half-way)"
+        )
+    if budget is not None and budget <= 0:
+        raise SyncError("--budget must be more than 0")
+    params = judge_params(models, samples, price_in, price_out)
     schemas = [get_schema(n) for n in schema_names]
     auth = _auth(basic_auth)
     client = connect(_connection(ctx))
     out, listed = Output(as_json), []
-    for project in resolve_projects(client, project_ids, titles, schemas):
+    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
         current = linked_backend(client, project.id)
         # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
         ls_url = ls_backend_url or (current.url if current else None) or backend_url or DEFAULT_BACKEND_URL
-        link = connect_backend(client, project.id, ls_url, auth=auth)
+        judgelab_url = backend_url or ls_url
+        link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=judgelab_url)
+        _show_judges(out, project, link)
+        stored = link.extra_params or {}
+        if budget is not None and ("price_in" not in stored or "price_out" not in stored):
+            raise SyncError("--budget needs --price-in and --price-out (per million tokens)")
+        before = _usage(judgelab_url, project.id, auth)
+
+        def spent(project_id=project.id, since=before.last_id if before else 0, url=judgelab_url):
+            return _usage(url, project_id, auth, after=since)
+
         with progress_bar(None, f"project {project.id}") as bar:
             report = preannotate_project(
                 client,
                 project.id,
-                link.model_version,
+                link.model_versions,
                 method="push" if push else "auto",
-                backend_url=backend_url or ls_url,
+                backend_url=judgelab_url,
                 chunk_size=chunk_size,
                 auth=auth,
+                extra_params=link.extra_params,
+                budget=Budget(budget, spent) if budget is not None else None,
                 on_plan=lambda n, bar=bar: bar.reset(total=n),
                 progress=advance(bar),
             )
-        failures = f", failures {report.failures}" if report.failures else ""
-        out.line(
-            f"{project.schema_name}: project {project.id} {project.title!r}: {report.predicted}/{report.tasks} tasks "
-            f"have a prediction of {report.model_version} ({report.added} new by {report.method}, "
-            f"{report.unfinished} unfinished{failures})"
-        )
-        listed.append({**project.as_json(), **report.as_json()})
+        _say_preannotated(out, project, report, budget)
+        entry = {**project.as_json(), **report.as_json()}
+        if before is not None and (usage := spent()) is not None:
+            out.line(f"{project.schema_name}: LLM usage of this run: {usage.describe()}")
+            entry["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+            entry["usage"] |= {"requests": usage.requests, "cached": usage.cached, "cost": usage.cost}
+        listed.append(entry)
     out.result({"projects": listed})
+
+
+HOW = {
+    "retrieve": "via Label Studio's 'Retrieve predictions'",
+    "push": "pushed by judgelab in chunks",
+    "chunks": "via 'Retrieve predictions' in chunks",
+}
+
+
+def _say_preannotated(out: Output, project, report, budget: float | None) -> None:
+    name = f"{project.schema_name}: project {project.id} {project.title!r}"
+    failures = f", failures {report.failures}" if report.failures else ""
+    how = HOW[report.method]
+    if report.method == "push" or len(report.model_versions) == 1:
+        out.line(
+            f"{name}: {report.predicted}/{report.tasks} tasks have a prediction of {', '.join(report.model_versions)} "
+            f"({report.added} new, {report.unfinished} unfinished{failures}) {how}"
+        )
+    else:  # Label Studio's own action: one line per judge
+        for version, done in report.per_version.items():
+            out.line(f"{name}: {done}/{report.tasks} tasks have a prediction of {version} {how}")
+        if len(set(report.per_version.values())) > 1:
+            out.line(f"{name}: some judges lack tasks; 'preannotate --push' completes them")
+    if report.budget_stopped:
+        out.line(
+            f"{name}: stopped before passing the budget of {budget:g}; {report.unfinished} task(s) left for a later run"
+        )

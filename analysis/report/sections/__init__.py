@@ -21,6 +21,7 @@ from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 from judgelab.analysis.report.sections.clustering import clustering_section
+from judgelab.analysis.report.sections.cost import cost_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
     annotator_counts_section,
@@ -57,6 +58,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     clustering_section,
     source_counts_section,
     model_agreement_section,
+    cost_section,
 ]
 
 __all__ = ["SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
