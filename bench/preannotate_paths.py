@@ -56,7 +56,7 @@ def rows(schema, n: int, tag: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=400)
-    parser.add_argument("--chunk-size", type=int, default=50)
+    parser.add_argument("--chunk-size", type=int, default=100)
     parser.add_argument("--home", type=Path, help="keep Label Studio's state here (a migrated database starts fast)")
     args = parser.parse_args()
 

@@ -4,9 +4,9 @@ Three ways, chosen by the number of such tasks (``method="auto"``):
 
 - ``retrieve``: Label Studio's own "Retrieve predictions" on those tasks, one request. Label
   Studio calls the backend itself and saves each prediction on its own (on SQLite, one commit
-  each), which costs it 80-250 ms per task on a loaded 2-core machine
-  (``bench/preannotate_paths.py``); so it is used up to :data:`SINGLE_REQUEST_MAX` tasks, which
-  finish well inside :data:`RETRIEVE_TIMEOUT`.
+  each): 39-240 ms per task on a shared 2-core machine depending on its load, 60.5 s for 1,000
+  tasks (``bench/preannotate_paths.py``); so it is used up to :data:`SINGLE_REQUEST_MAX` tasks,
+  which finish within a minute even on the loaded machine, well inside :data:`RETRIEVE_TIMEOUT`.
 - ``push`` (more tasks, or ``--push``): judgelab sends the tasks to the backend in chunks
   and imports each chunk's predictions in one request (:mod:`sync.bulk_predict`), with a
   progress bar. It needs the backend's URL as judgelab reaches it.
