@@ -35,8 +35,10 @@ class Draft:
     ratings: dict[str, int] = field(default_factory=dict)  # Rating control -> stars
     numbers: dict[str, float] = field(default_factory=dict)  # Number control -> value
     texts: dict[str, str] = field(default_factory=dict)  # TextArea control (not per-region) -> text
+    #: Per-result confidence, 0..1, of a choice, rating, number or text above (control -> score);
+    #: it becomes the region's ``score`` in Label Studio. Spans carry theirs in ``SpanDraft.score``.
+    scores: dict[str, float] = field(default_factory=dict)
     score: float | None = None  # overall confidence of the prediction, 0..1
-    scores: dict[str, float] = field(default_factory=dict)  # control -> confidence of its answer, 0..1
     info: dict[str, object] = field(default_factory=dict)  # counters for logs (never shown as a region)
 
     def has_answers(self) -> bool:

@@ -88,6 +88,7 @@ def _span_regions(
                 "type": "textarea",
                 "origin": "prediction",
                 "value": {**value, "text": [str(span.note)]},
+                **({"score": region["score"]} if "score" in region else {}),
             }
         )
     return regions
@@ -104,7 +105,7 @@ def _classification_region(
         "origin": "prediction",
         "value": value,
     }
-    if score is not None:
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
         region["score"] = float(score)
     return region
 
@@ -167,5 +168,7 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
             out.dropped["unknown textarea control"] += 1
             continue
         if text and str(text).strip():
-            out.regions.append(_classification_region(control, "textarea", {"text": [str(text)]}))
+            out.regions.append(
+                _classification_region(control, "textarea", {"text": [str(text)]}, draft.scores.get(name))
+            )
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.client import SyncError, api_error_message
-from judgelab.sync.projects import selected_projects
+from judgelab.sync.projects import selected_project_info
 from judgelab.sync.tidy import TidyTables, concat_tables, tidy_from_export
 
 EXPORT_POLL_SECONDS = 0.5
@@ -64,9 +65,11 @@ def pull_tables(client: LabelStudio, project_ids: list[int] | None = None) -> Ti
     schemas = all_schemas()
     users = user_emails(client)
     parts = []
-    for project_id, name in selected_projects(client, project_ids):
-        exported = export_project_json(client, project_id)
-        parts.append(tidy_from_export(project_id, name, schemas.get(name), exported, users))
+    for info in selected_project_info(client, project_ids):
+        exported = export_project_json(client, info.id)
+        parts.append(
+            tidy_from_export(info.id, info.schema, schemas.get(info.schema), exported, users, info.task_columns())
+        )
     return concat_tables(parts)
 
 
@@ -92,18 +95,29 @@ def write_tables(tables: TidyTables, out_dir: Path, fmt: str = "parquet") -> lis
 
 
 def read_tables(folder: Path) -> TidyTables:
-    folder = Path(folder)
-    if (folder / "tasks.parquet").exists():
-        return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in ("tasks", "judgments", "spans")))
-    db_path = folder / "judgelab.sqlite"
-    if db_path.exists():
-        from judgelab.sync import table_store
+    """The tidy tables of a folder written by ``judgelab sync`` or ``judgelab load``, the newest copy.
 
-        with sqlite3.connect(db_path) as db:
+    A sync keeps its tables in SQLite and writes Parquet from them at the end of a run: its
+    Parquet files are read only when the store says they match the tables (after a
+    ``--format sqlite`` run, or a run killed before its Parquet step, the SQLite tables are
+    newer). For ``load``'s files, the more recently written of the two.
+    """
+    from judgelab.sync import table_store
+
+    folder = Path(folder)
+    parquet, db_path = folder / "tasks.parquet", folder / "judgelab.sqlite"
+    names = ("tasks", "judgments", "spans")
+    if db_path.exists():
+        with closing(sqlite3.connect(db_path, timeout=60)) as db:
             if table_store.is_store(db):  # kept by 'judgelab sync': column types and order from the store
+                if table_store.parquet_is_current(db) and all((folder / f"{n}.parquet").exists() for n in names):
+                    return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in names))
                 frames = table_store.read_frames(db)
                 return TidyTables(frames["tasks"], frames["judgments"], frames["spans"])
-            return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in ("tasks", "judgments", "spans")))
+            if not parquet.exists() or db_path.stat().st_mtime >= parquet.stat().st_mtime:
+                return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in names))
+    if parquet.exists():
+        return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in names))
     raise SyncError(f"{folder}: no tidy tables (tasks.parquet or judgelab.sqlite); run 'judgelab sync' first")
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is sl
 
 log = logging.getLogger("judgelab.sync")
 IMPORT_BATCH = 500
+IMPORT_BATCH_BYTES = 8 << 20  # about this much JSON per import request
 
 
 def schema_marker(schema_name: str) -> str:
@@ -34,9 +36,36 @@ def project_schema_name(project: Any) -> str | None:
     return description[start + len("[judgelab:") : end] if end > start else None
 
 
-def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
-    """(id, schema name) of the given projects, or of every judgelab project when none are given.
-    ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
+@dataclass(frozen=True)
+class ProjectInfo:
+    """What the tidy tables record of a Label Studio project: its id, schema, title and overlap
+    target (``maximum_annotations`` per task on ``overlap_percent`` % of the tasks)."""
+
+    id: int
+    schema: str
+    title: str | None = None
+    max_annotations: int | None = None
+    overlap_percent: int | None = None
+
+    def task_columns(self) -> dict[str, Any]:
+        """The ``tasks`` columns of the tidy-table contract that carry the project's settings."""
+        return {
+            "project_title": self.title,
+            "project_max_annotations": self.max_annotations,
+            "project_overlap_percent": self.overlap_percent,
+        }
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def selected_project_info(client: Any, project_ids: list[int] | None = None) -> list[ProjectInfo]:
+    """The given projects, or every judgelab project when none are given, with their titles and
+    overlap settings. ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
     from judgelab.sync.ls_api import as_api
 
     chosen = []
@@ -47,8 +76,22 @@ def selected_projects(client: Any, project_ids: list[int] | None = None) -> list
             continue
         if project_ids is None and name is None:
             continue
-        chosen.append((project_id, name or "custom"))
+        chosen.append(
+            ProjectInfo(
+                id=project_id,
+                schema=name or "custom",
+                title=project.get("title"),
+                max_annotations=_int_or_none(project.get("maximum_annotations")),
+                overlap_percent=_int_or_none(project.get("overlap_cohort_percentage")),
+            )
+        )
     return chosen
+
+
+def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
+    """(id, schema name) of the given projects, or of every judgelab project when none are given.
+    ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
+    return [(info.id, info.schema) for info in selected_project_info(client, project_ids)]
 
 
 @dataclass
@@ -149,36 +192,76 @@ class ImportReport:
     task_ids: list[int]
 
 
+def import_batches(rows: Iterable[TaskRow], have: set[str]) -> Iterator[tuple[list[dict[str, Any]], TaskRow, TaskRow]]:
+    """The rows whose key is not in ``have``, as import requests of at most :data:`IMPORT_BATCH`
+    tasks and about :data:`IMPORT_BATCH_BYTES` of JSON each (a request of long texts stays small
+    enough for Label Studio to take in one go): ``(tasks, first row, last row)``."""
+    batch: list[dict[str, Any]] = []
+    first = last = None
+    size = 0
+    for row in rows:
+        if row.key in have:
+            continue
+        task = row.as_import()
+        body = len(json.dumps(task, ensure_ascii=False))
+        if batch and (len(batch) >= IMPORT_BATCH or size + body > IMPORT_BATCH_BYTES):
+            yield batch, first, last
+            batch, size = [], 0
+        if not batch:
+            first = row
+        batch.append(task)
+        last = row
+        size += body
+    if batch:
+        yield batch, first, last
+
+
 def import_rows(
     client: LabelStudio,
     project_id: int,
-    rows: list[TaskRow],
+    rows: Iterable[TaskRow],
     *,
     have: set[str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import the rows whose key the project does not have yet (``have``: its keys, when the
-    caller already listed them), in batches; ``progress`` is told how many rows each batch
-    settled (those already there count at the start)."""
+    caller already listed them), in batches; rows are read once, as they come (a
+    :class:`~judgelab.sync.importers.generic.FileRows` is never held whole). ``progress`` is
+    told how many rows were settled (imported or found there) after each batch."""
+    import httpx
     from label_studio_sdk.core.api_error import ApiError
 
     have = existing_keys(client, project_id) if have is None else have
-    new = [row for row in rows if row.key not in have]
-    if progress and len(rows) > len(new):
-        progress(len(rows) - len(new))
     ids: list[int] = []
-    for start in range(0, len(new), IMPORT_BATCH):
-        batch = new[start : start + IMPORT_BATCH]
+    imported = 0
+    counted = _Counting(rows)
+    for batch, first, last in import_batches(counted, have):
         try:
-            response = client.projects.import_tasks(
-                id=project_id, request=[row.as_import() for row in batch], return_task_ids=True
-            )
-        except ApiError as exc:
+            response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
+        except (ApiError, httpx.HTTPError) as exc:
+            why = api_error_message(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
             raise SyncError(
-                f"Label Studio refused tasks {batch[0].where} .. {batch[-1].where}: {api_error_message(exc)}; "
-                f"{len(ids)} task(s) of this file were imported before; re-run to import the rest"
+                f"Label Studio refused tasks {first.where} .. {last.where}: {why}; "
+                f"{imported} task(s) of this file were imported before; re-run to import the rest "
+                "(tasks already imported are recognised by their key)"
             ) from None
+        imported += len(batch)
         ids.extend(response.task_ids or [])
         if progress:
-            progress(len(batch))
-    return ImportReport(imported=len(new), skipped_existing=len(rows) - len(new), task_ids=ids)
+            progress(counted.count - counted.reported)
+            counted.reported = counted.count
+    if progress and counted.count > counted.reported:
+        progress(counted.count - counted.reported)
+    return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
+
+
+class _Counting:
+    """Counts the rows an iteration goes through."""
+
+    def __init__(self, rows: Iterable[TaskRow]) -> None:
+        self.rows, self.count, self.reported = rows, 0, 0
+
+    def __iter__(self) -> Iterator[TaskRow]:
+        for row in self.rows:
+            self.count += 1
+            yield row

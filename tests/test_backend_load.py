@@ -206,20 +206,7 @@ def test_the_model_registry_is_bounded_by_count_and_size(tmp_path):
             assert 1 <= metric(metrics, "judgelab_models_cached") < 4
 
 
-@pytest.mark.parametrize(
-    "annotator",
-    [
-        "offline",
-        pytest.param(
-            "llm",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="LLMAnnotator keeps the LLM task of every config it was asked about (its _tasks dict, "
-                "backend/annotators/llm.py, owned by the llm work): +0.9 MB per project with a 0.9 MB config",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("annotator", ["offline", "llm"])
 def test_memory_stays_flat_across_many_projects_with_big_configs(tmp_path, annotator):
     """Reachable without auth through /setup and /webhook: each project with a 1 MB config used
     to stay in memory for good (300 projects with a 2 MB config: +583 MB)."""

@@ -44,14 +44,14 @@ MODELS = ["gpt-4o", "claude", "llama3", "human"]
 
 
 def _news_csv(path: Path) -> None:
-    """1,000 news summaries as a spreadsheet saves them: UTF-8 with a byte order mark, CRLF line
-    ends, quoted cells holding commas and quotes."""
-    lines = ["id,title,article,summary,model"]
+    """1,000 news summaries as a spreadsheet in a Spanish locale saves them: semicolons between
+    cells, UTF-8 with a byte order mark, CRLF line ends, quoted cells holding quotes."""
+    lines = ["id;title;article;summary;model"]
     for i in range(N_NEWS):
         article = f'El pleno aprobó ayer, por {i % 17 + 9} votos, el plan "Movilidad {i}" de {i + 3} millones.'
         summary = f"Se aprueba el plan de movilidad {i}, dotado con {i + 3} millones."
         cells = [f"n{i:04d}", f"Plan {i}", article, summary, MODELS[i % len(MODELS)]]
-        lines.append(",".join('"' + c.replace('"', '""') + '"' if ("," in c or '"' in c) else c for c in cells))
+        lines.append(";".join('"' + c.replace('"', '""') + '"' if (";" in c or '"' in c) else c for c in cells))
     path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8"))
 
 

@@ -42,7 +42,13 @@ from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.llm.judges import Judge, judges_for
 from judgelab.backend.llm.usage import UsageLog, open_usage
-from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
+from judgelab.backend.model_registry import ModelRegistry
+from judgelab.backend.settings import (
+    DEFAULT_MODEL_CACHE_MB,
+    DEFAULT_MODEL_CACHE_SIZE,
+    DEFAULT_PREDICT_DEADLINE,
+    LLMSettings,
+)
 from judgelab.configs.schema import Schema, SchemaError, all_schemas
 
 log = logging.getLogger("judgelab.annotators.llm")
@@ -99,6 +105,8 @@ class LLMAnnotator:
         task_factory: TaskFactory | None = None,
         cache: ResponseCache | None = None,
         usage: UsageLog | None = None,
+        max_tasks: int = DEFAULT_MODEL_CACHE_SIZE,
+        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024),
     ):
         settings.check_endpoint()
         self.settings = settings
@@ -111,7 +119,8 @@ class LLMAnnotator:
         self.usage: UsageLog = usage if usage is not None else open_usage(settings.cache_file())
         self.stats: Counter = Counter()
         self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
-        self._tasks: dict[tuple[str, str], LLMTask] = {}
+        # the LLM tasks of the configs seen lately, bounded like the backend's models
+        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(self._make_task, max_tasks, max_task_bytes)
         self._lock = threading.Lock()
         self._runner: _LoopThread | None = None
         self._client: ChatClient | None = None
@@ -155,21 +164,20 @@ class LLMAnnotator:
         return judges_for(self.settings, params)
 
     def task_for(self, schema_name: str, config_xml: str) -> LLMTask:
-        """The LLM task for a schema (``custom`` for an unknown config), made once and kept."""
-        key = (schema_name, config_xml)
-        with self._lock:
-            if key in self._tasks:
-                return self._tasks[key]
+        """The LLM task for a schema (``custom`` for an unknown config), made once and kept while
+        it is among the most recently used (bounded by count and size, as the backend's models are:
+        memory does not grow with every config Label Studio or anyone else sends)."""
+        return self._tasks.get(schema_name, config_xml)
+
+    def _make_task(self, schema_name: str, config_xml: str) -> LLMTask:
         try:
             schema = all_schemas().get(schema_name)
         except SchemaError:
             schema = None
         try:
-            task = self.task_factory(schema, config_xml)
+            return self.task_factory(schema, config_xml)
         except Exception as exc:
             raise LLMTaskUnavailable(f"no LLM task for schema {schema_name!r}: {type(exc).__name__}: {exc}") from exc
-        with self._lock:
-            return self._tasks.setdefault(key, task)
 
     def not_worth_caching(self, choice: Choice, usable: bool) -> str | None:
         """Why an answer is not stored (None: it is). Only an answer that made a usable draft is

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 
 from judgelab.configs.schema import Schema, SchemaError, all_schemas, get_schema
 from judgelab.sync.client import Connection, SyncError
@@ -31,31 +32,34 @@ def _fail(message: str) -> None:
 
 class _Cli(click.Group):
     def invoke(self, ctx: click.Context):
-        import httpx
-
         try:
             return super().invoke(ctx)
         except (SyncError, SchemaError) as exc:
             _fail(str(exc))
-        except httpx.TimeoutException as exc:
-            _fail(f"no answer in time from {_where(exc)} ({type(exc).__name__}); what was done is kept: run again")
-        except httpx.HTTPError as exc:
-            _fail(f"{_where(exc)} went away: {exc!r}; what was done is kept: run again")
+        except (FileExistsError, NotADirectoryError) as exc:  # an --out that is a file, or under one
+            _fail(f"{exc.filename}: a file where a folder is needed: give a folder (--out)")
+        except OSError as exc:
+            if isinstance(exc, ConnectionError):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+        except httpx.HTTPError as exc:  # a request the library did not expect to fail (retries spent)
+            _fail(f"{_request_of(exc)}failed: {type(exc).__name__}: {exc}; re-run the command to continue")
         except Exception as exc:
-            if type(exc).__name__ != "ApiError":  # label_studio_sdk's, not imported unless a command used it
+            api_error = getattr(sys.modules.get("label_studio_sdk.core.api_error"), "ApiError", None)
+            if api_error is None or not isinstance(exc, api_error):
                 raise
             from judgelab.sync.client import api_error_message
 
-            _fail(f"Label Studio refused a request: {api_error_message(exc)}")
+            _fail(f"Label Studio answered {api_error_message(exc)}; re-run the command to continue")
 
 
-def _where(exc: Exception) -> str:
-    """The server a failed httpx request went to."""
+def _request_of(exc: httpx.HTTPError) -> str:
     try:
-        url = exc.request.url  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
-        return "the server"
-    return f"{url.scheme}://{url.netloc.decode()}{url.path}"
+        request = exc.request
+    except RuntimeError:  # no request attached
+        return ""
+    return f"{request.method} {request.url.copy_with(query=None)}: "
 
 
 def _connection(ctx: click.Context) -> Connection:

@@ -8,6 +8,7 @@ import click
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.cli.base import _Cli, _connection, _fail, main, project_options
+from judgelab.sync.cli.projects import _FormatChoice
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
@@ -24,9 +25,6 @@ class _DesignCli(_Cli):
             _fail(str(exc))
 
 
-FORMAT_CHOICES = ["auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel"]
-
-
 def design_input_options(func):
     """``--schema``, ``--format`` and ``--map``: a task file is read as ``judgelab import`` reads it."""
     func = click.option(
@@ -35,7 +33,7 @@ def design_input_options(func):
     func = click.option(
         "--format",
         "fmt",
-        type=click.Choice(FORMAT_CHOICES),
+        type=_FormatChoice(),
         default="auto",
         show_default=True,
         help="File layout, as for import (seed formats imply their schema).",
@@ -50,20 +48,21 @@ def _design_tasks(
 ) -> tuple[Schema | None, list[dict]]:
     """The tasks of a file read as ``judgelab import`` reads it (checked against the schema) as
     ``{"data": ...}`` dicts, derived fields left out (the import derives them again)."""
-    from judgelab.sync.file_formats import detect_format, parse_mapping, read_records, read_tasks
+    from judgelab.sync.importers import detect_format, parse_mapping, read_tasks
+    from judgelab.sync.importers.records import iter_records
     from judgelab.sync.study_design import schemas_fitting
 
     if path is None:
         return schema, []
     mapping = parse_mapping(maps)
     if schema is None and (fmt == "generic" or (fmt == "auto" and (mapping or detect_format(path) == "generic"))):
-        records = read_records(Path(path))
-        fitting = schemas_fitting(records[0][1]) if records else []
+        first = next(iter_records(Path(path)), None)
+        fitting = schemas_fitting(first[1]) if first else []
         if len(fitting) != 1:
             fits = f"its fields fit {', '.join(s.name for s in fitting)}" if fitting else "its fields fit no schema"
             raise SyncError(f"{Path(path).name}: give --schema ({fits})")
         schema = fitting[0]
-    schema, rows = read_tasks(Path(path), schema, fmt, mapping)
+    schema, rows = read_tasks(Path(path), schema, fmt, mapping)  # held in memory: the design reorders them
     derived = set(schema.meta.get("derived_fields") or {})
     return schema, [{"data": {k: v for k, v in row.data.items() if k not in derived}} for row in rows]
 

@@ -26,6 +26,24 @@ from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
 
+class _FormatChoice(click.Choice):
+    """The import formats of the importers' registry, asked for only when a value is checked or
+    the help is shown (the registry imports every format module)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from judgelab.sync.importers import format_names
+
+        return tuple(format_names())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
+        pass
+
+
 @main.command("schemas")
 @json_option
 def schemas_cmd(as_json: bool) -> None:
@@ -100,7 +118,7 @@ def create_cmd(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "generic", "wide-augmentation", "storysumm", "basse", "hotel"]),
+    type=_FormatChoice(),
     default="auto",
     show_default=True,
     help="File layout; auto detects the seed formats from the first record.",
@@ -142,15 +160,15 @@ def import_cmd(
     project. Re-running imports nothing twice: tasks are known by their key, annotations by
     their rater and result.
     """
-    from judgelab.sync.file_formats import parse_mapping
-    from judgelab.sync.import_annotations import (
+    from judgelab.sync.importers import parse_mapping
+    from judgelab.sync.importers.annotations import (
         AnnotationOutcome,
         add_missing_annotations,
-        annotation_emails,
         annotations_for_existing_tasks,
         ensure_users,
         read_annotations,
     )
+    from judgelab.sync.importers.rows import annotator_emails
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
     from judgelab.sync.projects import import_rows, task_keys
 
@@ -162,26 +180,34 @@ def import_cmd(
         # the schema of a generic file is the named project's: ask Label Studio first
         client = connect(_connection(ctx))
         schema = require_project(client, ref, needed_for="importing tasks").schema
-    checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations)
+    # annotations are attached to rows held in memory; other files are read as a stream
+    checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations, annotations_file is None)
     annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
     client = client or connect(_connection(ctx))
     existing = find_project(client, ProjectRef(project_id, title, given or schema), needed_for="importing tasks")
     keys = task_keys(client, existing.id) if existing else {}
-    all_rows = [row for _, rows in checked for row in rows]
-    # annotations naming no task are refused here, before a project or a task is created
-    later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
-    project = existing or ensure_named_project(client, ref, schema)
     have = {key for key in keys.values() if key is not None}
+    annotated = annotations is not None or any(rows.annotators for _, rows in checked)
+    later: dict[str, list[dict]] = {}
+    where: dict[str, str] = {}
     outcome = AnnotationOutcome()
-    ensure_users(client, annotation_emails(row for row in all_rows if row.key not in have), outcome)
+    if annotated:
+        all_rows = [row for _, rows in checked for row in rows]
+        # annotations naming no task are refused here, before a project or a task is created
+        later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+    project = existing or ensure_named_project(client, ref, schema)
+    if annotated:
+        ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
     out = Output(as_json)
     files_json = []
     total = sum(len(rows) for _, rows in checked)
     with progress_bar(total, f"import into project {project.id}") as bar:
-        for path, rows in checked:
-            outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
+        for index, (path, rows) in enumerate(checked):
+            if annotated:
+                outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
             report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
-            have |= {row.key for row in rows}
+            if report.imported and index < len(checked) - 1:  # a later file may repeat a key
+                have |= {row.key for row in rows}
             out.line(
                 f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
                 f"{project.id} {project.title!r}"
@@ -197,7 +223,7 @@ def import_cmd(
             )
     if later:
         outcome.merge(add_missing_annotations(client, project.id, later, where))
-    if annotations is not None or outcome.added or outcome.already or outcome.differ:
+    if annotated:
         source = f"{annotations_file}: " if annotations_file else "annotations: "
         skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
         out.line(source + outcome.summary() + skipped)
@@ -206,20 +232,22 @@ def import_cmd(
 
 def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:
     """Whether the files are read in the generic format (which needs a schema)."""
-    from judgelab.sync.file_formats import detect_format
+    from judgelab.sync.importers import detect_format
 
     if fmt != "auto":
         return fmt == "generic"
     return bool(mapping) or any(detect_format(path) == "generic" for path in files)
 
 
-def _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations):
+def _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations, stream):
     """Every file read and checked (before anything is imported); the schema they share."""
-    from judgelab.sync.file_formats import read_tasks
+    from judgelab.sync.importers import read_tasks
 
     checked = []
     for path in files:
-        file_schema, rows = read_tasks(path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations)
+        file_schema, rows = read_tasks(
+            path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations, stream=stream
+        )
         if schema is not None and file_schema.name != schema.name:
             raise SyncError(f"{path}: {file_schema.name} tasks, but the other files are {schema.name} tasks")
         schema = file_schema

@@ -8,6 +8,8 @@ with the mean Relevance of summaries with and without one.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
 from judgelab.analysis.qc.likert_rubric_es import (
@@ -60,6 +62,14 @@ def likert_section(data: ProjectData) -> Section | None:
             "'Agreement per item' above; this section breaks it down by the model that wrote the summary."
         )
     ]
+    tasks = data.all_cells.tasks
+    if {"round", "doc_idx"} <= set(tasks.columns):  # BASSE's tasks
+        intro.append(
+            Paragraph(
+                "Rounds are the data's own: BASSE's paper calls rounds 0, 1 and 2 its rounds 1, 2 and 3 (its agreement "
+                "table), and has no agreement for round 3, which one rater annotated."
+            )
+        )
     annotators = data.usable_human["annotator"].astype(str)
     if len(annotators) and annotators.str.fullmatch(r"rater_\d+").all():
         intro.append(
@@ -90,7 +100,9 @@ def by_model_section(data: ProjectData, criteria: list[str]) -> Section | None:
     if not rows:
         return None
     long = pd.concat(rows, ignore_index=True)
-    wide = long.pivot_table(index="model", columns="item", values="krippendorff_alpha_ordinal", aggfunc="first")
+    wide = long.pivot_table(
+        index="model", columns="item", values="krippendorff_alpha_ordinal", aggfunc="first", dropna=False
+    )
     wide = wide.reindex(columns=[c for c in criteria if c in wide.columns])
     units = long.groupby("model")["n_units"].max().rename("n_units")
     shown = pd.concat([units, wide], axis=1).reset_index()
@@ -146,9 +158,9 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
             "criterion (every rater counts)."
         )
     ]
-    png = score_distribution_png(block, criteria)
-    if png is not None:
-        blocks.append(Figure("Share of each score per criterion and model", png))
+    blocks.append(
+        Figure("Share of each score per criterion and model", render=partial(score_distribution_png, block, criteria))
+    )
     blocks.append(
         Table(
             "likert_mean_scores",

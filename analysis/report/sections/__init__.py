@@ -22,6 +22,7 @@ from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.cost import cost_section
+from judgelab.analysis.report.sections.directed import directed_span_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
     annotator_counts_section,
@@ -55,6 +56,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     schema_sections,
     span_section,
     span_agreement_section,
+    directed_span_section,
     clustering_section,
     source_counts_section,
     model_agreement_section,

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from judgelab.backend.draft import Draft
 from judgelab.backend.llm.alignment import align_spans
 from judgelab.backend.llm.answers import parse_json_answer, parse_rating, parse_span_lines
-from judgelab.backend.llm.contracts import MATCH_KINDS, LLMTask, ParsedAnswer, RawSpan
+from judgelab.backend.llm.contracts import MATCH_KINDS, ParsedAnswer, RawSpan
 from judgelab.backend.llm.prompting import PromptError, PromptTemplate, load_template, short_hash
 from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.backend.results import build_results
@@ -50,21 +50,6 @@ def register_task(name: str) -> Callable[[type[SchemaTask]], type[SchemaTask]]:
         return cls
 
     return decorate
-
-
-def task_for(schema: Schema | None, label_config_xml: str, variant: str | None = None) -> LLMTask:
-    """The task for a project: the schema's registered task, else the generic one.
-
-    ``variant`` picks a prompt variant (hotel_spans: ``"main"`` or ``"less_strict"``); by
-    default the schema's ``prompt.prompt_variant``. Raises :class:`PromptError` when a
-    template is missing or a variant is unknown, and ``LabelConfigError`` for a bad config.
-    """
-    cls = TASKS.get(schema.name) if schema is not None else None
-    if cls is None:
-        from judgelab.backend.llm.tasks.generic import GenericTask
-
-        return GenericTask(schema, label_config_xml, variant)
-    return cls(schema, label_config_xml, variant)
 
 
 # --------------------------------------------------------------------------------------------

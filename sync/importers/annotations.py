@@ -31,8 +31,8 @@ from typing import Any
 from judgelab.configs.label_config import Control, parse_label_config
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import read_records
-from judgelab.sync.importers import KEY_FIELD, TaskRow
+from judgelab.sync.importers.records import read_records
+from judgelab.sync.importers.rows import KEY_FIELD, TaskRow
 
 ANNOTATOR_DOMAIN = "judgelab.local"
 _RESULT_TYPES = {"Choices": "choices", "Rating": "rating", "Number": "number", "TextArea": "textarea"}
@@ -89,17 +89,6 @@ def controls_by_name(schema: Schema, data: Mapping[str, Any] | None = None) -> d
 
 def make_annotation(email: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"completed_by": {"email": email}, "result": results, "was_cancelled": False, "ground_truth": False}
-
-
-def annotation_emails(rows: Iterable[TaskRow]) -> set[str]:
-    """The annotators' emails of the rows' annotations."""
-    emails = set()
-    for row in rows:
-        for annotation in row.annotations or []:
-            who = annotation.get("completed_by")
-            if isinstance(who, dict) and who.get("email"):
-                emails.add(who["email"])
-    return emails
 
 
 def ensure_annotators(client: Any, emails: Iterable[str]) -> dict[str, int]:
@@ -342,7 +331,7 @@ def ensure_users(client: Any, emails: Iterable[str], outcome: AnnotationOutcome)
 
 def _existing_annotations(client: Any, project_id: int, task_ids: list[int]) -> dict[int, dict[int, set]]:
     """``task id -> {user id -> result signatures}`` of the tasks' annotations (quick export, by ids)."""
-    from judgelab.sync.incremental import MAX_EXPORT_IDS, export_tasks
+    from judgelab.sync.sync_reads import MAX_EXPORT_IDS, export_tasks
 
     out: dict[int, dict[int, set]] = {}
     for start in range(0, len(task_ids), MAX_EXPORT_IDS):
