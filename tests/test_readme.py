@@ -196,7 +196,8 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
     index = session["folder"] / "judgelab-report" / "index.html"
     reported = _line(session, "judgelab report").stdout
     assert index.exists() and f"({N_NEWS} tasks)" in reported and "(30 tasks)" in reported
-    agreement = pd.read_csv(next((session["folder"] / "judgelab-report").glob(f"*{news.id}*/agreement.csv")))
+    (html,) = [line.split(": ")[-1].rsplit(" (", 1)[0] for line in reported.splitlines() if f"({N_NEWS} tasks)" in line]
+    agreement = pd.read_csv(session["folder"] / Path(html).parent / "agreement.csv")
     assert "Coherence" in set(agreement["item"])
 
 
