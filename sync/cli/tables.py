@@ -53,7 +53,13 @@ def sync_cmd(
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
     selected = None
     if project_ids or titles or schemas:
-        selected = [p.id for p in resolve_projects(client, project_ids, titles, schemas, default="schemas")]
+        # an id Label Studio no longer has goes to the sync as it is: its rows leave the tables
+        # (or, never synced, it is an error there)
+        there = {int(p["id"]) for p in client.projects()}
+        live, gone = [i for i in project_ids if i in there], [i for i in project_ids if i not in there]
+        named = live or titles or not gone
+        found = resolve_projects(client, live, titles, schemas, default="schemas") if named else []
+        selected = [p.id for p in found] + gone
     verbose = logging.getLogger().isEnabledFor(logging.INFO)
     bars: dict[int, object] = {}
 
