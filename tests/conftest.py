@@ -12,7 +12,8 @@ import pytest
 
 from judgelab.sync.local_stack import free_port  # tests import it from here too
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# ../shared/data beside the checkout (a worktree elsewhere points to it with JUDGELAB_SHARED_DATA)
+SHARED_DATA = Path(os.environ.get("JUDGELAB_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 
 
