@@ -126,6 +126,21 @@ def benjamini_yekutieli(p_values: Sequence[float] | np.ndarray, q: float = 0.05)
     return rejected, adjusted
 
 
+def _t_test_less(d: np.ndarray, epsilon: float) -> tuple[float, float]:
+    """One-sided one-sample t-test of ``d`` against ``epsilon`` (H1: mean < epsilon), as scipy's
+    ``ttest_1samp(d, epsilon, alternative="less")`` computes it, zero variance included (t is
+    -inf and p 0 below epsilon, +inf and 1 above, NaN at epsilon), without its per-call overhead."""
+    n = len(d)
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        if mean == epsilon:
+            return math.nan, math.nan
+        return (-math.inf, 0.0) if mean < epsilon else (math.inf, 1.0)
+    t = (mean - epsilon) / (sd / math.sqrt(n))
+    return t, float(stats.t.cdf(t, n - 1))
+
+
 def _one_sided_test(d: np.ndarray, epsilon: float, kind: TestKind) -> tuple[float, float, str]:
     use = "wilcoxon" if kind == "wilcoxon" or (kind == "auto" and len(d) < SMALL_SAMPLE) else "t"
     if len(d) < 2:
@@ -135,10 +150,9 @@ def _one_sided_test(d: np.ndarray, epsilon: float, kind: TestKind) -> tuple[floa
         if np.all(shifted == 0):
             return math.nan, math.nan, use
         result = stats.wilcoxon(shifted, alternative="less")
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            result = stats.ttest_1samp(d, epsilon, alternative="less")
-    return float(result.statistic), float(result.pvalue), use
+        return float(result.statistic), float(result.pvalue), use
+    t, p = _t_test_less(d, epsilon)
+    return t, p, use
 
 
 def _matrix(humans: pd.DataFrame | Mapping[Hashable, Mapping[Hashable, object]]) -> pd.DataFrame:
@@ -182,6 +196,90 @@ def alignment_scores(
     return np.where(usable, s_f, np.nan), np.where(usable, s_h, np.nan), n_others
 
 
+def _encoded(
+    humans: pd.DataFrame | Mapping[Hashable, Mapping[Hashable, object]],
+    judge: pd.Series | Mapping[Hashable, object],
+    scoring: Scoring,
+    min_humans_per_item: int,
+) -> tuple[pd.Index, np.ndarray, np.ndarray, int]:
+    """(annotators, items x annotators values, judge values, n items kept): labels as codes for
+    accuracy, numbers for neg_rmse; only items with enough humans and a judge answer."""
+    matrix = _matrix(humans)
+    judge = pd.Series(judge, dtype=object) if not isinstance(judge, pd.Series) else judge
+    answers = (
+        judge.reindex(matrix.index) if judge.index.is_unique else judge.groupby(level=0).last().reindex(matrix.index)
+    )
+    keep = (matrix.notna().sum(axis=1) >= max(min_humans_per_item, 2)).to_numpy() & answers.notna().to_numpy()
+    matrix, answers = matrix[keep], answers[keep]
+    if scoring == "neg_rmse":
+        values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+        f = pd.to_numeric(answers, errors="coerce").to_numpy(dtype=np.float64)
+    elif scoring == "accuracy" and all(pd.api.types.is_float_dtype(t) for t in matrix.dtypes) and (
+        pd.api.types.is_float_dtype(answers.dtype)
+    ):  # numbers (category codes): compared as they are
+        values = matrix.to_numpy(dtype=np.float64)
+        f = answers.to_numpy(dtype=np.float64)
+    elif scoring == "accuracy":
+        cells = matrix.to_numpy(dtype=object)
+        present = ~pd.isna(cells)
+        labels = np.concatenate([cells[present], answers.to_numpy(dtype=object)]).astype(str)
+        codes, _ = pd.factorize(labels)
+        values = np.full(cells.shape, np.nan)
+        values[present] = codes[: present.sum()]
+        f = codes[present.sum() :].astype(np.float64)
+    else:
+        raise ValueError(f"unknown scoring {scoring!r} (use 'accuracy' or 'neg_rmse')")
+    return matrix.columns, values, f, int(keep.sum())
+
+
+def alt_tests(
+    humans: pd.DataFrame | Mapping[Hashable, Mapping[Hashable, object]],
+    judge: pd.Series | Mapping[Hashable, object],
+    *,
+    epsilons: Sequence[float] = (0.2,),
+    scoring: Scoring = "accuracy",
+    q: float = 0.05,
+    min_humans_per_item: int = 2,
+    min_items_per_annotator: int = 30,
+    test: TestKind = "t",
+) -> dict[float, AltTestResult]:
+    """:func:`alt_test` at several epsilons (the alignment scores are computed once)."""
+    annotators, values, f, n_items = _encoded(humans, judge, scoring, min_humans_per_item)
+    if n_items:
+        s_f, s_h, _ = alignment_scores(values, f, scoring)
+    else:
+        s_f = s_h = np.empty((0, len(annotators)))
+    per_annotator, skipped = [], {}
+    for j, annotator in enumerate(annotators):
+        mask = ~np.isnan(s_f[:, j])
+        n = int(mask.sum())
+        if n < max(min_items_per_annotator, 1):
+            skipped[annotator] = (
+                f"{n} item(s) shared with another annotator and the judge, fewer than {min_items_per_annotator}"
+            )
+            continue
+        w_f = (s_f[mask, j] >= s_h[mask, j]).astype(np.float64)
+        w_h = (s_h[mask, j] >= s_f[mask, j]).astype(np.float64)
+        per_annotator.append((annotator, n, w_f, w_h, w_h - w_f))
+    results = {}
+    for epsilon in epsilons:
+        tested, p_values = [], []
+        for annotator, n, w_f, w_h, d in per_annotator:
+            statistic, p, used = _one_sided_test(d, epsilon, test)
+            tested.append((annotator, n, float(w_f.mean()), float(w_h.mean()), float(d.mean()),
+                           float(d.std(ddof=1)) if n > 1 else math.nan, statistic, used))  # fmt: skip
+            p_values.append(p)
+        rejected, adjusted = benjamini_yekutieli(p_values, q)
+        tests = [
+            AnnotatorTest(name, n, rho_f, rho_h, mean_d, sd, statistic, p, float(adj), bool(rej), used)
+            for (name, n, rho_f, rho_h, mean_d, sd, statistic, used), p, adj, rej in zip(
+                tested, p_values, adjusted, rejected, strict=True
+            )
+        ]
+        results[epsilon] = AltTestResult(epsilon, q, scoring, tests, dict(skipped), n_items)
+    return results
+
+
 def alt_test(
     humans: pd.DataFrame | Mapping[Hashable, Mapping[Hashable, object]],
     judge: pd.Series | Mapping[Hashable, object],
@@ -195,7 +293,7 @@ def alt_test(
 ) -> AltTestResult:
     """The alt-test of ``judge`` (item -> label) against ``humans`` (annotator -> item -> label,
     or an items x annotators frame, or long rows ``item, annotator, value``); see the module
-    docstring. Labels are compared as they are for ``accuracy`` and as numbers for ``neg_rmse``.
+    docstring. Labels are compared as text for ``accuracy`` and as numbers for ``neg_rmse``.
 
     Example 1 of the worked examples (3 annotators, 6 items, epsilon 0.2): only h3's H0 is
     rejected after Benjamini-Yekutieli, so the winning rate is 1/3 and the judge fails.
@@ -206,44 +304,13 @@ def alt_test(
     >>> round(result.omega, 4), round(result.rho, 4), result.passed
     (0.3333, 0.8889, False)
     """
-    matrix = _matrix(humans)
-    judge = pd.Series(judge, dtype=object) if not isinstance(judge, pd.Series) else judge
-    judge = judge[judge.notna()]
-    counts = matrix.notna().sum(axis=1)
-    items = [item for item in matrix.index[counts >= max(min_humans_per_item, 2)] if item in judge.index]
-    matrix = matrix.loc[items]
-    truth = judge.loc[items]
-    if scoring == "neg_rmse":
-        values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-        f = pd.to_numeric(truth, errors="coerce").to_numpy(dtype=np.float64)
-    else:
-        labels = pd.unique(pd.concat([matrix.stack(), truth]).astype(str)) if items else np.array([])
-        code = {label: float(i) for i, label in enumerate(labels)}
-        values = matrix.apply(lambda col: col.map(lambda v: code.get(str(v), np.nan) if pd.notna(v) else np.nan))
-        values = values.to_numpy(dtype=np.float64)
-        f = truth.astype(str).map(code).to_numpy(dtype=np.float64)
-    s_f, s_h, _ = alignment_scores(values, f, scoring) if items else (np.empty((0, matrix.shape[1])),) * 3
-    tested, skipped, p_values = [], {}, []
-    for j, annotator in enumerate(matrix.columns):
-        mask = ~np.isnan(s_f[:, j])
-        n = int(mask.sum())
-        if n < max(min_items_per_annotator, 1):
-            skipped[annotator] = f"{n} item(s) shared with another annotator and the judge, fewer than " + str(
-                min_items_per_annotator
-            )
-            continue
-        w_f = (s_f[mask, j] >= s_h[mask, j]).astype(np.float64)
-        w_h = (s_h[mask, j] >= s_f[mask, j]).astype(np.float64)
-        d = w_h - w_f
-        statistic, p, used = _one_sided_test(d, epsilon, test)
-        tested.append((annotator, n, float(w_f.mean()), float(w_h.mean()), float(d.mean()),
-                       float(d.std(ddof=1)) if n > 1 else math.nan, statistic, used))  # fmt: skip
-        p_values.append(p)
-    rejected, adjusted = benjamini_yekutieli(p_values, q)
-    annotators = [
-        AnnotatorTest(name, n, rho_f, rho_h, mean_d, sd, statistic, p, float(adj), bool(rej), used)
-        for (name, n, rho_f, rho_h, mean_d, sd, statistic, used), p, adj, rej in zip(
-            tested, p_values, adjusted, rejected, strict=True
-        )
-    ]
-    return AltTestResult(epsilon, q, scoring, annotators, skipped, len(items))
+    return alt_tests(
+        humans,
+        judge,
+        epsilons=(epsilon,),
+        scoring=scoring,
+        q=q,
+        min_humans_per_item=min_humans_per_item,
+        min_items_per_annotator=min_items_per_annotator,
+        test=test,
+    )[epsilon]

@@ -76,9 +76,23 @@ def _reviewed_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return human[human["parent"].notna()]
 
 
-def _joined(values: pd.Series) -> str:
-    parts = sorted({str(v).strip() for v in values if v is not None and not pd.isna(v) and str(v).strip()})
-    return MULTI_VALUE_SEPARATOR.join(parts)
+def joined_values(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
+    """``column``'s distinct non-empty values per ``keys`` group, sorted and joined with " | "
+    (one value as it is); groups without a value are absent. Vectorised: only groups with
+    several values go through a Python join."""
+    text = frame[column].astype(str).str.strip()
+    present = frame[column].notna() & (text != "")
+    sub = frame.loc[present, keys].assign(**{column: text[present]}).drop_duplicates()
+    several = sub.duplicated(keys, keep=False)
+    single = sub[~several].set_index(keys)[column]
+    if not several.any():
+        return single
+    multi = sub[several].sort_values(column).groupby(keys, sort=False)[column].agg(MULTI_VALUE_SEPARATOR.join)
+    return pd.concat([single, multi])
+
+
+def _first_by(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+    return frame.drop_duplicates(keys).set_index(keys)[columns]
 
 
 def _annotations(reviewed: list[pd.DataFrame]) -> pd.DataFrame:
@@ -98,35 +112,30 @@ def _annotations(reviewed: list[pd.DataFrame]) -> pd.DataFrame:
     )
 
 
-def _sources(judgments: pd.DataFrame, spans: pd.DataFrame, parents: set[str]) -> dict[str, str]:
-    """``prediction:<id>`` -> the model source of its rows (``model:<version>``)."""
+def prediction_sources(*frames: pd.DataFrame) -> dict[str, str]:
+    """``prediction:<id>`` -> the model source of that prediction's rows (``model:<version>``)."""
     found: dict[str, str] = {}
-    for frame in (judgments, spans):
-        if frame.empty:
+    for frame in frames:
+        if frame.empty or "annotation_id" not in frame.columns:
             continue
-        rows = frame[frame["annotation_id"].isin(parents)]
-        found.update(rows.drop_duplicates("annotation_id").set_index("annotation_id")["source"].astype(str).to_dict())
+        ids = frame["annotation_id"].astype(str)
+        rows = frame.loc[ids.str.startswith(PREDICTION_PREFIX), ["annotation_id", "source"]]
+        rows = rows.drop_duplicates("annotation_id")
+        found.update(zip(rows["annotation_id"].astype(str).tolist(), rows["source"].astype(str).tolist(), strict=True))
     return found
 
 
 def _item_units(judgments: pd.DataFrame, reviewed: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
-    parents = set(annotations["parent"])
-    final = (
-        reviewed.assign(item=reviewed["item"].astype(str), origin=_column(reviewed, "origin"))
-        .groupby(["annotation_id", "item"], sort=False)
-        .agg(final=("value", _joined), final_region=("region_id", "first"), origin=("origin", "first"))
-        .reset_index()
-    )
-    final = final[final["final"] != ""]
+    parents = annotations["parent"].unique()
+    keys = ["annotation_id", "item"]
+    rows = reviewed.assign(item=reviewed["item"].astype(str), origin=_column(reviewed, "origin"))
+    final = _first_by(rows, keys, ["region_id", "origin"]).rename(columns={"region_id": "final_region"})
+    final = final.join(joined_values(rows, keys, "value").rename("final"), how="inner").reset_index()
     model = judgments[judgments["annotation_id"].isin(parents) & judgments["item"].notna()]
-    suggested = (
-        model.assign(item=model["item"].astype(str))
-        .groupby(["annotation_id", "item"], sort=False)
-        .agg(suggested=("value", _joined), suggested_region=("region_id", "first"))
-        .reset_index()
-        .rename(columns={"annotation_id": "parent"})
-    )
-    suggested = suggested[suggested["suggested"] != ""]
+    model = model.assign(item=model["item"].astype(str))
+    suggested = _first_by(model, keys, ["region_id"]).rename(columns={"region_id": "suggested_region"})
+    suggested = suggested.join(joined_values(model, keys, "value").rename("suggested"), how="inner").reset_index()
+    suggested = suggested.rename(columns={"annotation_id": "parent"})
     per_annotation = annotations[["annotation_id", "parent"]].merge(suggested, on="parent")
     units = per_annotation.drop(columns="parent").merge(final, on=["annotation_id", "item"], how="outer")
     has_s, has_f = units["suggested"].notna(), units["final"].notna()
@@ -144,23 +153,17 @@ def _span_side(rows: pd.DataFrame, key: str) -> pd.DataFrame:
         region_id=rows["region_id"].astype(str),
         origin=_column(rows, "origin"),
         note=_column(rows, "note"),
+        label=_column(rows, "label"),
     )
-    return (
-        rows.groupby([key, "region_id"], sort=False)
-        .agg(
-            field=("field", "first"),
-            start=("start", "first"),
-            end=("end", "first"),
-            label=("label", _joined),
-            note=("note", _joined),
-            origin=("origin", "first"),
-        )
-        .reset_index()
-    )
+    keys = [key, "region_id"]
+    side = _first_by(rows, keys, ["field", "start", "end", "origin"])
+    side["label"] = joined_values(rows, keys, "label").reindex(side.index).fillna("")
+    side["note"] = joined_values(rows, keys, "note").reindex(side.index).fillna("")
+    return side.reset_index()
 
 
 def _span_units(spans: pd.DataFrame, reviewed: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
-    parents = set(annotations["parent"])
+    parents = annotations["parent"].unique()
     reviewed = reviewed[reviewed["region_id"].notna()]
     final = (
         _span_side(reviewed, "annotation_id")
@@ -226,7 +229,7 @@ def review_table(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=REVIEW_COLUMNS)
     units = pd.concat(parts, ignore_index=True)
     units = units.merge(annotations, on="annotation_id", how="left")
-    sources = _sources(judgments, spans, set(annotations["parent"]))
+    sources = prediction_sources(judgments, spans)
     units["suggestion_source"] = units["parent"].map(sources)
     units["parent_prediction"] = pd.to_numeric(
         units["parent"].str.slice(len(PREDICTION_PREFIX)), errors="coerce"

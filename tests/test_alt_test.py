@@ -148,3 +148,17 @@ def test_items_and_annotators_below_the_minimums_are_left_out():
     )
     again = alt_test(long, pd.Series(judge))
     assert [a.p_value for a in again.annotators] == [a.p_value for a in result.annotators]
+
+
+def test_the_t_test_is_scipys():
+    from scipy import stats
+
+    from judgelab.analysis.alt_test import _t_test_less
+
+    rng = np.random.default_rng(5)
+    for d in [rng.choice([-1.0, 0.0, 1.0], size=n) for n in (2, 5, 40, 300)]:
+        expected = stats.ttest_1samp(d, 0.15, alternative="less")
+        assert _t_test_less(d, 0.15) == pytest.approx((expected.statistic, expected.pvalue))
+    for d, eps in (([0.0] * 6, 0.2), ([1.0] * 6, 0.2), ([0.0] * 6, 0.0)):
+        expected = stats.ttest_1samp(d, eps, alternative="less")
+        assert _t_test_less(np.array(d), eps) == pytest.approx((expected.statistic, expected.pvalue), nan_ok=True)

@@ -31,8 +31,10 @@ from judgelab.analysis.report.sections.general import (
     source_counts_section,
     span_section,
 )
+from judgelab.analysis.report.sections.judges import judges_section
 from judgelab.analysis.report.sections.models import model_agreement_section
 from judgelab.analysis.report.sections.spans import span_agreement_section
+from judgelab.analysis.report.sections.suggestions import suggestions_section
 
 SectionBuilder = Callable[[ProjectData], "Section | list[Section] | None"]
 
@@ -57,6 +59,10 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     clustering_section,
     source_counts_section,
     model_agreement_section,
+    suggestions_section,
+    judges_section,
 ]
+# the review loop's sections (issue 11): what reviewers did with suggestions, judge calibration
+REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, judges_section]
 
-__all__ = ["SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
+__all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]

@@ -1,0 +1,340 @@
+"""Report section "Can a judge replace an annotator?": every model version of the project (and
+the judges of a loaded data set) calibrated against the human annotators.
+
+The numbers come from :mod:`analysis.judges`: Krippendorff's alpha of the judge with each
+annotator and with the human majority, beside the human ceiling (annotator with annotator on
+the same units), with seeded bootstrap intervals from shared draws; the Alternative Annotator
+Test at three epsilons; the majority of several judges and the agreement between them; and the
+units where a judge and the human majority disagree most.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from judgelab.analysis.judges import EPSILONS, JUDGE_MAJORITY, JudgeCalibration, answer_groups, calibrate
+from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.data import (
+    ProjectData,
+    alpha_label,
+    is_nan,
+    number,
+    percent,
+    plural,
+    short_table,
+    with_project,
+)
+from judgelab.analysis.tables import HUMAN_SOURCE
+
+EPSILON_WORDS = {0.1: "crowd workers", 0.15: "skilled annotators", 0.2: "experts"}
+
+
+def _name(judge: str) -> str:
+    return judge.removeprefix("model:")
+
+
+def _ci(value: float, low: float, high: float) -> str:
+    if is_nan(value):
+        return "n/a"
+    if is_nan(low):
+        return number(value, 2)
+    return f"{number(value, 2)} [{number(low, 2)}, {number(high, 2)}]"
+
+
+def _borrowed_humans(data: ProjectData) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, object | None]:
+    """Human rows of another project of the schema on this project's tasks, when it has none."""
+    own = data.judgments["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE
+    if own.any() or (data.spans["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE).any():
+        return None, None
+    tasks = pd.concat([data.judgments["task_id"], data.spans["task_id"]]).unique()
+    for project, tables in data.peers.items():
+        judgments = tables["judgments"]
+        humans = judgments[
+            (judgments["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE) & judgments["task_id"].isin(tasks)
+        ]
+        spans = tables["spans"]
+        human_spans = spans[(spans["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE) & spans["task_id"].isin(tasks)]
+        if humans["annotator"].nunique() >= 2 or human_spans["annotator"].nunique() >= 2:
+            return (humans, human_spans), project
+    return None, None
+
+
+def project_calibrations(data: ProjectData) -> tuple[list[JudgeCalibration], object | None]:
+    def compute() -> tuple[list[JudgeCalibration], object | None]:
+        humans, borrowed = _borrowed_humans(data)
+        groups = answer_groups(data.judgments, data.spans, data.meta, humans=humans)
+        return calibrate(groups, n_boot=data.options.n_boot, seed=data.options.seed), borrowed
+
+    return data.cached("judge_calibrations", compute)
+
+
+def summary_table(calibrations: list[JudgeCalibration]) -> pd.DataFrame:
+    return pd.DataFrame([c.summary for c in calibrations])
+
+
+def _shown_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    def verdict(row: pd.Series, eps: float) -> str:
+        omega = row.get(f"omega_{eps:g}")
+        if is_nan(omega):
+            return "n/a"
+        return f"{'pass' if row[f'passes_{eps:g}'] else 'fail'} ({omega:.2f})"
+
+    shown = pd.DataFrame(
+        {
+            "group": summary["group"],
+            "judge": summary["judge"].map(_name),
+            "units": summary["n_units"].astype(int),
+            "judge vs human majority": [
+                _ci(v, lo, hi)
+                for v, lo, hi in zip(
+                    summary["alpha_with_majority"], summary["majority_ci_low"], summary["majority_ci_high"], strict=True
+                )  # fmt: skip
+            ],
+            "judge vs one human (mean)": [
+                _ci(v, lo, hi)
+                for v, lo, hi in zip(
+                    summary["judge_human_alpha"], summary["judge_ci_low"], summary["judge_ci_high"], strict=True
+                )  # fmt: skip
+            ],
+            "human vs human (ceiling)": [
+                _ci(v, lo, hi)
+                for v, lo, hi in zip(
+                    summary["human_human_alpha"], summary["human_ci_low"], summary["human_ci_high"], strict=True
+                )  # fmt: skip
+            ],
+            "intervals overlap": summary["intervals_overlap"].map({True: "yes", False: "no"}),
+            "rho": summary["rho"],
+        }
+    )
+    for eps in EPSILONS:
+        shown[f"alt-test eps {eps:g}"] = [verdict(row, eps) for _, row in summary.iterrows()]
+    shown["saw its suggestions"] = [
+        percent(share) + (" (all kept)" if share and all_answers else "")
+        for share, all_answers in zip(summary["anchored_share"], summary["all_answers"], strict=True)
+    ]
+    return shown
+
+
+def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
+    out = []
+    for group, rows in summary.groupby("group", sort=False):
+        rows = rows.sort_values("rho", ascending=False)
+        best = rows.iloc[0]
+        ceiling = best["human_human_alpha"]
+        text = (
+            f"{group}: annotators agree with each other at alpha {number(ceiling, 2)} ({alpha_label(ceiling)}). "
+            f"The judge with the highest average advantage probability is {_name(best['judge'])} "
+            f"(rho {number(best['rho'], 2)}: it is as close to the other annotators as a left-out annotator is on "
+            f"{percent(best['rho'])} of the units); it agrees with one annotator at alpha "
+            f"{number(best['judge_human_alpha'], 2)} on average and with the human majority at "
+            f"{number(best['alpha_with_majority'], 2)}."
+        )
+        passing = {eps: sorted(_name(j) for j in rows.loc[rows[f"passes_{eps:g}"], "judge"]) for eps in EPSILONS}
+        strict = passing[min(EPSILONS)]
+        loose = passing[max(EPSILONS)]
+        if strict:
+            text += f" Passing the alt-test even at epsilon {min(EPSILONS):g}: {', '.join(strict)}."
+        elif loose:
+            text += f" Passing only at epsilon {max(EPSILONS):g} (expert annotators): {', '.join(loose)}."
+        else:
+            text += " No judge passes the alt-test at any of the three epsilons."
+        if not is_nan(ceiling) and ceiling < 0.667:
+            text += (
+                " The annotators' own agreement is low, so the alt-test is lenient here (a judge only has to "
+                "be as close to the others as they are to each other): the paper advises a smaller epsilon then."
+            )
+        out.append(Paragraph(text))
+    return out
+
+
+def _alt_test_rows(calibrations: list[JudgeCalibration]) -> pd.DataFrame:
+    rows = []
+    for c in calibrations:
+        for eps, test in c.alt_tests.items():
+            for a in test.annotators:
+                rows.append({"group": c.group, "judge": c.judge, "epsilon": eps, "annotator": a.annotator,
+                             "n_items": a.n_items, "rho_f": a.rho_f, "rho_h": a.rho_h, "mean_d": a.mean_d,
+                             "t": a.statistic, "p_value": a.p_value, "p_by": a.p_adjusted, "rejected": a.rejected,
+                             "omega": test.omega, "rho": test.rho})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def judges_section(data: ProjectData) -> Section | None:
+    if not data.model_sources:
+        return _no_judge_section(data)
+    calibrations, borrowed = project_calibrations(data)
+    if not calibrations:
+        return None
+    summary = summary_table(calibrations)
+    blocks: list[Block] = [
+        Paragraph(
+            "Can a model replace one of the annotators? Each model version is a judge, compared with the human "
+            "annotators on the same units: Krippendorff's alpha (nominal for choices and yes/no decisions, "
+            "ordinal for rating scales) of the judge with the human majority and with one annotator at a time "
+            "(the mean over annotators), next to the human ceiling, the mean alpha of two annotators on the units "
+            "the judge answered. The bracketed intervals are 95% percentile bootstrap intervals over units (the "
+            f"report's seed, {data.options.n_boot} draws shared by all comparisons). A judge whose interval "
+            "overlaps the ceiling's is not shown to be worse than an annotator; one clearly below it is."
+        ),
+        Paragraph(
+            "The alt-test (Calderon, Reichart and Dror, 2025) asks it directly: leaving out one annotator at a "
+            "time, is the judge at least as close to the remaining annotators as the left-out one, on enough "
+            "units, allowing a margin epsilon for the cost of an annotator? It passes when it wins against at "
+            "least half of the annotators (omega >= 0.5, after a Benjamini-Yekutieli correction); rho, the share "
+            "of units where the judge does at least as well, ranks judges. Epsilon is 0.1 for crowd workers, "
+            "0.15 for skilled annotators and 0.2 for experts; pick the column that describes your annotators. "
+            "Annotators with fewer than 30 units shared with another annotator and the judge are not tested."
+        ),
+    ]
+    if borrowed is not None:
+        blocks.append(
+            Paragraph(
+                f"This project has no human annotations, so its judges are compared with the annotators of project "
+                f"{borrowed} on the tasks both have."
+            )
+        )
+    anchored = summary[summary["anchored_share"] > 0]
+    if not anchored.empty:
+        kept_all = anchored[anchored["all_answers"]]
+        text = (
+            "Some annotators started from a judge's own suggestion, so they are not independent of it. Where "
+            f"at least 30 units had answers that did not, the judge is compared with those only "
+            f"({plural(len(anchored) - len(kept_all), 'judge')} here)."
+        )
+        if len(kept_all):
+            names = ", ".join(sorted({_name(j) for j in kept_all["judge"]}))
+            text += (
+                f" For {names} too few were left, so every answer counts and its agreement is inflated by "
+                "anchoring ('saw its suggestions' gives the share)."
+            )
+        blocks.append(Paragraph(text))
+    blocks += _group_sentences(summary)
+    blocks += short_table(
+        "judge_calibration", "Judges against the annotators (alpha with 95% intervals) and the alt-test",
+        _shown_summary(summary), data.options.max_rows, data=with_project(summary, data.project),
+    )  # fmt: skip
+    subsections = [_alt_test_detail(calibrations, data), _between_judges(calibrations, data),
+                   _disagreement_section(calibrations, data)]  # fmt: skip
+    return Section("Can a judge replace an annotator?", blocks, [s for s in subsections if s is not None])
+
+
+def _no_judge_section(data: ProjectData) -> Section | None:
+    humans = data.human_judgments["annotator"].nunique() if not data.human_judgments.empty else 0
+    span_humans = data.human_spans["annotator"].nunique() if not data.human_spans.empty else 0
+    if max(humans, span_humans) < 2:
+        return None
+    return Section(
+        "Can a judge replace an annotator?",
+        [
+            Paragraph(
+                "This project has human annotations but no model predictions (no LLM campaign), so no judge can be "
+                "calibrated against the annotators. Pre-annotate the tasks (judgelab preannotate), or load a data "
+                "set's model outputs, and the report will compare each model with the annotators here."
+            )
+        ],
+    )
+
+
+def _alt_test_detail(calibrations: list[JudgeCalibration], data: ProjectData) -> Section | None:
+    rows = _alt_test_rows(calibrations)
+    if rows.empty:
+        return None
+    main = rows[rows["epsilon"] == max(EPSILONS)]
+    shown = main.assign(judge=main["judge"].map(_name))[
+        ["group", "judge", "annotator", "n_items", "rho_f", "rho_h", "t", "p_value", "p_by", "rejected"]
+    ].rename(columns={"rho_f": "judge wins (rho_f)", "rho_h": "annotator wins (rho_h)", "p_by": "p (BY)"})
+    skipped = sum(len(test.skipped) for c in calibrations for test in list(c.alt_tests.values())[:1])
+    text = (
+        f"Per left-out annotator at epsilon {max(EPSILONS):g}: on how many units (n_items), the share where the "
+        "judge is at least as close to the other annotators (rho_f) and where the annotator is (rho_h; ties count "
+        "for both), the one-sided t statistic and p-value, and the p-value after the Benjamini-Yekutieli "
+        "correction; 'rejected' means the judge wins against that annotator. judge_alt_test.csv has every epsilon."
+    )
+    if skipped:
+        text += f" {plural(skipped, 'annotator-and-group pair')} had too few shared units and were not tested."
+    return Section(
+        "Alt-test per annotator",
+        [
+            Paragraph(text),
+            *short_table(
+                "judge_alt_test",
+                "Alt-test per left-out annotator",
+                shown,
+                data.options.max_rows,
+                data=with_project(rows, data.project),
+            ),
+        ],  # fmt: skip
+    )
+
+
+def _between_judges(calibrations: list[JudgeCalibration], data: ProjectData) -> Section | None:
+    pairs = pd.concat([c.pairs for c in calibrations], ignore_index=True) if calibrations else pd.DataFrame()
+    pairs = pairs[pairs["n_units"] > 0] if not pairs.empty else pairs
+    between = pairs[pairs["comparison"] == "judge – judge"] if not pairs.empty else pairs
+    blocks: list[Block] = []
+    if not between.empty:
+        shown = between.assign(
+            rater_a=between["rater_a"].map(_name),
+            rater_b=between["rater_b"].map(_name),
+            alpha=[
+                _ci(v, lo, hi)
+                for v, lo, hi in zip(between["alpha"], between["ci_low"], between["ci_high"], strict=True)
+            ],  # fmt: skip
+        )[["group", "rater_a", "rater_b", "alpha", "n_units"]]
+        mean = between.groupby("group")["alpha"].mean()
+        blocks.append(
+            Paragraph(
+                "Agreement between the judges (alpha, 95% interval): judges that agree with each other much more "
+                "than with the annotators share a bias rather than the annotators' view. Mean alpha between "
+                "judges: " + "; ".join(f"{g} {number(v, 2)}" for g, v in mean.items()) + f". The row "
+                f"'{JUDGE_MAJORITY}' in the table above is the majority answer of the judges (median for ratings), "
+                "tested as one more judge."
+            )
+        )
+        blocks += short_table("judge_agreement", "Judge against judge", shown, data.options.max_rows,
+                              data=with_project(between, data.project))  # fmt: skip
+    pairs_shown = pairs.assign(judge=pairs["judge"].map(_name)) if not pairs.empty else pairs
+    if not pairs.empty:
+        blocks.append(
+            Paragraph(
+                "Every compared pair (judge with each annotator, the majority, annotators with each other) "
+                "is in judge_pairs.csv."
+            )  # fmt: skip
+        )
+        blocks.append(Table("judge_pairs", "Every compared pair", pairs_shown,
+                            data=with_project(pairs, data.project), csv_only=True))  # fmt: skip
+    return Section("Several judges", blocks) if blocks else None
+
+
+def _disagreement_section(calibrations: list[JudgeCalibration], data: ProjectData) -> Section | None:
+    frames = [
+        c.disagreements.assign(group=c.group, judge=_name(c.judge))
+        for c in calibrations
+        if not c.disagreements.empty and c.judge != JUDGE_MAJORITY
+    ]
+    if not frames:
+        return None
+    table = pd.concat(frames, ignore_index=True)[
+        ["group", "judge", "task_id", "item", "judge_answer", "human_answers", "disagreement"]
+    ]
+    return Section(
+        "Where judges and annotators disagree most",
+        [
+            Paragraph(
+                "For each judge and group, the units to look at first: choices where the most annotators gave "
+                "another answer than the judge (disagreement = the share of annotators who did; 1 means all of "
+                "them), ratings furthest from the annotators' mean (disagreement = the distance in points). Up to "
+                "10 per judge and group."
+            ),
+            *short_table(
+                "judge_disagreements",
+                "Largest disagreements between a judge and the annotators",
+                table,
+                data.options.max_rows,
+                data=with_project(table, data.project),
+            ),  # fmt: skip
+        ],
+    )
+
+
+__all__ = ["judges_section", "project_calibrations"]
