@@ -214,8 +214,10 @@ def _encoded(
     if scoring == "neg_rmse":
         values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
         f = pd.to_numeric(answers, errors="coerce").to_numpy(dtype=np.float64)
-    elif scoring == "accuracy" and all(pd.api.types.is_float_dtype(t) for t in matrix.dtypes) and (
-        pd.api.types.is_float_dtype(answers.dtype)
+    elif (
+        scoring == "accuracy"
+        and all(pd.api.types.is_float_dtype(t) for t in matrix.dtypes)
+        and (pd.api.types.is_float_dtype(answers.dtype))
     ):  # numbers (category codes): compared as they are
         values = matrix.to_numpy(dtype=np.float64)
         f = answers.to_numpy(dtype=np.float64)
