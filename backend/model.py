@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from judgelab.backend.draft import Draft
 from judgelab.backend.results import build_results
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE
+from judgelab.configs.arms import BLIND_REASON, is_blind
 from judgelab.configs.detect import Detection, detect_schema
 from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import all_schemas
@@ -169,10 +170,18 @@ class JudgelabModel:
 
     def predict(self, tasks: list[dict[str, Any]], context: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         started = time.monotonic()
+        # a task of the blind arm never gets a suggestion: an answer without ``result`` (Label Studio stores none)
+        blind = [i for i, task in enumerate(tasks) if isinstance(task, dict) and is_blind(task.get("data"))]
+        if blind:
+            self.stats["blind"] += len(blind)
+            skipped = set(blind)
+            tasks = [task for i, task in enumerate(tasks) if i not in skipped]
         if callable(getattr(self.annotator, "annotate_batch", None)):
             predictions = self.predict_batch(tasks, started)
         else:
             predictions = [self.predict_one(task) for task in tasks]
+        for i in blind:
+            predictions.insert(i, {"model_version": self.model_version, "error": BLIND_REASON})
         log.info(
             "project %s (%s): %d tasks in %.2fs",
             self.project_id,

@@ -19,6 +19,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.configs.arms import is_blind
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
@@ -31,6 +32,7 @@ class PushReport:
     already: int = 0  # had a prediction of this version before the run
     pushed: int = 0
     unfinished: int = 0  # still without one at the end (failed or past the deadline every round)
+    blind: int = 0  # tasks of the blind arm: never predicted, by design
     rounds: int = 0
     failures: dict[str, int] = field(default_factory=dict)
 
@@ -42,12 +44,18 @@ def _prediction_versions(task: Any) -> set[str]:
     }
 
 
-def tasks_missing_version(client: LabelStudio, project_id: int, version: str) -> tuple[list[Any], int]:
-    """(tasks without a prediction of ``version``, number of tasks in the project)."""
+def tasks_missing_version(
+    client: LabelStudio, project_id: int, version: str, blind: list[Any] | None = None
+) -> tuple[list[Any], int]:
+    """(tasks without a prediction of ``version``, number of tasks in the project). Tasks of the
+    blind arm (data ``arm: blind``) are never missing one: they go to ``blind`` when given."""
     missing, total = [], 0
     for task in client.tasks.list(project=project_id, fields="all"):
         total += 1
-        if version not in _prediction_versions(task):
+        if is_blind(getattr(task, "data", None)):
+            if blind is not None:
+                blind.append(task)
+        elif version not in _prediction_versions(task):
             missing.append(task)
     return missing, total
 
@@ -71,8 +79,10 @@ def push_predictions(
     """Send the project's unpredicted tasks to the backend and import the predictions."""
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=model_version)
-    missing, report.tasks = tasks_missing_version(client, project_id, model_version)
-    report.already = report.tasks - len(missing)
+    blind: list[Any] = []
+    missing, report.tasks = tasks_missing_version(client, project_id, model_version, blind)
+    report.blind = len(blind)
+    report.already = report.tasks - len(missing) - report.blind
     http = httpx.Client(timeout=timeout, auth=auth)
     try:
         for _ in range(max_rounds):

@@ -171,7 +171,7 @@ def preannotate_cmd(
     """Pre-annotate every task that has no prediction of the backend's current model version."""
     from tqdm import tqdm
 
-    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from judgelab.sync.backend_link import blind_task_ids, connect_backend, prediction_counts, retrieve_predictions
     from judgelab.sync.bulk_predict import push_predictions, tasks_missing_version
     from judgelab.sync.projects import ensure_project
 
@@ -182,9 +182,13 @@ def preannotate_cmd(
         project = ensure_project(client, schema)
         link = connect_backend(client, project.id, backend_url, auth=auth)  # type: ignore[arg-type]
         if not push:
-            retrieve_predictions(client, project.id)
+            blind = blind_task_ids(client, project.id)
+            retrieve_predictions(client, project.id, exclude=blind)
             total, done = prediction_counts(client, project.id, link.model_version)
-            click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {link.model_version}")
+            click.echo(
+                f"{schema.name}: {done}/{total} tasks have a prediction of {link.model_version}"
+                + (f" ({len(blind)} blind-arm task(s) left without one by design)" if blind else "")
+            )
             continue
         missing, total = tasks_missing_version(client, project.id, link.model_version)
         with tqdm(total=len(missing), desc=schema.name, unit="task") as bar:
@@ -200,6 +204,7 @@ def preannotate_cmd(
         click.echo(
             f"{schema.name}: {report.already + report.pushed}/{report.tasks} tasks have a prediction of "
             f"{report.model_version} ({report.pushed} new, {report.unfinished} unfinished"
+            + (f", {report.blind} blind-arm task(s) left without one by design" if report.blind else "")
             + (f", failures {report.failures}" if report.failures else "")
             + ")"
         )
