@@ -54,6 +54,7 @@ from judgelab.configs.items import item_kind
 from judgelab.configs.tables import PREDICTION_PREFIX
 
 LINE_GROUP = "line_*"
+GOLD = "gold"
 REST = "rest"
 MARKED, NOT_MARKED = "marked", "none"
 SPANS_ANY = "spans: any"
@@ -92,18 +93,26 @@ class JudgeCalibration:
 # -- answers per group ------------------------------------------------------------------------
 
 
-def _rater(frame: pd.DataFrame) -> pd.Series:
+def _rater(frame: pd.DataFrame, gold: bool = False) -> pd.Series:
+    """A human's name, a model's source; with ``gold``, ``gold`` for reference rows (source
+    ``gold``, or a Label Studio annotation marked as ground truth)."""
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
-    return frame["annotator"].astype(str).where(source == HUMAN_SOURCE, source)
+    rater = frame["annotator"].astype(str).where(source == HUMAN_SOURCE, source)
+    if gold and "ground_truth" in frame.columns:
+        truth = frame["ground_truth"].fillna(False).astype(bool) & (source == HUMAN_SOURCE)
+        rater = rater.where(~truth, GOLD)
+    return rater
 
 
-def _usable(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of humans and models (not gold), not cancelled, of each rater's latest annotation of a task."""
+def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
+    """Rows of humans and models (and with ``gold`` the reference rows), not cancelled, of each
+    rater's latest annotation of a task."""
     if frame.empty:
         return frame.assign(rater=pd.Series(dtype=str))
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
-    frame = frame[((source == HUMAN_SOURCE) | source.str.startswith(MODEL_SOURCE_PREFIX)) & ~cancelled_mask(frame)]
-    frame = frame.assign(rater=_rater(frame))
+    wanted = (source == HUMAN_SOURCE) | source.str.startswith(MODEL_SOURCE_PREFIX) | (gold & (source == GOLD))
+    frame = frame[wanted & ~cancelled_mask(frame)]
+    frame = frame.assign(rater=_rater(frame, gold))
     columns = [c for c in ("task_id", "rater", "annotation_id", "created_at", "updated_at") if c in frame.columns]
     annotations = frame[columns].drop_duplicates("annotation_id").rename(columns={"rater": "annotator"})
     latest = latest_annotations(annotations)
@@ -193,6 +202,16 @@ def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
         hit = _marked(base, spans[labels == label])
         frames.append(base.assign(item=name, group=name, kind="nominal", value=np.where(hit, MARKED, NOT_MARKED)))
     return pd.concat(frames, ignore_index=True)[columns]
+
+
+def answer_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame, schema_meta: Mapping[str, Any] | None = None, *, gold: bool = False
+) -> pd.DataFrame:
+    """Every rater's answers as long rows ``task_id, item, group, kind, rater, value`` (the units
+    of :func:`answer_groups`; raters are humans, model sources and, with ``gold``, ``gold``)."""
+    rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
+    coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
+    return pd.concat([_item_rows(rows_j, schema_meta or {}, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
 
 
 def answer_groups(

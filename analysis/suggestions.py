@@ -1,8 +1,9 @@
 """What the suggestions did, measured on the review table (:mod:`analysis.review`).
 
 - :func:`suggestion_agreement`: the suggestion against the final human annotation on the same
-  units, per model source: Cohen's kappa for choices, Krippendorff's ordinal alpha for rating
-  scales (over the units both have: kept and edited), span F1 (per-span form, hard and soft) of
+  units, per model source: Cohen's kappa for choices (a choice the reviewer removed, or added
+  where the model chose nothing, counts as the answer "(none)" on the other side),
+  Krippendorff's ordinal alpha for rating scales (over the ratings both have), span F1 (per-span form, hard and soft) of
   the suggested spans against the final ones, pooled over the reviewed annotations (a deleted
   suggestion lowers precision, an added span lowers recall);
 - :func:`edit_directions`: what edits did: which label or choice became which, and for ratings
@@ -30,6 +31,7 @@ from judgelab.configs.tables import PREDICTION_PREFIX
 
 SUGGESTION, FINAL = "suggestion", "final"
 NO_SUGGESTION = "(no suggestion)"
+NO_CHOICE = "(none)"
 
 
 def _kind(meta: Mapping[str, Any] | None, category: str) -> str:
@@ -41,19 +43,20 @@ def suggestion_agreement(review: pd.DataFrame, schema_meta: Mapping[str, Any] | 
     """One row per (model, unit, category): ``measure``, ``value``, ``n_units`` (units compared)."""
     columns = ["model", "unit", "category", "kind", "measure", "value", "n_units"]
     rows: list[dict[str, object]] = []
-    items = review[(review["unit"] != SPAN) & review["outcome"].isin([KEPT, EDITED])]
+    items = review[review["unit"] != SPAN]
     for (model, category), part in items.groupby(["suggestion_source", "category"], sort=True):
         kind = _kind(schema_meta, str(category))
         if kind == "text":
             continue
-        if kind == "ordinal":
-            matrix = part[["suggested", "final"]].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+        if kind == "ordinal":  # the ratings both have
+            both = part[part["outcome"].isin([KEPT, EDITED])]
+            matrix = both[["suggested", "final"]].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
             result = krippendorff_alpha(matrix, "ordinal")
             measure = "Krippendorff's alpha (ordinal)"
-        else:
-            result = cohen_kappa(
-                part["suggested"].astype(str).to_numpy(object), part["final"].astype(str).to_numpy(object)
-            )
+        else:  # a choice removed or added is an answer too: no choice
+            suggested = part["suggested"].fillna(NO_CHOICE).astype(str).to_numpy(object)
+            final = part["final"].fillna(NO_CHOICE).astype(str).to_numpy(object)
+            result = cohen_kappa(suggested, final)
             measure = "Cohen's kappa"
         rows.append({"model": model, "unit": "item", "category": category, "kind": kind, "measure": measure,
                      "value": result.value, "n_units": result.n_units})  # fmt: skip

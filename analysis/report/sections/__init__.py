@@ -20,6 +20,7 @@ from collections.abc import Callable
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
+from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
@@ -60,9 +61,10 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     source_counts_section,
     model_agreement_section,
     suggestions_section,
+    arms_section,
     judges_section,
 ]
-# the review loop's sections (issue 11): what reviewers did with suggestions, judge calibration
-REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, judges_section]
+# the review loop's sections (issue 11): what reviewers did with suggestions, anchoring, judge calibration
+REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, arms_section, judges_section]
 
 __all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]

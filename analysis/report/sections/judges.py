@@ -16,7 +16,6 @@ from judgelab.analysis.judges import EPSILONS, JUDGE_MAJORITY, JudgeCalibration,
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
-    alpha_label,
     is_nan,
     number,
     percent,
@@ -108,42 +107,70 @@ def _shown_summary(summary: pd.DataFrame) -> pd.DataFrame:
     )
     for eps in EPSILONS:
         shown[f"alt-test eps {eps:g}"] = [verdict(row, eps) for _, row in summary.iterrows()]
-    shown["saw its suggestions"] = [
-        percent(share) + (" (all kept)" if share and all_answers else "")
+    shown["annotators saw its suggestions"] = [
+        ("all: not independent" if all_answers else f"{percent(share)}: left out") if share else "no"
         for share, all_answers in zip(summary["anchored_share"], summary["all_answers"], strict=True)
     ]
     return shown
 
 
+def _seen(row: pd.Series) -> bool:
+    """Every human answer compared with this judge had started from its suggestion."""
+    return bool(row["anchored_share"] > 0 and row["all_answers"])
+
+
 def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
+    """One short verdict per group: the best independent judge, its alpha against the ceiling and
+    the alt-test; judges whose suggestions the annotators saw are named apart."""
     out = []
+    lenient = []
     for group, rows in summary.groupby("group", sort=False):
-        rows = rows.sort_values("rho", ascending=False)
-        best = rows.iloc[0]
+        independent = rows[~rows.apply(_seen, axis=1)].sort_values("rho", ascending=False)
+        text = f"{group}: "
+        if independent.empty:
+            text += "every judge here was compared with annotators who had seen its suggestions, so none is judged."
+            out.append(Paragraph(text))
+            continue
+        best = independent.iloc[0]
         ceiling = best["human_human_alpha"]
-        text = (
-            f"{group}: annotators agree with each other at alpha {number(ceiling, 2)} ({alpha_label(ceiling)}). "
-            f"The judge with the highest average advantage probability is {_name(best['judge'])} "
-            f"(rho {number(best['rho'], 2)}: it is as close to the other annotators as a left-out annotator is on "
-            f"{percent(best['rho'])} of the units); it agrees with one annotator at alpha "
-            f"{number(best['judge_human_alpha'], 2)} on average and with the human majority at "
-            f"{number(best['alpha_with_majority'], 2)}."
-        )
-        passing = {eps: sorted(_name(j) for j in rows.loc[rows[f"passes_{eps:g}"], "judge"]) for eps in EPSILONS}
-        strict = passing[min(EPSILONS)]
-        loose = passing[max(EPSILONS)]
-        if strict:
-            text += f" Passing the alt-test even at epsilon {min(EPSILONS):g}: {', '.join(strict)}."
-        elif loose:
-            text += f" Passing only at epsilon {max(EPSILONS):g} (expert annotators): {', '.join(loose)}."
+        loose = f"passes_{max(EPSILONS):g}"
+        if best["intervals_overlap"]:
+            relation = "within reach of"
         else:
-            text += " No judge passes the alt-test at any of the three epsilons."
-        if not is_nan(ceiling) and ceiling < 0.667:
-            text += (
-                " The annotators' own agreement is low, so the alt-test is lenient here (a judge only has to "
-                "be as close to the others as they are to each other): the paper advises a smaller epsilon then."
-            )
+            relation = "below" if best["judge_human_alpha"] < ceiling else "above"
+        eps_pass = [eps for eps in EPSILONS if best[f"passes_{eps:g}"]]
+        verdict = (
+            f"passes the alt-test from epsilon {min(eps_pass):g}" if eps_pass else "fails the alt-test at every epsilon"
+        )
+        text += (
+            f"the best judge is {_name(best['judge'])} (rho {number(best['rho'], 2)}); it agrees with one annotator at "
+            f"alpha {_ci(best['judge_human_alpha'], best['judge_ci_low'], best['judge_ci_high'])}, "
+            f"{relation} the annotators' agreement with each other, "
+            f"{_ci(best['human_human_alpha'], best['human_ci_low'], best['human_ci_high'])}, and {verdict}."
+        )
+        others = [_name(j) for j in independent["judge"].iloc[1:] if independent.set_index("judge").at[j, loose]]
+        if others:
+            text += f" Also passing at epsilon {max(EPSILONS):g}: {', '.join(others)}."
         out.append(Paragraph(text))
+        if not is_nan(ceiling) and ceiling < 0.667:
+            lenient.append(str(group))
+    seen = sorted({_name(j) for j in summary.loc[summary.apply(_seen, axis=1), "judge"]})
+    if seen:
+        out.append(
+            Paragraph(
+                f"Not judged: {', '.join(seen)}. Every annotator compared with it had started from its suggestion, so "
+                "its high agreement measures how much the annotators kept, not whether it could replace them (see "
+                "Suggestions and Anchoring); calibrate it on tasks annotated without its suggestions."
+            )
+        )
+    if lenient:
+        out.append(
+            Paragraph(
+                f"The annotators' own agreement is below Krippendorff's 0.667 on {', '.join(lenient)}: the alt-test is "
+                "lenient there (a judge only has to be as close to the annotators as they are to each other), and "
+                "the paper advises a smaller epsilon; read the alpha columns first."
+            )
+        )
     return out
 
 
@@ -193,21 +220,14 @@ def judges_section(data: ProjectData) -> Section | None:
                 f"{borrowed} on the tasks both have."
             )
         )
-    anchored = summary[summary["anchored_share"] > 0]
-    if not anchored.empty:
-        kept_all = anchored[anchored["all_answers"]]
-        text = (
-            "Some annotators started from a judge's own suggestion, so they are not independent of it. Where "
-            f"at least 30 units had answers that did not, the judge is compared with those only "
-            f"({plural(len(anchored) - len(kept_all), 'judge')} here)."
-        )
-        if len(kept_all):
-            names = ", ".join(sorted({_name(j) for j in kept_all["judge"]}))
-            text += (
-                f" For {names} too few were left, so every answer counts and its agreement is inflated by "
-                "anchoring ('saw its suggestions' gives the share)."
+    if (summary["anchored_share"] > 0).any():
+        blocks.append(
+            Paragraph(
+                "Annotators who started from a judge's own suggestion are not independent of it. Where at least 30 "
+                "units keep two answers without it, the judge is compared with those answers only ('annotators saw "
+                "its suggestions': the share left out); otherwise with all of them, and it is not judged."
             )
-        blocks.append(Paragraph(text))
+        )
     blocks += _group_sentences(summary)
     blocks += short_table(
         "judge_calibration", "Judges against the annotators (alpha with 95% intervals) and the alt-test",

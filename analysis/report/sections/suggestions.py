@@ -180,9 +180,10 @@ def _agreement_section(review: pd.DataFrame, data: ProjectData) -> Section | Non
     blocks: list[Block] = [
         Paragraph(
             "How close the suggestion is to what the reviewer submitted, on the same units: Cohen's kappa for "
-            "choices and Krippendorff's ordinal alpha for rating scales, over the answers both have (kept and "
-            "edited); for spans, the per-span F1 of the suggested spans against the submitted ones (hard: the "
-            "label must match too; soft: any label), pooled over the reviewed annotations, so deleted "
+            "choices (a box unticked or ticked by the reviewer counts as the answer '(none)' on the other side) and "
+            "Krippendorff's ordinal alpha for rating scales, over the ratings both have; for spans, the per-span F1 "
+            "of the suggested spans against the submitted ones (hard: the label must match too; soft: any label), "
+            "pooled over the reviewed annotations, so deleted "
             "suggestions lower it as much as spans the reviewer had to add. 1 means the reviewers changed nothing. "
             "High values can mean a good model or reviewers who accept too readily: the Anchoring section, when "
             "the study has a blind arm, tells the two apart."
