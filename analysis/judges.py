@@ -29,6 +29,7 @@ with all, and ``anchored_share`` says how many of the human answers had seen its
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -310,7 +311,8 @@ def _disagreements(
     shared = ~np.isnan(judge) & (n >= 1)
     if not shared.any():
         return pd.DataFrame()
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a unit nobody else answered: NaN, as meant
         if kind == "ordinal":
             strength = np.abs(judge - np.nanmean(np.where(present, humans, np.nan), axis=1))
             order = strength

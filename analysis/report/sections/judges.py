@@ -107,6 +107,8 @@ def _shown_summary(summary: pd.DataFrame) -> pd.DataFrame:
     )
     for eps in EPSILONS:
         shown[f"alt-test eps {eps:g}"] = [verdict(row, eps) for _, row in summary.iterrows()]
+    if not (summary["anchored_share"] > 0).any():
+        return shown
     shown["annotators saw its suggestions"] = [
         ("all: not independent" if all_answers else f"{percent(share)}: left out") if share else "no"
         for share, all_answers in zip(summary["anchored_share"], summary["all_answers"], strict=True)
@@ -238,11 +240,36 @@ def judges_section(data: ProjectData) -> Section | None:
     return Section("Can a judge replace an annotator?", blocks, [s for s in subsections if s is not None])
 
 
+def _peer_judges(data: ProjectData) -> list[object]:
+    """Other projects of the schema with model predictions on this project's tasks."""
+    tasks = pd.concat([data.judgments["task_id"], data.spans["task_id"]]).unique()
+    found = []
+    for project, tables in data.peers.items():
+        for frame in (tables["judgments"], tables["spans"]):
+            models = frame[frame["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith("model:")]
+            if models["task_id"].isin(tasks).any():
+                found.append(project)
+                break
+    return found
+
+
 def _no_judge_section(data: ProjectData) -> Section | None:
     humans = data.human_judgments["annotator"].nunique() if not data.human_judgments.empty else 0
     span_humans = data.human_spans["annotator"].nunique() if not data.human_spans.empty else 0
     if max(humans, span_humans) < 2:
         return None
+    peers = _peer_judges(data)
+    if peers:
+        return Section(
+            "Can a judge replace an annotator?",
+            [
+                Paragraph(
+                    f"This project has no model predictions of its own; the judges of project "
+                    f"{', '.join(map(str, peers))} are compared with this project's annotators in that project's "
+                    "report."
+                )
+            ],
+        )
     return Section(
         "Can a judge replace an annotator?",
         [
@@ -260,15 +287,16 @@ def _alt_test_detail(calibrations: list[JudgeCalibration], data: ProjectData) ->
     if rows.empty:
         return None
     main = rows[rows["epsilon"] == max(EPSILONS)]
-    shown = main.assign(judge=main["judge"].map(_name))[
+    shown = main.assign(judge=main["judge"].map(_name), rejected=main["rejected"].map({True: "yes", False: "no"}))[
         ["group", "judge", "annotator", "n_items", "rho_f", "rho_h", "t", "p_value", "p_by", "rejected"]
-    ].rename(columns={"rho_f": "judge wins (rho_f)", "rho_h": "annotator wins (rho_h)", "p_by": "p (BY)"})
+    ].rename(columns={"rho_f": "judge wins (rho_f)", "rho_h": "annotator wins (rho_h)", "p_by": "p (BY)",
+                      "rejected": "judge wins the test"})  # fmt: skip
     skipped = sum(len(test.skipped) for c in calibrations for test in list(c.alt_tests.values())[:1])
     text = (
         f"Per left-out annotator at epsilon {max(EPSILONS):g}: on how many units (n_items), the share where the "
         "judge is at least as close to the other annotators (rho_f) and where the annotator is (rho_h; ties count "
         "for both), the one-sided t statistic and p-value, and the p-value after the Benjamini-Yekutieli "
-        "correction; 'rejected' means the judge wins against that annotator. judge_alt_test.csv has every epsilon."
+        "correction; 'judge wins the test' when its null hypothesis is rejected. judge_alt_test.csv has every epsilon."
     )
     if skipped:
         text += f" {plural(skipped, 'annotator-and-group pair')} had too few shared units and were not tested."
