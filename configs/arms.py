@@ -10,7 +10,6 @@ they were made from, which pairs them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 ARM_FIELD = "arm"
 PAIR_FIELD = "arm_of"
@@ -19,13 +18,15 @@ ARMS = (SUGGESTED, BLIND)
 BLIND_REASON = "blind arm: no suggestion by design (task data arm=blind)"
 
 
-def arm_of(data: Mapping[str, Any] | None) -> str | None:
-    """The task's arm (``suggested``/``blind``), None when it has none."""
-    value = (data or {}).get(ARM_FIELD)
+def arm_of(data: object) -> str | None:
+    """The task's arm (``suggested``/``blind``), None when it has none (or ``data`` is not an object)."""
+    if not isinstance(data, Mapping):
+        return None
+    value = data.get(ARM_FIELD)
     text = str(value).strip().lower() if value is not None else ""
     return text if text in ARMS else None
 
 
-def is_blind(data: Mapping[str, Any] | None) -> bool:
+def is_blind(data: object) -> bool:
     """True for a task of the blind arm: it must never get a prediction."""
     return arm_of(data) == BLIND
