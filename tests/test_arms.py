@@ -114,3 +114,40 @@ def test_blind_tasks_get_no_prediction_from_preannotate_nor_when_opened(live_sta
         for task in client.tasks.list(project=project.id, fields="all"):
             if str(task.data.get("id", "")).startswith("arms-"):
                 client.tasks.delete(id=task.id)
+
+
+def _row(task, annotation, annotator, source, value, parent=None, lead=None):
+    return {"project": 1, "task_id": task, "annotation_id": annotation, "annotator": annotator, "source": source,
+            "item": "verdict", "value": value, "created_at": "2026-01-01T00:00:00Z", "lead_time": lead,
+            "was_cancelled": False, "ground_truth": False, "parent_prediction": parent}  # fmt: skip
+
+
+def test_paired_arms_compared_by_hand():
+    """Two tasks in both arms (copies 1/2 of p1 and 3/4 of p2); the model suggested 'yes' on p1 and
+    'no' on p2; the reference answer is 'yes' on both."""
+    import pandas as pd
+
+    from judgelab.analysis.arms import compare_arms
+
+    tasks = pd.DataFrame({"project": 1, "task_id": [1, 2, 3, 4], "arm": ["suggested", "blind"] * 2,
+                          "arm_of": ["p1", "p1", "p2", "p2"]})  # fmt: skip
+    answers = {1: ("yes", "yes"), 2: ("no", "yes"), 3: ("no", "no"), 4: ("yes", "yes")}
+    parents = {1: 10, 3: 11}
+    rows = [_row(1, "prediction:10", "m", "model:m", "yes"), _row(3, "prediction:11", "m", "model:m", "no")]
+    for task, values in answers.items():
+        for k, value in enumerate(values):
+            rows.append(_row(task, f"{task}{k}", f"h{k}", "human", value, parents.get(task), 10.0 + task))
+        rows.append(_row(task, f"gold{task}", "gold", "gold", "yes"))
+    judgments = pd.DataFrame(rows)
+    result = compare_arms(tasks, judgments, judgments.iloc[0:0], None, n_boot=50)
+    assert result.paired and result.suggestion_source == "model:m" and not result.notes
+    table = result.comparisons.set_index("measure")
+    reference = table.loc["agreement with the reference answers"]
+    assert (reference["suggested"], reference["blind"], reference["difference"]) == (0.5, 0.75, -0.25)
+    other = table.loc["agreement with the other arm's majority"]  # p1's blind arm has no majority
+    assert (other["suggested"], other["n_suggested"], other["blind"], other["n_blind"]) == (0.0, 1, 0.25, 2)
+    model = table.loc["agreement with the model's answer (suggestion)"]
+    assert (model["suggested"], model["blind"], model["difference"]) == (1.0, 0.25, 0.75)
+    time = table.loc["lead time per task (seconds)"]
+    assert (time["suggested"], time["blind"]) == (12.0, 13.0)
+    assert list(result.counts["n_tasks"]) == [2, 2]
