@@ -11,7 +11,8 @@ as the unit of analysis (several annotators of one task are not independent):
   distance from it (ratings);
 - with every task in both arms (``arm_of`` pairs the copies): agreement with the *other* arm's
   majority on the same task, the same way;
-- agreement between annotators within each arm (Krippendorff's alpha, bootstrap interval);
+- agreement between annotators within each arm: the mean Krippendorff's alpha over pairs of
+  annotators (the judges' human ceiling), with a bootstrap interval over units;
 - how far answers sit from the suggestion: per task the share of annotators who gave the model's
   answer (distance for ratings). In the suggested arm the model's answer is its suggestion; in
   the blind arm it is the model's answer to the paired copy (or a prediction of the same model
@@ -35,9 +36,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgelab.analysis.bootstrap import bootstrap_alpha_ci
 from judgelab.analysis.judges import GOLD, answer_rows
-from judgelab.analysis.krippendorff import krippendorff_alpha
+from judgelab.analysis.krippendorff import value_codes
+from judgelab.analysis.pair_alpha import interval, mean_of_pairs, pair_alphas
 from judgelab.analysis.suggestions import annotation_times
 from judgelab.analysis.tables import MODEL_SOURCE_PREFIX
 from judgelab.configs.arms import ARM_FIELD, ARMS, BLIND, PAIR_FIELD, SUGGESTED
@@ -58,17 +59,20 @@ class ArmComparison:
     notes: list[str] = field(default_factory=list)
 
 
-def _key(frame: pd.DataFrame) -> pd.Series:
+def _key(frame: pd.DataFrame, single_project: bool = False) -> pd.Series:
+    """A task's key across projects (its id alone when the study has one project)."""
+    if single_project:
+        return frame["task_id"]
     return frame["project"].astype(str) + "\x00" + frame["task_id"].astype(str)
 
 
-def task_arms(tasks: pd.DataFrame) -> pd.DataFrame:
+def task_arms(tasks: pd.DataFrame, single_project: bool = False) -> pd.DataFrame:
     """``tkey, arm, pair`` for the tasks with an arm; ``pair`` is ``arm_of`` when given, else the task."""
     if tasks.empty or ARM_FIELD not in tasks.columns:
         return pd.DataFrame(columns=["tkey", "arm", "pair"])
     arm = tasks[ARM_FIELD].astype(str).str.strip().str.lower()
     chosen = tasks[arm.isin(ARMS)]
-    keys = _key(chosen)
+    keys = _key(chosen, single_project)
     pair = chosen[PAIR_FIELD] if PAIR_FIELD in chosen.columns else pd.Series(None, index=chosen.index)
     pair = pair.where(pair.notna() & (pair.astype(str) != ""), None)
     return pd.DataFrame(
@@ -76,9 +80,9 @@ def task_arms(tasks: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
+def _keyed(frame: pd.DataFrame, single_project: bool) -> pd.DataFrame:
     """The frame with ``task_id`` replaced by the (project, task) key."""
-    return frame.assign(task_id=_key(frame)) if not frame.empty else frame
+    return frame.assign(task_id=_key(frame, single_project)) if not frame.empty and not single_project else frame
 
 
 def _score(values: pd.Series, reference: pd.Series, kind: str) -> pd.Series:
@@ -128,6 +132,34 @@ def _majority(rows: pd.DataFrame, kind: str, by: list[str]) -> pd.DataFrame:
     return winners[[*by, "value"]].rename(columns={"value": "reference"})
 
 
+def _between_annotators(rows: pd.DataFrame, kind: str, n_boot: int, seed: int) -> dict[str, float]:
+    """Mean Krippendorff's alpha over pairs of annotators of the arm (as the judges' ceiling), with
+    a bootstrap interval over units shared by every pair."""
+    empty = {"alpha": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_units": 0}
+    if rows.empty:
+        return empty
+    matrix = (
+        rows.drop_duplicates(["tkey", "item", "rater"], keep="last")
+        .set_index(["tkey", "item", "rater"])["value"]
+        .unstack("rater")
+    )
+    if matrix.shape[1] < 2:
+        return empty
+    if kind == "ordinal":
+        encoded = value_codes(matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64))
+    else:
+        encoded = value_codes(matrix.to_numpy(dtype=object))
+    n = matrix.shape[1]
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    level = "ordinal" if kind == "ordinal" else "nominal"
+    result = pair_alphas(encoded.codes, encoded.values, pairs, level, n_boot=n_boot, seed=seed)
+    defined = [p for p in range(len(pairs)) if result.n_units[p] > 0]
+    point, replicates = mean_of_pairs(result, defined)
+    low, high = interval(replicates) if n_boot else (np.nan, np.nan)
+    units = int(((encoded.codes >= 0).sum(axis=1) >= 2).sum())
+    return {"alpha": point, "ci_low": low, "ci_high": high, "n_units": units}
+
+
 def _suggestion_source(judgments: pd.DataFrame, spans: pd.DataFrame, arms: pd.DataFrame) -> str | None:
     """The model version whose suggestions the suggested arm's annotations started from (the most used)."""
     suggested = set(arms.loc[arms["arm"] == SUGGESTED, "tkey"])
@@ -154,10 +186,11 @@ def compare_arms(
     seed: int = 0,
 ) -> ArmComparison | None:
     """The arms compared (see the module docstring); None when no task has an arm."""
-    arms = task_arms(tasks)
+    single = tasks["project"].nunique() <= 1 and not pd.concat([judgments["project"], spans["project"]]).nunique() > 1
+    arms = task_arms(tasks, single)
     if arms.empty or arms["arm"].nunique() < 2:
         return None
-    judgments, spans = _keyed(judgments), _keyed(spans)
+    judgments, spans = _keyed(judgments, single), _keyed(spans, single)
     source = _suggestion_source(judgments, spans, arms)
     rows = answer_rows(judgments, spans, schema_meta, gold=True).rename(columns={"task_id": "tkey"})
     rows = rows.merge(arms, on="tkey", how="inner")
@@ -192,22 +225,8 @@ def compare_arms(
             comparisons.append({"group": group, "kind": kind, "measure": measure, "better": direction,
                                 **_difference(per_task)})  # fmt: skip
         for arm in ARMS:
-            mine = part[part["arm"] == arm]
-            if mine.empty:
-                continue
-            matrix = mine.pivot_table(index=["tkey", "item"], columns="rater", values="value", aggfunc="last")
-            level = "ordinal" if kind == "ordinal" else "nominal"
-            values = matrix.apply(pd.to_numeric, errors="coerce") if kind == "ordinal" else matrix
-            alpha = krippendorff_alpha(values.to_numpy(dtype=float if kind == "ordinal" else object), level)
-            low, high = (
-                bootstrap_alpha_ci(
-                    values.to_numpy(dtype=float if kind == "ordinal" else object), level, n_boot=n_boot, seed=seed
-                )  # fmt: skip
-                if n_boot and alpha.n_units
-                else (np.nan, np.nan)
-            )
-            agreement.append({"group": group, "kind": kind, "arm": arm, "alpha": alpha.value, "ci_low": low,
-                              "ci_high": high, "n_units": alpha.n_units})  # fmt: skip
+            agreement.append({"group": group, "kind": kind, "arm": arm,
+                              **_between_annotators(part[part["arm"] == arm], kind, n_boot, seed)})  # fmt: skip
     times = annotation_times(judgments, spans).rename(columns={"task_id": "tkey"}).merge(arms, on="tkey")
     if not times.empty:
         per_task = (

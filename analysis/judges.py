@@ -195,13 +195,18 @@ def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
     if spans.empty:
         return pd.DataFrame(columns=columns)
     base = coverage[coverage["task_id"].isin(spans["task_id"].unique())].reset_index(drop=True)
+    marks = spans.assign(label=spans["label"].astype(str)).drop_duplicates(["task_id", "rater", "label"])
+    wide = marks.assign(_hit=True).set_index(["task_id", "rater", "label"])["_hit"].unstack("label")
+    aligned = base.join(wide, on=["task_id", "rater"]).drop(columns=["task_id", "rater"]).notna().to_numpy()
+    labels = [str(label) for label in wide.columns]
     frames = [base.assign(item=SPANS_ANY, group=SPANS_ANY, kind="nominal",
-                          value=np.where(_marked(base, spans), MARKED, NOT_MARKED))]  # fmt: skip
-    labels = spans["label"].astype(str)
-    for label in sorted(spans["label"].dropna().astype(str).unique()):
+                          value=np.where(aligned.any(axis=1), MARKED, NOT_MARKED))]  # fmt: skip
+    for i, label in sorted(enumerate(labels), key=lambda pair: pair[1]):
+        if label in ("nan", "None"):
+            continue
         name = f"spans: {label}"
-        hit = _marked(base, spans[labels == label])
-        frames.append(base.assign(item=name, group=name, kind="nominal", value=np.where(hit, MARKED, NOT_MARKED)))
+        frames.append(base.assign(item=name, group=name, kind="nominal",
+                                  value=np.where(aligned[:, i], MARKED, NOT_MARKED)))  # fmt: skip
     return pd.concat(frames, ignore_index=True)[columns]
 
 

@@ -135,9 +135,9 @@ def arms_section(data: ProjectData) -> Section | None:
         )
         blocks.append(
             Paragraph(
-                "Agreement between annotators within each arm (Krippendorff's alpha, nominal or ordinal, with a "
-                "bootstrap interval over units). Suggestions usually raise it: annotators who start from the same "
-                "suggestion agree more, whether or not the suggestion is right."
+                "Agreement between annotators within each arm: Krippendorff's alpha (nominal or ordinal) of two "
+                "annotators, averaged over the pairs, with a bootstrap interval over units. Suggestions usually raise "
+                "it: annotators who start from the same suggestion agree more, whether or not the suggestion is right."
             )
         )
         blocks.append(Table("arm_agreement", "Agreement between annotators per arm", shown,
