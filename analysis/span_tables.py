@@ -25,12 +25,12 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.span_agreement import (
+from judgelab.analysis.intervals import overlapping_pairs
+from judgelab.analysis.span_coding import (
     SpanDesign,
     _example_table,
     default_example_key,
     key_codes,
-    overlapping_pairs,
     span_design,
 )
 from judgelab.analysis.spans import NO_LABEL

@@ -43,11 +43,10 @@ from collections.abc import Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.span_agreement import (
+from judgelab.analysis.intervals import merge_intervals, overlapping_pairs
+from judgelab.analysis.span_coding import (
     _example_table,
     key_codes,
-    merge_intervals,
-    overlapping_pairs,
     span_design,
 )
 

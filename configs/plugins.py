@@ -13,7 +13,7 @@ module registers what it defines for a schema with a decorator::
 No list names all schemas: on first use a registry imports every module of its package, then the
 file named after its layer in every schema folder (``configs/<schema>/offline.py``,
 ``llm.py``, ``importer.py``, ``report.py``), so a schema folder of one's own
-(``$JUDGELAB_CONFIGS_DIR``) brings its code with it.
+(``$JUDGELAB_CONFIGS_DIR`` or ``$JUDGELAB_EXTRA_CONFIGS``) brings its code with it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from judgelab.configs.schema import SchemaError, all_schemas, configs_dir
+from judgelab.configs.schema import SchemaError, all_schemas, schema_dirs
 
 T = TypeVar("T")
 
@@ -73,7 +73,7 @@ class Registry(Generic[T]):
 
     def load(self) -> None:
         """Import the package's modules and the schema folders' ``<layer>.py`` (once per folder)."""
-        root = str(configs_dir())
+        root = "\n".join(schema_dirs())
         if root in self._loaded_from:
             return
         with self._lock:

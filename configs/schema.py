@@ -118,8 +118,20 @@ def load_schema(folder: Path) -> Schema:
     return Schema(name=name, folder=folder, config_xml=xml_path.read_text(encoding="utf-8"), meta=meta)
 
 
+def extra_configs_dirs() -> list[Path]:
+    """Folders of schemas of one's own, read besides :func:`configs_dir`:
+    ``$JUDGELAB_EXTRA_CONFIGS`` (several separated by ``os.pathsep``); a name found there replaces
+    the built-in schema of that name."""
+    return [Path(part) for part in os.environ.get("JUDGELAB_EXTRA_CONFIGS", "").split(os.pathsep) if part.strip()]
+
+
+def schema_dirs(root: Path | None = None) -> tuple[str, ...]:
+    """Every folder schemas are read from, in order (later ones win on a name)."""
+    return tuple(str(folder) for folder in [root or configs_dir(), *extra_configs_dirs()])
+
+
 @cache
-def _load_all(root: str) -> dict[str, Schema]:
+def _load_dir(root: str) -> dict[str, Schema]:
     folder = Path(root)
     if not folder.is_dir():
         raise SchemaError(f"configs folder not found: {folder}")
@@ -131,8 +143,12 @@ def _load_all(root: str) -> dict[str, Schema]:
 
 
 def all_schemas(root: Path | None = None) -> dict[str, Schema]:
-    """All schemas by name (cached per folder)."""
-    return _load_all(str(root or configs_dir()))
+    """All schemas by name: ``root`` (default :func:`configs_dir`), then the extra folders
+    (cached per folder)."""
+    schemas: dict[str, Schema] = {}
+    for folder in schema_dirs(root):
+        schemas.update(_load_dir(folder))
+    return schemas
 
 
 def get_schema(name: str, root: Path | None = None) -> Schema:

@@ -184,14 +184,24 @@ def start_label_studio(settings: StackSettings, creds: Credentials) -> bool:
     """Start Label Studio unless it already answers; returns True when it was started now."""
     if healthy(settings.ls_url):
         return False
+    wait_label_studio(settings, spawn_label_studio(settings, creds))
+    return True
+
+
+def spawn_label_studio(settings: StackSettings, creds: Credentials) -> subprocess.Popen:
+    """Start Label Studio's process and return at once (its first boot migrates the database for a
+    minute or two: :func:`wait_label_studio` waits for it)."""
     exe = shutil.which("label-studio", path=str(Path(sys.executable).parent)) or shutil.which("label-studio")
     if not exe:
         raise SyncError("the label-studio command is not installed: pip install 'judgelab[server]'")
     log = settings.home / "label-studio.log"
     cmd = [exe, "start", "--no-browser", "--port", str(settings.ls_port), "--internal-host", settings.host]
-    proc = _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
-    _wait_healthy(settings.ls_url, proc, LS_FIRST_BOOT_TIMEOUT, log, "Label Studio")
-    return True
+    return _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
+
+
+def wait_label_studio(settings: StackSettings, proc: subprocess.Popen) -> None:
+    """Wait until the Label Studio that ``proc`` runs answers (raises ``SyncError`` if it dies)."""
+    _wait_healthy(settings.ls_url, proc, LS_FIRST_BOOT_TIMEOUT, settings.home / "label-studio.log", "Label Studio")
 
 
 def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = None) -> bool:
@@ -206,8 +216,8 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
         }
     )
     env.update(extra_env or {})
-    log = settings.home / "judgelab.backend.log"
-    proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "judgelab.backend.pid")
+    log = settings.home / "backend.log"
+    proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "backend.pid")
     _wait_healthy(settings.backend_url, proc, 60, log, "judgelab backend")
     return True
 

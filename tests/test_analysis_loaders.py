@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from shared_data import SHARED_DATA
 
 from judgelab.analysis.loaders import (
     JUDGMENT_COLUMNS,
@@ -30,8 +31,6 @@ from judgelab.analysis.loaders import (
 )
 from judgelab.configs.story_lines import line_texts as parse_lines
 from judgelab.configs.story_lines import split_sentences
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def write(path: Path, text: str) -> Path:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from shared_data import SHARED_DATA
 
 from judgelab.analysis.clustering import cluster_spans
 from judgelab.analysis.qc import augmentation_quality as qc_augmentation
@@ -688,7 +688,6 @@ def test_cluster_spans_with_minilm():
 # Real data (../shared/data): skipped when absent
 # --------------------------------------------------------------------------------------
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is absent")
 MAIN_ANNOTATORS = ["5540027", "7778335", "8784498"]
 

@@ -18,13 +18,15 @@ from hypothesis import strategies as st
 
 from judgelab.analysis import (
     annotator_pairs,
+    intervals,
     mean_span_agreement,
     pairwise_span_agreement,
     span_agreement,
     span_agreement_table,
+    span_coding,
     span_prf,
 )
-from judgelab.analysis.span_agreement import covered_length, merge_intervals, overlapping_pairs
+from judgelab.analysis.intervals import covered_length, merge_intervals, overlapping_pairs
 
 # One example. Reference: r1 = [0, 10) I, r2 = [20, 30) M.
 # Hypothesis: h1 = [5, 15) I, h2 = [20, 25) I, h3 = [40, 50) M.
@@ -34,6 +36,8 @@ CASE_HYP = [[(5, 15, "I"), (20, 25, "I"), (40, 50, "M")]]
 
 def test_doctests() -> None:
     assert doctest.testmod(span_agreement).failed == 0
+    assert doctest.testmod(intervals).failed == 0
+    assert doctest.testmod(span_coding).failed == 0
 
 
 # ---- hand-computed cases ---------------------------------------------------------------

@@ -60,7 +60,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory):
-    proc, url = start_backend(tmp_path_factory.mktemp("backend") / "judgelab.backend.log")
+    proc, url = start_backend(tmp_path_factory.mktemp("backend") / "backend.log")
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
             yield client
@@ -71,7 +71,7 @@ def backend(tmp_path_factory):
 @pytest.fixture(scope="module")
 def auth_backend(tmp_path_factory):
     proc, url = start_backend(
-        tmp_path_factory.mktemp("auth") / "judgelab.backend.log",
+        tmp_path_factory.mktemp("auth") / "backend.log",
         JUDGELAB_BASIC_AUTH_USER="ls",
         JUDGELAB_BASIC_AUTH_PASS="s3cret:pass",
     )

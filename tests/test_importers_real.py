@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from shared_data import SHARED_DATA
 
 from judgelab.sync.file_formats import detect_format, read_tasks
 from judgelab.sync.import_basse import read_basse
 from judgelab.sync.import_story import read_storysumm
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STORYSUMM = SHARED_DATA / "storysumm" / "storysumm.json"
 BASSE = SHARED_DATA / "basse"
 

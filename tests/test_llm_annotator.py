@@ -521,7 +521,7 @@ def test_real_backend_process_with_hotel_spans_tasks(tmp_path):
     tasks = [{"id": 200 + i, "data": s["data"], "annotations": [], "predictions": []} for i, s in enumerate(samples)]
     with LLMSim(answer=hotel_answer, latency=1.0) as sim:
         proc, url = start_llm_backend(
-            tmp_path / "judgelab.backend.log",
+            tmp_path / "backend.log",
             JUDGELAB_LLM_BASE_URL=sim.url,
             JUDGELAB_LLM_MODEL="sim-model",
             JUDGELAB_LLM_CONCURRENCY="2",
@@ -555,7 +555,7 @@ def test_real_backend_process_with_hotel_spans_tasks(tmp_path):
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-            assert SECRET not in (tmp_path / "judgelab.backend.log").read_text(errors="replace")
+            assert SECRET not in (tmp_path / "backend.log").read_text(errors="replace")
 
 
 def test_real_backend_process_refuses_to_start_without_an_endpoint(tmp_path):

@@ -99,7 +99,7 @@ def test_llm_predictions_land_at_the_right_places(llm_stack):
         "no skyline named in the descriptions",
     }
     assert [r["value"]["rating"] for r in prediction.result if r["type"] == "rating"] == [2]
-    log = (llm_stack["tmp"] / "judgelab.backend.log").read_text()
+    log = (llm_stack["tmp"] / "backend.log").read_text()
     assert "sk-test-secret-never-logged" not in log
     sent = llm_stack["sim"].chat_requests[-1]
     assert "Hudson River" in json.dumps(sent.body) and "Annotate all the errors" in json.dumps(sent.body)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from shared_data import SEEDS
 
 from judgelab.backend.draft import Draft
 from judgelab.backend.llm.prompting import PROMPTS_DIR_ENV, render
@@ -17,7 +17,6 @@ from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import get_schema
 from judgelab.configs.task_data import prepare_task_data
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 SCHEMAS = ["summary_flaws", "hotel_spans", "augmentation_quality", "likert_rubric_es", "story_consistency"]
 GARBAGE = [
     "I'm sorry, I cannot help with that.",

@@ -15,10 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from shared_data import SHARED_DATA
 
 from judgelab.sync.cli import main
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def write(path: Path, text: str) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SHARED_DATA
+from shared_data import SHARED_DATA
 
 from judgelab.analysis.alt_test import alt_tests
 from judgelab.analysis.judges import answer_groups
