@@ -49,11 +49,13 @@ def page(live_stack):
         browser.close()
 
 
-def predicted_task(live_stack, schema_name: str, title: str, task: dict):
-    """A project of its own with one task and the backend's prediction for it."""
+def predicted_task(live_stack, request, schema_name: str, title: str, task: dict):
+    """A project of its own with one task and the backend's prediction for it (deleted after the
+    test: other tests of the session read every judgelab project)."""
     client = live_stack.client
     schema = all_schemas()[schema_name]
     project = ensure_project(client, schema, title=title)
+    request.addfinalizer(lambda: client.projects.delete(id=project.id))
     [task_id] = import_rows(client, project.id, rows_from_records([("review test", task)], schema)).task_ids
     connect_backend(client, project.id, live_stack.backend_url)
     retrieve_predictions(client, project.id)
@@ -77,8 +79,10 @@ def label_button(page, label: str):
     return page.locator(".lsf-label", has_text=label).first
 
 
-def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artifacts, tmp_path):
-    project_id, task_id, prediction = predicted_task(live_stack, "hotel_spans", "Review loop: hotel", HOTEL_TASK)
+def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artifacts, tmp_path, request):
+    project_id, task_id, prediction = predicted_task(
+        live_stack, request, "hotel_spans", "Review loop: hotel", HOTEL_TASK
+    )
     spans = {r["value"]["text"]: r for r in prediction.result if r["type"] == "labels"}
     assert set(spans) == {KEEP, RELABEL, DELETE}, "the offline annotator's suggestions changed: pick another task"
     assert all(r.get("id") for r in prediction.result), "every suggested result needs an id"
@@ -137,10 +141,10 @@ def _choice(page, text: str):
     return page.locator("label").filter(has_text=re.compile(rf"^{re.escape(text)}")).locator("input")
 
 
-def test_choices_only_review_keep_change_and_add(live_stack, page, artifacts, tmp_path):
+def test_choices_only_review_keep_change_and_add(live_stack, page, artifacts, tmp_path, request):
     sample = all_schemas()["augmentation_quality"].samples()[0]
     project_id, task_id, prediction = predicted_task(
-        live_stack, "augmentation_quality", "Review loop: augmentation", sample
+        live_stack, request, "augmentation_quality", "Review loop: augmentation", sample
     )
     suggested = {r["from_name"]: r["value"]["choices"][0] for r in prediction.result}
     assert set(suggested) == {"SP", "SC"} and all(r.get("id") for r in prediction.result)

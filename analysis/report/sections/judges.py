@@ -25,7 +25,7 @@ from judgelab.analysis.report.data import (
 )
 from judgelab.analysis.tables import HUMAN_SOURCE
 
-EPSILON_WORDS = {0.1: "crowd workers", 0.15: "skilled annotators", 0.2: "experts"}
+SHOWN_DISAGREEMENTS = 3
 
 
 def _name(judge: str) -> str:
@@ -371,13 +371,13 @@ def _disagreement_section(calibrations: list[JudgeCalibration], data: ProjectDat
             Paragraph(
                 "For each judge and group, the units to look at first: choices where the most annotators gave "
                 "another answer than the judge (disagreement = the share of annotators who did; 1 means all of "
-                "them), ratings furthest from the annotators' mean (disagreement = the distance in points). Up to "
-                "10 per judge and group."
+                "them), ratings furthest from the annotators' mean (disagreement = the distance in points). The "
+                f"page shows {SHOWN_DISAGREEMENTS} per judge and group; judge_disagreements.csv has up to 10."
             ),
             *short_table(
                 "judge_disagreements",
                 "Largest disagreements between a judge and the annotators",
-                table,
+                table.groupby(["group", "judge"], sort=False).head(SHOWN_DISAGREEMENTS),
                 data.options.max_rows,
                 data=with_project(table, data.project),
             ),  # fmt: skip
