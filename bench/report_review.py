@@ -9,8 +9,11 @@ deleted, added, re-rated, with Label Studio's region ids, ``origin`` and ``paren
 model B judges every task.
 
 The baseline is ``build_report`` with every section builder except the review loop's
-(``SECTION_BUILDERS`` minus :data:`REVIEW_BUILDERS`); then the full report. Runs alternate
-(B F B F ... B) so both see the same machine load, and the ratio of the medians is printed:
+(``SECTION_BUILDERS`` minus :data:`REVIEW_BUILDERS`); then the review-loop sections alone (a
+report with only them: the page's guide and rendering included, so a slight overestimate) and the
+full report. Runs alternate (T N F T N F ... T) so all see the same machine load; wall-clock and
+CPU time (this process's, less sensitive to other processes on a shared machine) are printed, with
+the ratios of the medians:
 
     python bench/report_review.py --tasks 10000 --repeats 2
 """
@@ -168,11 +171,12 @@ def synthetic_tables(n_tasks: int = 10_000, seed: int = 0) -> dict[str, pd.DataF
     return {"tasks": pd.DataFrame(out.tasks), "judgments": judgments, "spans": spans}
 
 
-def _timed(tables: dict, builders: list, out: Path, options: ReportOptions) -> float:
+def _timed(tables: dict, builders: list, out: Path, options: ReportOptions) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one report."""
     schemas = {name: schema.meta for name, schema in all_schemas().items()}
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     build_report(tables, schemas, out, section_builders=builders, options=options)
-    return time.perf_counter() - started
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> None:
@@ -187,19 +191,22 @@ def main() -> None:
           f"{len(tables['spans'])} spans ({time.perf_counter() - t0:.1f} s to make)")  # fmt: skip
     baseline = [b for b in SECTION_BUILDERS if b not in REVIEW_BUILDERS]
     options = ReportOptions(n_boot=args.n_boot)
-    today, full = [], []
+    runs: dict[str, list[tuple[float, float]]] = {"today": [], "new": [], "full": []}
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
-        for _ in range(args.repeats):
-            today.append(_timed(tables, baseline, out / "today", options))
-            full.append(_timed(tables, SECTION_BUILDERS, out / "full", options))
-        today.append(_timed(tables, baseline, out / "today", options))
-    base, whole = median(today), median(full)
-    added = whole - base
-    print(f"today's report (without the review-loop sections): median {base:.1f} s over {len(today)} runs")
-    print(f"report with the review-loop sections:               median {whole:.1f} s over {len(full)} runs")
-    print(f"the new sections alone: {added:.1f} s = {added / base:.2f}x today's report")
-    print(f"ratio full / today: {whole / base:.2f}x (target: new sections <= 1.5x today's report)")
+        for _ in range(args.repeats):  # T N F T N F ... T: every kind sees the same load
+            runs["today"].append(_timed(tables, baseline, out / "today", options))
+            runs["new"].append(_timed(tables, REVIEW_BUILDERS, out / "new", options))
+            runs["full"].append(_timed(tables, SECTION_BUILDERS, out / "full", options))
+        runs["today"].append(_timed(tables, baseline, out / "today", options))
+    for clock, index in (("wall", 0), ("CPU", 1)):
+        today, new, full = (median(r[index] for r in runs[k]) for k in ("today", "new", "full"))
+        print(
+            f"{clock:>4} time, medians: today's report {today:.1f} s ({len(runs['today'])} runs), the review-loop "
+            f"sections alone {new:.1f} s, the report with them {full:.1f} s"
+        )
+        ratio = f"new sections / today's report: {new / today:.2f}x (target <= 1.5x)"
+        print(f"     {ratio}; full / today: {full / today:.2f}x")
 
 
 if __name__ == "__main__":
