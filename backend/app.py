@@ -1,30 +1,60 @@
 """The HTTP side of the ML backend: the protocol Label Studio 1.23 speaks.
 
-``GET /health`` and ``POST /setup`` answer at once (Label Studio gives them 1 s and 3 s);
-``POST /predict`` returns one prediction per task, in order; ``POST /webhook`` takes
-annotation events. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
-Label Studio's ML connection supports.
+``GET /health`` and ``POST /setup`` answer at once (Label Studio gives them 1 s and 3 s), on a
+path of their own: ``/health`` on the event loop, ``/setup`` and ``/webhook`` on their own small
+thread pool, never queued behind ``/predict``. ``POST /predict`` runs on the predict pool and
+returns one prediction per task, in order, within ``JUDGELAB_PREDICT_DEADLINE`` seconds of the
+request's *arrival* (time spent waiting for a thread counts). ``GET /metrics`` answers in the
+Prometheus text format; ``GET /usage`` reports the LLM's token usage and cost. With several
+judges ``/predict`` gives a list of predictions per task, one per judge, which Label Studio 1.23
+stores as separate predictions. Optional HTTP basic auth (``JUDGELAB_BASIC_AUTH_USER``/``_PASS``), which
+Label Studio's ML connection supports, guards everything but ``/health``.
+
+Memory is bounded whatever is sent: request bodies (``JUDGELAB_MAX_BODY_MB``) and label configs
+(``JUDGELAB_MAX_CONFIG_MB``) over their limit get a 413, and the models of the projects seen are
+kept in a registry bounded by count and size (:mod:`judgelab.backend.model_registry`).
+
+``/setup``'s ``extra_params`` (the ML backend's "extra params" in Label Studio, sent with every
+``/setup``) choose a project's judges: models, samples, prices (:mod:`judgelab.backend.llm.judges`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hmac
 import json
 import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
 
 from judgelab.backend import __version__
 from judgelab.backend.annotators.registry import make_annotator
+from judgelab.backend.json_io import dumps, loads_object
+from judgelab.backend.ls_files import LabelStudioFiles
+from judgelab.backend.metrics import CONTENT_TYPE, Family, Metrics, annotator_families
 from judgelab.backend.model import Annotator, JudgelabModel
+from judgelab.backend.model_registry import ModelRegistry
 from judgelab.backend.settings import BackendSettings
 from judgelab.configs.label_config import LabelConfigError
 
 log = logging.getLogger("judgelab.backend")
+
+#: Threads for CPU-bound predict work (the offline annotator): a few, so the event loop (and
+#: /health) still gets the interpreter often; more would only share the same core.
+CPU_PREDICT_THREADS = 4
+#: Threads for batch annotators (the LLM): they wait for answers, so one per concurrent request.
+WAITING_PREDICT_THREADS = 256
+SETUP_THREADS = 2
+#: Time kept aside per task, before the deadline, to write the answer (a placeholder and its JSON:
+#: measured 20-35 us per task on a loaded 2-core machine; 100,000 tasks keep 3 s).
+ANSWER_SECONDS_PER_TASK = 30e-6
 
 
 def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +66,13 @@ TASK_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "data
 SETUP_BODY = _json_body(
     {
         "type": "object",
-        "properties": {"project": {"type": "string"}, "schema": {"type": "string"}, "extra_params": {}},
+        "properties": {
+            "project": {"type": "string"},
+            "schema": {"type": "string"},
+            "hostname": {"type": "string"},
+            "access_token": {"type": "string"},
+            "extra_params": {},
+        },
         "required": ["schema"],
     }
 )
@@ -60,97 +96,276 @@ WEBHOOK_BODY = _json_body(
 )
 
 
+class RequestError(ValueError):
+    """A request the backend cannot take, with the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"status": "error", "error": message}, status_code=status)
 
 
-def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
-    settings = settings or BackendSettings.from_env()
-    annotator = annotator or make_annotator(settings.annotator, settings)
-    app = FastAPI(title="judgelab ML backend", version=__version__)
-    models: dict[tuple[str, str], JudgelabModel] = {}
+def json_response(payload: Any, status: int = 200) -> Response:
+    """JSON bytes made in the calling thread (a 10,000-task answer is not encoded on the event
+    loop), in pieces (:mod:`judgelab.backend.json_io`)."""
+    return Response(dumps(payload), status_code=status, media_type="application/json")
 
-    def model_for(project: Any, label_config: Any) -> JudgelabModel:
-        if not isinstance(label_config, str) or not label_config.strip():
-            raise LabelConfigError("request has no label config ('schema' or 'label_config')")
-        project_id = str(project or "").split(".")[0]
-        key = (project_id, label_config)
-        if key not in models:
-            models[key] = JudgelabModel(project_id, label_config, annotator, deadline_s=settings.predict_deadline)
-            log.info("project %s: schema %s", project_id, models[key].schema_name)
-        return models[key]
 
-    @app.middleware("http")
-    async def basic_auth(request: Request, call_next):
-        if settings.basic_auth_user and request.url.path != "/health":
-            expected = base64.b64encode(
-                f"{settings.basic_auth_user}:{settings.basic_auth_pass or ''}".encode()
-            ).decode()
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Basic {expected}".encode()):
-                return JSONResponse(
+def _judges_answer(model: JudgelabModel) -> dict[str, Any]:
+    """``/setup``'s account of the project's judges (empty for the offline annotator)."""
+    if not model.judges:
+        return {}
+    return {
+        "model_versions": model.model_versions,
+        "judges": [
+            {"model": j.model, "samples": j.samples, "model_version": v}
+            for j, v in zip(model.judges, model.model_versions, strict=True)
+        ],
+    }
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        payload = loads_object(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(400, f"request body is not JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError(400, "request body is nested too deeply") from None
+    if not isinstance(payload, dict):
+        raise RequestError(400, "request body must be a JSON object")
+    return payload
+
+
+class RequestGate:
+    """Pure ASGI middleware: stamps each request's arrival (``scope["state"]["arrived"]``, the
+    start of its deadline), checks basic auth and counts requests for ``/metrics``."""
+
+    def __init__(self, app: Any, settings: BackendSettings, metrics: Metrics):
+        self.app = app
+        self.metrics = metrics
+        self.expected: bytes | None = None
+        if settings.basic_auth_user:
+            pair = f"{settings.basic_auth_user}:{settings.basic_auth_pass or ''}".encode()
+            self.expected = b"Basic " + base64.b64encode(pair)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        arrived = time.monotonic()
+        scope.setdefault("state", {})["arrived"] = arrived
+        path = scope.get("path", "")
+        status = {"code": 500}
+
+        async def counting_send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        self.metrics.request_started(path)
+        try:
+            if self.expected is not None and path != "/health" and not self._authorized(scope):
+                response = JSONResponse(
                     {"status": "error", "error": "unauthorized"},
                     status_code=401,
                     headers={"WWW-Authenticate": 'Basic realm="judgelab"'},
                 )
-        return await call_next(request)
+                await response(scope, receive, counting_send)
+            else:
+                await self.app(scope, receive, counting_send)
+        finally:
+            self.metrics.request_finished(path, status["code"], time.monotonic() - arrived)
 
-    async def body(request: Request) -> dict[str, Any]:
+    def _authorized(self, scope: dict) -> bool:
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                given = value
+        return hmac.compare_digest(given, self.expected or b"")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) as soon as it is known to be over ``limit`` bytes."""
+    too_big = RequestError(
+        413, f"request body over the backend's limit of {limit / 1024 / 1024:g} MB (JUDGELAB_MAX_BODY_MB)"
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
+    """The ASGI app (``uvicorn --factory judgelab.backend.app:create_app`` reads the environment)."""
+    settings = settings or BackendSettings.from_env()
+    annotator = annotator or make_annotator(settings.annotator, settings)
+    metrics = Metrics()
+    files = LabelStudioFiles(
+        url=settings.label_studio_url,
+        api_key=settings.label_studio_api_key,
+        timeout=settings.fetch_timeout,
+        max_bytes=int(settings.fetch_max_mb * 1024 * 1024),
+        cache_bytes=int(settings.fetch_cache_mb * 1024 * 1024),
+    )
+
+    def build(project_id: str, label_config: str) -> JudgelabModel:
+        model = JudgelabModel(project_id, label_config, annotator, deadline_s=settings.predict_deadline, files=files)
+        log.info("project %s: schema %s", project_id, model.schema_name)
+        return model
+
+    models: ModelRegistry[JudgelabModel] = ModelRegistry(
+        build, settings.model_cache_size, int(settings.model_cache_mb * 1024 * 1024)
+    )
+    batch_annotator = callable(getattr(annotator, "annotate_batch", None))
+    predict_pool = ThreadPoolExecutor(
+        WAITING_PREDICT_THREADS if batch_annotator else CPU_PREDICT_THREADS, thread_name_prefix="judgelab-predict"
+    )
+    # kept for the app's life (an app may be served several times, as tests do); their threads
+    # end with the process, after the work in hand, which its deadline bounds
+    setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
+
+    app = FastAPI(title="judgelab ML backend", version=__version__)
+    app.add_middleware(RequestGate, settings=settings, metrics=metrics)
+
+    def model_for(project: Any, label_config: Any) -> JudgelabModel:
+        if not isinstance(label_config, str) or not label_config.strip():
+            raise LabelConfigError("request has no label config ('schema' or 'label_config')")
+        limit = settings.max_config_bytes
+        if len(label_config) > limit or (
+            4 * len(label_config) > limit and len(label_config.encode("utf-8", "surrogatepass")) > limit
+        ):
+            raise RequestError(
+                413,
+                f"label config over the backend's limit of {settings.max_config_mb:g} MB (JUDGELAB_MAX_CONFIG_MB)",
+            )
+        return models.get(str(project or "").split(".")[0], label_config)
+
+    async def run(pool: ThreadPoolExecutor, work: Callable[..., Response], *args: Any) -> Response:
+        return await asyncio.get_running_loop().run_in_executor(pool, work, *args)
+
+    def answer(work: Callable[[], Any]) -> Response:
+        """``work()``'s payload as JSON; a bad request as its 4xx."""
         try:
-            payload = json.loads(await request.body() or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"request body is not JSON: {exc}") from None
-        if not isinstance(payload, dict):
-            raise ValueError("request body must be a JSON object")
-        return payload
+            return json_response(work())
+        except RequestError as exc:
+            return _error(exc.status, str(exc))
+        except (ValueError, LabelConfigError) as exc:
+            return _error(400, str(exc))
 
     @app.get("/health")
     @app.get("/")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         return {"status": "UP", "model_class": "JudgelabModel", "annotator": annotator.name, "version": __version__}
 
-    @app.post("/setup", openapi_extra=SETUP_BODY)
-    async def setup(request: Request):
-        try:
-            payload = await body(request)
-            model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
-        except (ValueError, LabelConfigError) as exc:
-            return _error(400, str(exc))
-        return {"model_version": model.setup(), "schema": model.schema_name}
+    def do_setup(raw: bytes) -> dict[str, Any]:
+        payload = parse_json_object(raw)
+        model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
+        model.configure(payload.get("extra_params"))
+        files.remember(str(model.project_id), payload.get("hostname"), payload.get("access_token"))
+        return {"model_version": model.setup(), "schema": model.schema_name, **_judges_answer(model)}
 
-    @app.post("/predict", openapi_extra=PREDICT_BODY)
-    async def predict(request: Request):
+    @app.post("/setup", openapi_extra=SETUP_BODY)
+    async def setup(request: Request) -> Response:
         try:
-            payload = await body(request)
-            tasks = payload.get("tasks")
-            if not isinstance(tasks, list):
-                raise ValueError("'tasks' must be a list")
-            model = model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
-        except (ValueError, LabelConfigError) as exc:
-            return _error(400, str(exc))
+            raw = await read_body(request, settings.max_body_bytes)
+        except RequestError as exc:
+            return _error(exc.status, str(exc))
+        return await run(setup_pool, answer, lambda: do_setup(raw))
+
+    def do_predict(raw: bytes, deadline_at: float) -> dict[str, Any]:
+        picked_up = time.monotonic()
+        payload = parse_json_object(raw)
+        tasks = payload.get("tasks")
+        if not isinstance(tasks, list):
+            raise RequestError(400, "'tasks' must be a list")
+        model = model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
         params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
-        # in a worker thread: a long batch must not block /health (1 s) and /setup (3 s) meanwhile
-        results = await run_in_threadpool(model.predict, tasks, params.get("context"))
+        if "extra_params" in params:  # judgelab's own client sends the project's judges along
+            model.configure(params.get("extra_params"))
+        parsed = time.monotonic()
+        # the deadline is for the answer: the time to write it is kept aside (at most a quarter)
+        reserve = min(settings.predict_deadline / 4, len(tasks) * ANSWER_SECONDS_PER_TASK)
+        results = model.predict(tasks, params.get("context"), deadline_at=deadline_at - reserve)
+        metrics.count_predictions(results)
+        log.debug(
+            "predict of %d tasks: %.2f s left at pick-up, %.2f s reading the body, %.2f s predicting",
+            len(tasks),
+            deadline_at - picked_up,
+            parsed - picked_up,
+            time.monotonic() - parsed,
+        )
         return {"results": results, "model_version": model.model_version}
 
-    @app.post("/webhook", openapi_extra=WEBHOOK_BODY)
-    async def webhook(request: Request):
+    @app.post("/predict", openapi_extra=PREDICT_BODY)
+    async def predict(request: Request) -> Response:
+        deadline_at = request.scope["state"]["arrived"] + settings.predict_deadline
         try:
-            payload = await body(request)
-        except ValueError as exc:
-            return _error(400, str(exc))
+            raw = await read_body(request, settings.max_body_bytes)
+        except RequestError as exc:
+            return _error(exc.status, str(exc))
+        return await run(predict_pool, answer, lambda: do_predict(raw, deadline_at))
+
+    def do_webhook(raw: bytes) -> dict[str, Any]:
+        payload = parse_json_object(raw)
         event = str(payload.get("action", "unknown"))
         project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
         config = project.get("label_config")
         if not isinstance(config, str):
             return {"status": "ignored", "event": event}
+        return model_for(project.get("id"), config).fit(event, payload)
+
+    @app.post("/webhook", openapi_extra=WEBHOOK_BODY)
+    async def webhook(request: Request) -> Response:
         try:
-            return model_for(project.get("id"), config).fit(event, payload)
-        except LabelConfigError as exc:
-            return _error(400, str(exc))
+            raw = await read_body(request, settings.max_body_bytes)
+        except RequestError as exc:
+            return _error(exc.status, str(exc))
+        return await run(setup_pool, answer, lambda: do_webhook(raw))
+
+    @app.get("/usage")
+    def usage(project: str | None = None, after: int = 0, per: str | None = None):
+        """Token usage and cost of the LLM's requests: totals per model version since row
+        ``after`` (``per=task``: one row per task and model version of ``project``)."""
+        log_of = getattr(annotator, "usage", None)
+        if log_of is None:
+            return {"last_id": 0, "after": after, "project": project, "total": {}, "by_model_version": [], "rows": []}
+        if per == "task":
+            if not project:
+                return _error(400, "per=task needs a project")
+            return {"project": project, "rows": log_of.per_task(project)}
+        if per is not None:
+            return _error(400, "per must be 'task' (or left out)")
+        return log_of.summary(project, after)
 
     @app.post("/train")
     async def train(request: Request):
         return {"status": "ok", "message": "judgelab does not train; annotations are counted"}
+
+    def backend_families() -> list[Family]:
+        info = Family("judgelab_backend_info", "gauge", "This server process: annotator, version, pid, LLM model.")
+        llm_model = settings.llm.model if settings.annotator == "llm" else ""
+        info.add(1, annotator=annotator.name, version=__version__, pid=str(os.getpid()), llm_model=llm_model)
+        kept = Family("judgelab_models_cached", "gauge", "Projects (project, label config) whose model is kept.")
+        size = Family("judgelab_models_cached_bytes", "gauge", "Estimated size of the models kept.")
+        fetches = Family(
+            "judgelab_label_studio_files_total", "counter", "Texts of Label Studio URLs in tasks, by outcome."
+        )
+        for outcome in ("fetched", "cached", "failed"):
+            fetches.add(files.stats[outcome], outcome=outcome)
+        return [info, kept.add(len(models)), size.add(models.bytes), fetches]
+
+    @app.get("/metrics")
+    async def prometheus_metrics() -> Response:
+        extra = backend_families() + annotator_families(getattr(annotator, "stats", None))
+        return Response(metrics.render(extra), media_type=CONTENT_TYPE)
 
     return app

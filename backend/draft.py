@@ -35,5 +35,18 @@ class Draft:
     ratings: dict[str, int] = field(default_factory=dict)  # Rating control -> stars
     numbers: dict[str, float] = field(default_factory=dict)  # Number control -> value
     texts: dict[str, str] = field(default_factory=dict)  # TextArea control (not per-region) -> text
+    #: Per-result confidence, 0..1, of a choice, rating, number or text above (control -> score);
+    #: it becomes the region's ``score`` in Label Studio. Spans carry theirs in ``SpanDraft.score``.
+    scores: dict[str, float] = field(default_factory=dict)
     score: float | None = None  # overall confidence of the prediction, 0..1
     info: dict[str, object] = field(default_factory=dict)  # counters for logs (never shown as a region)
+
+    def has_answers(self) -> bool:
+        """Whether the draft answers anything (a span, a choice, a rating, a number or a text)."""
+        return bool(self.spans or self.choices or self.ratings or self.numbers or self.texts)
+
+    def is_usable(self) -> bool:
+        """An answer worth a prediction: it answers something, or says explicitly that there is
+        nothing to mark (``info["none_identified"]``). Prose with no item, or spans none of which
+        is in the text, give a draft that is not usable."""
+        return self.has_answers() or bool(self.info.get("none_identified"))

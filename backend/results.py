@@ -88,13 +88,16 @@ def _span_regions(
                 "type": "textarea",
                 "origin": "prediction",
                 "value": {**value, "text": [str(span.note)]},
+                **({"score": region["score"]} if "score" in region else {}),
             }
         )
     return regions
 
 
-def _classification_region(control: Control, kind: str, value: dict[str, Any]) -> dict[str, Any]:
-    return {
+def _classification_region(
+    control: Control, kind: str, value: dict[str, Any], score: float | None = None
+) -> dict[str, Any]:
+    region = {
         "id": _region_id(control.name, kind),
         "from_name": control.name,
         "to_name": control.to_name,
@@ -102,6 +105,9 @@ def _classification_region(control: Control, kind: str, value: dict[str, Any]) -
         "origin": "prediction",
         "value": value,
     }
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        region["score"] = float(score)
+    return region
 
 
 def _span_order(span: SpanDraft) -> tuple[str, float, float]:
@@ -130,7 +136,7 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
             continue
         if control.attrs.get("choice", "single") != "multiple":
             chosen = chosen[:1]
-        out.regions.append(_classification_region(control, "choices", {"choices": chosen}))
+        out.regions.append(_classification_region(control, "choices", {"choices": chosen}, draft.scores.get(name)))
 
     for name, rating in draft.ratings.items():
         control = controls.get(name)
@@ -141,7 +147,9 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
         if not isinstance(rating, (int, float)) or not 1 <= rating <= top:
             out.dropped["rating out of range"] += 1
             continue
-        out.regions.append(_classification_region(control, "rating", {"rating": int(round(rating))}))
+        out.regions.append(
+            _classification_region(control, "rating", {"rating": int(round(rating))}, draft.scores.get(name))
+        )
 
     for name, number in draft.numbers.items():
         control = controls.get(name)
@@ -152,7 +160,7 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
         if (lo is not None and number < float(lo)) or (hi is not None and number > float(hi)):
             out.dropped["number out of range"] += 1
             continue
-        out.regions.append(_classification_region(control, "number", {"number": number}))
+        out.regions.append(_classification_region(control, "number", {"number": number}, draft.scores.get(name)))
 
     for name, text in draft.texts.items():
         control = controls.get(name)
@@ -160,5 +168,7 @@ def build_results(draft: Draft, config: LabelConfig, data: dict[str, Any]) -> Bu
             out.dropped["unknown textarea control"] += 1
             continue
         if text and str(text).strip():
-            out.regions.append(_classification_region(control, "textarea", {"text": [str(text)]}))
+            out.regions.append(
+                _classification_region(control, "textarea", {"text": [str(text)]}, draft.scores.get(name))
+            )
     return out

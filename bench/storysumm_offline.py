@@ -7,10 +7,12 @@ The offline annotator predicts a line inconsistent when its verdict is ``Inconsi
 unfaithful when any of its lines is. Scores are balanced accuracies (mean of the recall of
 each class), so the trivial baseline "everything consistent" scores 0.5.
 
-Thresholds are tuned on the ``val`` split only (``--tune`` shows the grid on val);
-``test`` is reported as is.
+The line model and its threshold are fitted on the ``val`` split only
+(``bench/fit_offline_storysumm.py``); ``test`` is reported as is. The last columns check the
+calibration: the mean P(inconsistent) the scores give against the observed share of inconsistent
+lines, and the Brier score.
 
-    python bench/storysumm_offline.py [--data PATH] [--tune]
+    python bench/storysumm_offline.py [--data PATH]
 """
 
 from __future__ import annotations
@@ -19,16 +21,14 @@ import argparse
 import ast
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from judgelab.backend.annotators import grounding as g  # noqa: E402
-from judgelab.backend.annotators import offline  # noqa: E402
 from judgelab.backend.annotators.offline import OfflineAnnotator  # noqa: E402
+from judgelab.configs.schema import get_schema  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "storysumm" / "storysumm.json"
 SPLITS = ("val", "test")
@@ -84,23 +84,30 @@ def balanced_accuracy(gold: list[int], predicted: list[int]) -> float:
     return sum(recalls) / len(recalls) if recalls else float("nan")
 
 
-def annotator_predictions(items: Iterable[Item]) -> dict[str, list[int]]:
-    """Per item, 0/1 per line from the real annotator (0 = predicted Inconsistent)."""
+def annotator_predictions(items: Iterable[Item]) -> dict[str, list[tuple[int, float]]]:
+    """Per item, (0 if predicted Inconsistent else 1, P(inconsistent)) per line, from the real annotator.
+
+    P(inconsistent) is the verdict's score for "Inconsistent" and one minus it otherwise."""
     annotator = OfflineAnnotator()
+    verdict = get_schema("story_consistency").item_control("line_{i}")
     result = {}
     for item in items:
         draft = annotator.annotate("story_consistency", {"story": item.story, "lines": item.lines})
-        result[item.item_id] = [
-            0 if draft.choices.get(f"verdict_{i}") == ["Inconsistent"] else 1 for i in range(len(item.lines))
-        ]
+        lines = []
+        for i in range(len(item.lines)):
+            name = verdict.replace("{i}", str(i))
+            flagged = draft.choices.get(name) == ["Inconsistent"]
+            score = draft.scores[name]
+            lines.append((0 if flagged else 1, score if flagged else 1 - score))
+        result[item.item_id] = lines
     return result
 
 
-def scores(items: list[Item], predictions: dict[str, list[int]]) -> tuple[float, float, int, int]:
+def scores(items: list[Item], predictions: dict[str, list[tuple[int, float]]]) -> tuple[float, float, int, int]:
     """(line balanced accuracy, summary balanced accuracy, #lines, #summaries)."""
     line_gold, line_pred, doc_gold, doc_pred = [], [], [], []
     for item in items:
-        pred = predictions[item.item_id]
+        pred = [verdict for verdict, _ in predictions[item.item_id]]
         line_gold += item.line_gold
         line_pred += pred
         doc_gold.append(item.faithful)
@@ -113,70 +120,44 @@ def scores(items: list[Item], predictions: dict[str, list[int]]) -> tuple[float,
     )
 
 
-def rule_predictions(
-    checks: dict[str, list[offline.LineCheck]], rule: Callable[[offline.LineCheck], bool]
-) -> dict[str, list[int]]:
-    return {k: [0 if rule(c) else 1 for c in v] for k, v in checks.items()}
-
-
-def tune(items: list[Item]) -> None:
-    """Grid of the verdict thresholds, scored on val only (test is never looked at here)."""
-    val = [i for i in items if i.split == "val"]
-    checks = {}
-    for item in val:
-        index = g.SourceIndex([item.story], lang="en")
-        checks[item.item_id] = [offline.check_line(line, index) for line in item.lines]
-    rows = []
-    for max_cohesion in (0.0, 0.5, 0.6, 0.7, 0.8):  # 0.0 = co-occurrence rule off
-        for min_grounding in (0.0, 0.5, 0.6, 0.75, 0.9):  # 0.0 = word-grounding rule off
-            for min_missing in (1, 2, 3, 5):
-                rule = partial(
-                    offline.LineCheck.is_inconsistent,
-                    min_grounding=min_grounding,
-                    min_missing=min_missing,
-                    max_cohesion=max_cohesion,
-                )
-                line_ba, doc_ba, _, _ = scores(val, rule_predictions(checks, rule))
-                rows.append((line_ba, doc_ba, max_cohesion, min_grounding, min_missing))
-    rows.sort(reverse=True)
-    print("\nTuning grid on val (sorted by line balanced accuracy; top 10)")
-    print(f"{'line BA':>7} {'summ. BA':>8}  max_cohesion  min_grounding  min_missing")
-    for line_ba, doc_ba, mc, mg, mm in rows[:10]:
-        print(f"{line_ba:7.3f} {doc_ba:8.3f}  {mc:12.2f}  {mg:13.2f}  {mm:11d}")
-    print(
-        f"current: max_cohesion={offline.STORY_MAX_COHESION} (window "
-        f"{offline.STORY_WINDOW_SHARE:.0%} of the story), "
-        f"min_grounding={offline.STORY_MIN_GROUNDING}, min_missing={offline.STORY_MIN_MISSING}"
-    )
+def calibration(items: list[Item], predictions: dict[str, list[tuple[int, float]]]) -> tuple[float, float, float]:
+    """(mean P(inconsistent), observed share of inconsistent lines, Brier score) over the lines."""
+    pairs = [
+        (p, 1 - gold) for item in items for (_, p), gold in zip(predictions[item.item_id], item.line_gold, strict=True)
+    ]
+    mean_p = sum(p for p, _ in pairs) / len(pairs)
+    observed = sum(y for _, y in pairs) / len(pairs)
+    brier = sum((p - y) ** 2 for p, y in pairs) / len(pairs)
+    return mean_p, observed, brier
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="storysumm.json")
-    parser.add_argument("--tune", action="store_true", help="print the threshold grid on val")
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"StorySumm not found at {args.data} (use --data)", file=sys.stderr)
         return 2
     items = load_items(args.data)
     predictions = annotator_predictions(items)
-    trivial = {i.item_id: [1] * len(i.lines) for i in items}
-    print(f"StorySumm, offline annotator v{OfflineAnnotator.version} (thresholds tuned on val only)")
+    trivial = {i.item_id: [(1, 0.0)] * len(i.lines) for i in items}
+    print(f"StorySumm, offline annotator v{OfflineAnnotator.version} (fitted on val only; test never used to fit)")
     print(
         f"{'split':<6} {'lines':>5} {'summ.':>5}  {'line BA':>8} {'summary BA':>10}  "
-        f"{'trivial line':>12} {'trivial summ.':>13}"
+        f"{'trivial line':>12} {'trivial summ.':>13}  {'flagged':>7} {'gold':>4}  "
+        f"{'mean P(inc.)':>12} {'observed':>8} {'Brier':>6}"
     )
     for split in (*SPLITS, "all"):
         subset = [i for i in items if split in ("all", i.split)]
         line_ba, doc_ba, n_lines, n_docs = scores(subset, predictions)
         t_line, t_doc, _, _ = scores(subset, trivial)
-        print(f"{split:<6} {n_lines:>5} {n_docs:>5}  {line_ba:8.3f} {doc_ba:10.3f}  {t_line:12.3f} {t_doc:13.3f}")
-    flagged = sum(p.count(0) for p in predictions.values())
-    total = sum(len(p) for p in predictions.values())
-    gold_bad = sum(i.line_gold.count(0) for i in items)
-    print(f"lines predicted inconsistent: {flagged}/{total} (gold: {gold_bad}/{total})")
-    if args.tune:
-        tune(items)
+        flagged = sum(1 for i in subset for v, _ in predictions[i.item_id] if v == 0)
+        gold_bad = sum(i.line_gold.count(0) for i in subset)
+        mean_p, observed, brier = calibration(subset, predictions)
+        print(
+            f"{split:<6} {n_lines:>5} {n_docs:>5}  {line_ba:8.3f} {doc_ba:10.3f}  {t_line:12.3f} {t_doc:13.3f}  "
+            f"{flagged:>7} {gold_bad:>4}  {mean_p:12.3f} {observed:8.3f} {brier:6.3f}"
+        )
     return 0
 
 

@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
-from judgelab.sync.import_annotations import ensure_annotators  # noqa: E402
 from judgelab.sync.importers import TaskRow, rows_from_records  # noqa: E402
+from judgelab.sync.importers.annotations import ensure_annotators  # noqa: E402
 from judgelab.sync.local_stack import (  # noqa: E402
     StackSettings,
     free_port,
@@ -256,7 +256,7 @@ def prediction_read_costs(url: str, token: str, project_id: int, tasks: int = 50
 
 def make_changes(client, project_id: int, n: int, rng: random.Random) -> None:
     """n changes: a third annotations updated, a third added, a third deleted."""
-    from judgelab.sync.incremental import list_task_signatures
+    from judgelab.sync.sync_reads import list_task_signatures
 
     task_ids = sorted(list_task_signatures(client, project_id))
     targets = rng.sample(task_ids, n)
@@ -339,7 +339,7 @@ def main() -> None:
             f"(rounds: {', '.join(f'{x:.2f}' for x in snap)})"
         )
         print(f"peak RSS of the sync process: {max(rss):.0f} MiB (quick export body {size / 2**20:.0f} MiB)")
-        from judgelab.sync.incremental import PREDICTIONS_PER_LISTED_TASK
+        from judgelab.sync.sync_reads import PREDICTIONS_PER_LISTED_TASK
 
         costs = [prediction_read_costs(url, token, project_id) for _ in range(3)]
         per_prediction, per_task = median(c[0] for c in costs), median(c[1] for c in costs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from label_studio_sdk.label_interface import LabelInterface
@@ -73,12 +73,15 @@ class TextObject:
     tag: str
     value: str  # "$summary", "$lines[{{idx}}].text", or a literal
     flag: str | None = None
+    value_type: str = "text"  # valueType="url": the value is a URL whose content is shown
 
     def expand(self, index: int) -> TextObject:
         if not self.flag:
             return self
         token = "{{" + self.flag + "}}"
-        return TextObject(self.name.replace(token, str(index)), self.tag, self.value.replace(token, str(index)))
+        return TextObject(
+            self.name.replace(token, str(index)), self.tag, self.value.replace(token, str(index)), None, self.value_type
+        )
 
     def resolve(self, data: dict[str, Any]) -> Any:
         """The object's content for a task, or None if the data lacks it."""
@@ -101,7 +104,7 @@ class LabelConfig:
     objects: dict[str, TextObject]
     repeater_keys: frozenset[str]  # data keys that Repeaters iterate over
 
-    @property
+    @cached_property
     def fingerprint(self) -> frozenset[str]:
         """What identifies the config's structure, independent of titles, colours, instructions:
         each control's tag, name and target, and each label value."""
@@ -116,7 +119,7 @@ class LabelConfig:
                 tokens.add(f"object:{o.tag}:{o.name}={o.value}")
         return frozenset(tokens)
 
-    @property
+    @cached_property
     def digest(self) -> str:
         return hashlib.sha256("\n".join(sorted(self.fingerprint)).encode()).hexdigest()[:10]
 
@@ -176,7 +179,8 @@ def _repeaters(root: etree._Element) -> dict[str, tuple[str, str]]:
     return found
 
 
-@lru_cache(maxsize=64)
+#: Few: each entry holds a parsed config, and the backend keeps its own bounded registry of them.
+@lru_cache(maxsize=16)
 def parse_label_config(xml: str) -> LabelConfig:
     """Parse a label config (cached by its text)."""
     try:
@@ -203,6 +207,7 @@ def parse_label_config(xml: str) -> LabelConfig:
     objects = {}
     for o in interface.objects:
         flag = in_repeater.get(o.name, (None, None))[0]
-        objects[o.name] = TextObject(name=o.name, tag=o.tag, value=str(o.value or ""), flag=flag)
+        value_type = str((o.attr or {}).get("valueType") or "text").strip().lower()
+        objects[o.name] = TextObject(name=o.name, tag=o.tag, value=str(o.value or ""), flag=flag, value_type=value_type)
     repeater_keys = frozenset(key for _, key in in_repeater.values())
     return LabelConfig(xml=xml, controls=controls, objects=objects, repeater_keys=repeater_keys)

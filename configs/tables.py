@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TASK_COLUMNS = ["project", "task_id", "schema", "key"]
+# The sync's tasks table: a task's data fields that cannot have a column of their own (a name that
+# differs from another column only in case, a fixed column's name, past the column limit), as JSON.
+TASK_EXTRA_COLUMN = "extra_fields"
 JUDGMENT_COLUMNS = [
     "project",
     "task_id",
@@ -77,3 +80,26 @@ def with_contract_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFra
     """``frame`` with every column of ``columns`` (missing ones added empty, at the end)."""
     missing = [column for column in columns if column not in frame.columns]
     return frame.reindex(columns=[*frame.columns, *missing]) if missing else frame
+
+
+#: LLM token usage per task and model version, from the ML backend's usage log (``judgelab sync``
+#: stores it as ``usage`` next to the tables): ``requests`` that carried the task's tokens,
+#: ``answers`` they gave, ``cached`` answers that cost nothing (the cache, or shared with an
+#: identical task), ``unreported`` requests whose server reported no usage (not counted),
+#: ``unpriced`` requests without a price, the token sums and ``cost`` (empty without prices);
+#: ``backend`` is the ML backend's URL.
+USAGE_COLUMNS = [
+    "project",
+    "task_id",
+    "model_version",
+    "model",
+    "requests",
+    "answers",
+    "cached",
+    "unreported",
+    "unpriced",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "backend",
+]

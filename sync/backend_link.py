@@ -4,12 +4,18 @@ Label Studio shows only predictions whose ``model_version`` matches the project'
 sets the project's to the ML backend's *title* on connection. So judgelab names the ML
 backend after the model version its ``/setup`` reports, and renames it (which updates the
 project too) whenever that version changes.
+
+A project's judges (which models, how many samples, their prices) are the ML backend's
+``extra_params`` in Label Studio: Label Studio sends them with every ``/setup``, so its own
+"Retrieve predictions" uses them too. With several judges, ``/setup`` reports one version per
+judge; the project shows the first judge's predictions to annotators (Settings > Annotation >
+Prelabeling selects another), and every judge's predictions are stored.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -27,36 +33,66 @@ class BackendLink:
     ml_id: int
     model_version: str
     created: bool
+    model_versions: list[str] = field(default_factory=list)  # one per judge (the first is model_version)
+    judges: list[dict[str, Any]] = field(default_factory=list)  # {"model", "samples", "model_version"}
+    extra_params: dict[str, Any] | None = None  # the project's judge settings, as stored in Label Studio
 
 
-def _backend_version(url: str, project_id: int, label_config: str, auth: tuple[str, str] | None) -> str:
+def _setup(
+    url: str, project_id: int, label_config: str, auth: tuple[str, str] | None, extra_params: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The backend's ``/setup`` answer (``model_version``, and per judge with the LLM)."""
     try:
         response = httpx.post(
             f"{url.rstrip('/')}/setup",
-            json={"project": f"{project_id}.0", "schema": label_config},
+            json={"project": f"{project_id}.0", "schema": label_config, "extra_params": extra_params},
             auth=auth,
             timeout=10,
         )
-        response.raise_for_status()
-        return str(response.json()["model_version"])
-    except (httpx.HTTPError, KeyError, ValueError) as exc:
+    except httpx.HTTPError as exc:
         raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
+    if response.status_code == 400:
+        try:
+            said = response.json().get("error")
+        except ValueError:
+            said = response.text[:300]
+        raise SyncError(f"ML backend at {url} refused project {project_id}'s settings: {said}")
+    try:
+        response.raise_for_status()
+        answer = response.json()
+        str(answer["model_version"])
+    except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+        raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
+    return answer
 
 
 def connect_backend(
-    client: LabelStudio, project_id: int, url: str, auth: tuple[str, str] | None = None, timeout: float = 100
+    client: LabelStudio,
+    project_id: int,
+    url: str,
+    auth: tuple[str, str] | None = None,
+    timeout: float = 100,
+    extra_params: dict[str, Any] | None = None,
 ) -> BackendLink:
-    """Attach the backend at ``url`` to the project (reused if attached) and align versions."""
+    """Attach the backend at ``url`` to the project (reused if attached) and align versions.
+
+    ``extra_params`` (the project's judges: see :func:`judge_params`) are stored with the ML
+    backend in Label Studio; ``None`` keeps what is stored there."""
     project = client.projects.get(id=project_id)
-    version = _backend_version(url, project_id, project.label_config, auth)
+    existing = [ml for ml in client.ml.list(project=project_id) if (ml.url or "").rstrip("/") == url.rstrip("/")]
+    stored = getattr(existing[0], "extra_params", None) if existing else None
+    params = extra_params if extra_params is not None else (stored if isinstance(stored, dict) else None)
+    answer = _setup(url, project_id, project.label_config, auth, params)
+    version = str(answer["model_version"])
     extra: dict[str, Any] = {}
     if auth:
         extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
-    existing = [ml for ml in client.ml.list(project=project_id) if (ml.url or "").rstrip("/") == url.rstrip("/")]
+    if extra_params is not None:
+        extra["extra_params"] = extra_params
     try:
         if existing:
             ml = existing[0]
-            if ml.title != version:
+            if ml.title != version or (extra_params is not None and extra_params != stored):
                 client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
             created = False
         else:
@@ -77,7 +113,118 @@ def connect_backend(
         ) from None
     if client.projects.get(id=project_id).model_version != version:
         client.projects.update(id=project_id, model_version=version)
-    return BackendLink(ml_id=ml.id, model_version=version, created=created)
+    versions = [str(v) for v in answer.get("model_versions") or [version]]
+    judges = [j for j in answer.get("judges") or [] if isinstance(j, dict)]
+    return BackendLink(ml.id, version, created, versions, judges, params)
+
+
+def _price_option(values: tuple[str, ...], option: str) -> float | dict[str, float] | None:
+    """``--price-in 0.15`` (every model) or ``--price-in gpt-4o=2.5`` (repeatable) as extra_params."""
+    if not values:
+        return None
+    per_model: dict[str, float] = {}
+    for value in values:
+        model, _, price = value.rpartition("=")
+        try:
+            number = float(price)
+        except ValueError:
+            raise SyncError(f"{option} {value!r}: give a price per million tokens, or MODEL=PRICE") from None
+        if number < 0:
+            raise SyncError(f"{option} {value!r}: a price cannot be negative")
+        if not model:
+            if len(values) > 1:
+                raise SyncError(f"{option}: give one price for every model, or MODEL=PRICE for each")
+            return number
+        per_model[model] = number
+    return per_model
+
+
+def judge_params(
+    models: tuple[str, ...] = (),
+    samples: int | None = None,
+    price_in: tuple[str, ...] = (),
+    price_out: tuple[str, ...] = (),
+) -> dict[str, Any] | None:
+    """The ``extra_params`` for a project's judges from the CLI's options (None: none given, keep
+    what Label Studio has)."""
+    params: dict[str, Any] = {}
+    if models:
+        params["models"] = [m.strip() for model in models for m in model.split(",") if m.strip()]
+    if samples is not None:
+        if samples < 1:
+            raise SyncError("--samples must be at least 1")
+        params["samples"] = samples
+    for key, values, option in (("price_in", price_in, "--price-in"), ("price_out", price_out, "--price-out")):
+        price = _price_option(values, option)
+        if price is not None:
+            params[key] = price
+    return params or None
+
+
+@dataclass
+class RunUsage:
+    """What the LLM cost for a project since a point of the backend's usage log."""
+
+    last_id: int = 0
+    requests: int = 0
+    answers: int = 0
+    cached: int = 0
+    unreported: int = 0  # requests whose server reported no token usage (not counted)
+    unpriced: int = 0  # requests with tokens but no price
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    max_task_cost: float | None = None
+    by_model_version: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def describe(self) -> str:
+        """One line for the user: tokens, requests, cache hits, cost."""
+        parts = [
+            f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens in {self.requests} "
+            f"request(s); {self.cached} answer(s) from the cache (free)"
+        ]
+        if self.unreported:
+            parts.append(f"{self.unreported} request(s) without token usage from the server (not counted)")
+        if self.cost is not None:
+            parts.append(f"cost {self.cost:.4f}" + (f" ({self.unpriced} request(s) unpriced)" if self.unpriced else ""))
+        elif self.requests:
+            parts.append("cost unknown (no --price-in/--price-out)")
+        return "; ".join(parts)
+
+
+def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None, after: int = 0) -> RunUsage | None:
+    """The backend's token usage for the project since row ``after`` (None: the backend keeps no
+    usage, e.g. the offline annotator or an older judgelab)."""
+    try:
+        response = httpx.get(
+            f"{url.rstrip('/')}/usage", params={"project": str(project_id), "after": after}, auth=auth, timeout=30
+        )
+    except httpx.HTTPError as exc:
+        raise SyncError(f"ML backend at {url} did not answer /usage: {exc}") from None
+    if response.status_code == 404:
+        return None
+    try:
+        response.raise_for_status()
+        payload = response.json()
+        total = payload.get("total") or {}
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        raise SyncError(f"ML backend at {url} did not answer /usage: {exc}") from None
+    if not total:
+        return None
+    counts = {k: int(total.get(k) or 0) for k in ("requests", "answers", "cached", "unreported", "unpriced")}
+    return RunUsage(
+        last_id=int(payload.get("last_id") or 0),
+        prompt_tokens=int(total.get("prompt_tokens") or 0),
+        completion_tokens=int(total.get("completion_tokens") or 0),
+        cost=total.get("cost"),
+        max_task_cost=payload.get("max_task_cost"),
+        by_model_version=list(payload.get("by_model_version") or []),
+        **counts,
+    )
 
 
 def blind_task_ids(client: LabelStudio, project_id: int) -> list[int]:
@@ -101,12 +248,22 @@ def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int
 
 def prediction_counts(client: LabelStudio, project_id: int, model_version: str) -> tuple[int, int]:
     """(tasks, tasks with a prediction of ``model_version``)."""
-    tasks = with_prediction = 0
+    tasks, counts = prediction_counts_by_version(client, project_id, [model_version])
+    return tasks, counts[model_version]
+
+
+def prediction_counts_by_version(
+    client: LabelStudio, project_id: int, model_versions: list[str]
+) -> tuple[int, dict[str, int]]:
+    """(tasks, per version the number of tasks with a prediction of it), in one listing."""
+    tasks = 0
+    counts = dict.fromkeys(model_versions, 0)
     for task in client.tasks.list(project=project_id, fields="all"):
         tasks += 1
         predictions = getattr(task, "predictions", None) or []
         versions = {
             p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None) for p in predictions
         }
-        with_prediction += model_version in versions
-    return tasks, with_prediction
+        for version in counts:
+            counts[version] += version in versions
+    return tasks, counts

@@ -1,17 +1,22 @@
 """Pre-annotate a big project without Label Studio's one-request "Retrieve predictions".
 
-The tasks still lacking a prediction of the backend's current ``model_version`` are sent to
-the backend's ``/predict`` in chunks, and each chunk's finished predictions are imported into
-Label Studio at once. Placeholders (tasks the backend could not finish in time) are left for
-the next round or the next run, so the work is resumable, and a task never gets two
-predictions of one model version: before each chunk is imported, the project is asked again
-which of its tasks already have one.
+The tasks still lacking a prediction of the backend's current ``model_version`` (of any of
+its judges' versions, with several judges) are sent to the backend's ``/predict`` in chunks,
+and each chunk's finished predictions are imported into Label Studio at once. Placeholders
+(tasks the backend could not finish in time) are left for the next round or the next run, so
+the work is resumable, and a task never gets two predictions of one model version: before each
+chunk is imported, the project is asked again which versions its tasks already have.
+
+With a :class:`Budget`, each chunk is only as big as the money left allows at the dearest task
+seen so far in the run (the first task alone, until one has cost something); when not even one
+task fits, the run stops and leaves the rest for a later run.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +25,7 @@ from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.configs.arms import is_blind
+from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
@@ -29,12 +35,43 @@ log = logging.getLogger("judgelab.sync")
 class PushReport:
     model_version: str
     tasks: int = 0
-    already: int = 0  # had a prediction of this version before the run
-    pushed: int = 0
-    unfinished: int = 0  # still without one at the end (failed or past the deadline every round)
+    already: int = 0  # had a prediction of every version before the run
+    pushed: int = 0  # predictions imported
+    unfinished: int = 0  # still missing one at the end (failed or past the deadline every round)
     blind: int = 0  # tasks of the blind arm: never predicted, by design
     rounds: int = 0
     failures: dict[str, int] = field(default_factory=dict)
+    model_versions: list[str] = field(default_factory=list)
+    budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
+
+
+@dataclass
+class Budget:
+    """At most ``limit`` money for the run; ``spent()`` reads what the run has cost so far (the
+    backend's usage log)."""
+
+    limit: float
+    spent: Callable[[], RunUsage | None]
+
+    def affordable(self, wanted: int) -> int:
+        """How many of the next ``wanted`` tasks may be sent without passing the budget."""
+        usage = self.spent()
+        if usage is None:
+            raise SyncError("--budget: the ML backend keeps no token usage (is it the LLM annotator?)")
+        if usage.requests and usage.unreported == usage.requests:
+            raise SyncError(
+                "--budget: the LLM server reports no token usage, so the budget cannot be kept; "
+                "run without --budget, or use a server that reports usage"
+            )
+        if usage.requests > usage.unreported and usage.cost is None:
+            raise SyncError("--budget needs --price-in and --price-out (per million tokens) for every model")
+        spent = usage.cost or 0.0
+        if spent >= self.limit:
+            return 0
+        dearest = usage.max_task_cost or 0.0
+        if dearest <= 0:
+            return min(wanted, 1)  # nothing has cost anything yet: one task, to learn the price
+        return min(wanted, int((self.limit - spent) // dearest))
 
 
 def _prediction_versions(task: Any) -> set[str]:
@@ -44,54 +81,68 @@ def _prediction_versions(task: Any) -> set[str]:
     }
 
 
+def _as_versions(model_version: str | list[str]) -> list[str]:
+    return [model_version] if isinstance(model_version, str) else list(model_version)
+
+
 def tasks_missing_version(
-    client: LabelStudio, project_id: int, version: str, blind: list[Any] | None = None
+    client: LabelStudio, project_id: int, version: str | list[str], blind: list[Any] | None = None
 ) -> tuple[list[Any], int]:
-    """(tasks without a prediction of ``version``, number of tasks in the project). Tasks of the
-    blind arm (data ``arm: blind``) are never missing one: they go to ``blind`` when given."""
+    """(tasks without a prediction of ``version`` (of any of the versions), number of tasks).
+    Tasks of the blind arm (data ``arm: blind``) are never missing one: they go to ``blind``
+    when given."""
+    wanted = set(_as_versions(version))
     missing, total = [], 0
     for task in client.tasks.list(project=project_id, fields="all"):
         total += 1
         if is_blind(getattr(task, "data", None)):
             if blind is not None:
                 blind.append(task)
-        elif version not in _prediction_versions(task):
+        elif not wanted <= _prediction_versions(task):
             missing.append(task)
     return missing, total
-
-
-def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def push_predictions(
     client: LabelStudio,
     project_id: int,
     backend_url: str,
-    model_version: str,
+    model_version: str | list[str],
     chunk_size: int = 50,
     max_rounds: int = 3,
     auth: tuple[str, str] | None = None,
     timeout: float = 120.0,
     progress: Callable[[int], None] | None = None,
+    extra_params: dict[str, Any] | None = None,
+    budget: Budget | None = None,
 ) -> PushReport:
-    """Send the project's unpredicted tasks to the backend and import the predictions."""
+    """Send the project's unpredicted tasks to the backend and import the predictions.
+
+    ``model_version``: the backend's version, or one per judge (all are expected per task).
+    ``extra_params``: the project's judges, sent along (the backend uses them even if it was
+    restarted since ``/setup``). ``budget``: stop before the run would cost more."""
+    versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
-    report = PushReport(model_version=model_version)
+    report = PushReport(model_version=versions[0], model_versions=versions)
     blind: list[Any] = []
-    missing, report.tasks = tasks_missing_version(client, project_id, model_version, blind)
+    missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
     report.blind = len(blind)
     report.already = report.tasks - len(missing) - report.blind
     http = httpx.Client(timeout=timeout, auth=auth)
     try:
         for _ in range(max_rounds):
-            if not missing:
+            if not missing or report.budget_stopped:
                 break
             report.rounds += 1
-            for chunk in _chunks(missing, chunk_size):
-                predictions = _predict_chunk(http, backend_url, project, chunk, report)
-                fresh = _not_yet_predicted(client, project_id, model_version, predictions)
+            queue = list(missing)
+            while queue:
+                size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
+                if size <= 0:
+                    report.budget_stopped = True
+                    break
+                chunk, queue = queue[:size], queue[size:]
+                predictions = _predict_chunk(http, backend_url, project, chunk, report, extra_params)
+                fresh = _not_yet_predicted(client, project_id, versions, predictions)
                 if fresh:
                     try:
                         client.projects.import_predictions(id=project_id, request=fresh)
@@ -102,8 +153,8 @@ def push_predictions(
                         ) from None
                     report.pushed += len(fresh)
                 if progress:
-                    progress(len(fresh))
-            missing, _ = tasks_missing_version(client, project_id, model_version)
+                    progress(len({p["task"] for p in fresh}))
+            missing, _ = tasks_missing_version(client, project_id, versions)
     finally:
         http.close()
     report.unfinished = len(missing)
@@ -111,13 +162,21 @@ def push_predictions(
 
 
 def _predict_chunk(
-    http: httpx.Client, backend_url: str, project: Any, chunk: list[Any], report: PushReport
+    http: httpx.Client,
+    backend_url: str,
+    project: Any,
+    chunk: list[Any],
+    report: PushReport,
+    extra_params: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     tasks = [{"id": t.id, "data": t.data, "project": project.id} for t in chunk]
-    try:
+    body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
+    if extra_params is not None:
+        body["params"] = {"extra_params": extra_params}
+    try:  # ASCII escapes, as Label Studio sends it: text that is not valid Unicode cannot fail the chunk
+        payload = json.dumps(body).encode("ascii")
         response = http.post(
-            f"{backend_url.rstrip('/')}/predict",
-            json={"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config},
+            f"{backend_url.rstrip('/')}/predict", content=payload, headers={"Content-Type": "application/json"}
         )
         response.raise_for_status()
         results = response.json().get("results")
@@ -129,30 +188,32 @@ def _predict_chunk(
         report.failures["backend answer malformed"] = report.failures.get("backend answer malformed", 0) + 1
         return []
     out = []
-    for task, prediction in zip(chunk, results, strict=True):
-        if not isinstance(prediction, dict) or "result" not in prediction:
-            report.failures["placeholder"] = report.failures.get("placeholder", 0) + 1
-            continue
-        out.append(
-            {
-                "task": task.id,
-                "result": prediction["result"],
-                "score": prediction.get("score"),
-                "model_version": prediction.get("model_version") or report.model_version,
-            }
-        )
+    for task, answer in zip(chunk, results, strict=True):
+        for prediction in answer if isinstance(answer, list) else [answer]:  # several judges: a list
+            if not isinstance(prediction, dict) or "result" not in prediction:
+                report.failures["placeholder"] = report.failures.get("placeholder", 0) + 1
+                continue
+            out.append(
+                {
+                    "task": task.id,
+                    "result": prediction["result"],
+                    "score": prediction.get("score"),
+                    "model_version": prediction.get("model_version") or report.model_version,
+                }
+            )
     return out
 
 
 def _not_yet_predicted(
-    client: LabelStudio, project_id: int, version: str, predictions: list[dict[str, Any]]
+    client: LabelStudio, project_id: int, versions: str | list[str], predictions: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Drop predictions for tasks that got one of ``version`` meanwhile (another run, Label Studio)."""
+    """Drop predictions of another version than ``versions``, and those for tasks that got one of
+    their version meanwhile (another run, Label Studio)."""
+    wanted = set(_as_versions(versions))
+    predictions = [p for p in predictions if p["model_version"] in wanted]
     if not predictions:
         return []
-    wanted = {p["task"] for p in predictions}
-    have = set()
-    for task_id in wanted:
-        if version in {str(p.model_version) for p in client.predictions.list(task=task_id)}:
-            have.add(task_id)
-    return [p for p in predictions if p["task"] not in have and p["model_version"] == version]
+    have: set[tuple[int, str]] = set()
+    for task_id in {p["task"] for p in predictions}:
+        have |= {(task_id, str(p.model_version)) for p in client.predictions.list(task=task_id)}
+    return [p for p in predictions if (p["task"], p["model_version"]) not in have]

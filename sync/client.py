@@ -59,7 +59,13 @@ def connect(conn: Connection, timeout: float = 60.0) -> LabelStudio:
     from label_studio_sdk import LabelStudio
     from label_studio_sdk.core.api_error import ApiError
 
-    client = LabelStudio(base_url=conn.url, api_key=conn.token, timeout=timeout)
+    from judgelab.sync.http_retry import retrying_client
+
+    # reads are retried by the transport (5xx, dropped connections); the SDK's own retries, which
+    # repeat POSTs too (a second copy when only the answer was lost), are off
+    client = LabelStudio(
+        base_url=conn.url, api_key=conn.token, timeout=timeout, max_retries=0, httpx_client=retrying_client(timeout)
+    )
     try:
         client.users.whoami()
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

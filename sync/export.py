@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -92,18 +93,29 @@ def write_tables(tables: TidyTables, out_dir: Path, fmt: str = "parquet") -> lis
 
 
 def read_tables(folder: Path) -> TidyTables:
-    folder = Path(folder)
-    if (folder / "tasks.parquet").exists():
-        return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in ("tasks", "judgments", "spans")))
-    db_path = folder / "judgelab.sqlite"
-    if db_path.exists():
-        from judgelab.sync import table_store
+    """The tidy tables of a folder written by ``judgelab sync`` or ``judgelab load``, the newest copy.
 
-        with sqlite3.connect(db_path) as db:
+    A sync keeps its tables in SQLite and writes Parquet from them at the end of a run: its
+    Parquet files are read only when the store says they match the tables (after a
+    ``--format sqlite`` run, or a run killed before its Parquet step, the SQLite tables are
+    newer). For ``load``'s files, the more recently written of the two.
+    """
+    from judgelab.sync import table_store
+
+    folder = Path(folder)
+    parquet, db_path = folder / "tasks.parquet", folder / "judgelab.sqlite"
+    names = ("tasks", "judgments", "spans")
+    if db_path.exists():
+        with closing(sqlite3.connect(db_path, timeout=60)) as db:
             if table_store.is_store(db):  # kept by 'judgelab sync': column types and order from the store
+                if table_store.parquet_is_current(db) and all((folder / f"{n}.parquet").exists() for n in names):
+                    return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in names))
                 frames = table_store.read_frames(db)
                 return TidyTables(frames["tasks"], frames["judgments"], frames["spans"])
-            return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in ("tasks", "judgments", "spans")))
+            if not parquet.exists() or db_path.stat().st_mtime >= parquet.stat().st_mtime:
+                return TidyTables(*(pd.read_sql(f"SELECT * FROM {n}", db) for n in names))
+    if parquet.exists():
+        return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in names))
     raise SyncError(f"{folder}: no tidy tables (tasks.parquet or judgelab.sqlite); run 'judgelab sync' first")
 
 

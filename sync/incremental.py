@@ -45,9 +45,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -58,22 +57,28 @@ from judgelab.sync import table_store
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
 from judgelab.sync.projects import selected_projects
+from judgelab.sync.state_folder import folder_lock, prepare_out, storage_errors
+from judgelab.sync.sync_reads import (
+    MAX_EXPORT_IDS,
+    PredictionReader,
+    ProjectTotals,
+    _first_task,
+    _ids,
+    _parse_time,
+    _signature,
+    export_tasks,
+    list_task_signatures,
+    project_totals,
+)
 from judgelab.sync.tidy import TidyTables, tidy_rows_from_export
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "judgelab.sqlite"
 DEFAULT_BATCH_SIZE = 500
-MAX_EXPORT_IDS = 900  # Django refuses a request with more than 1,000 query fields
 RANGE_MIN_DENSITY = 0.25  # "ranges" mode when at least this share of the id range are the project's tasks
 RECENT_MARGIN_SECONDS = 300  # "recent" mode lists tasks updated since the last run's newest update minus this
-# Reading the predictions of a batch's tasks through a Data Manager page costs Label Studio about
-# as much per task as serialising this many predictions in the project-wide read (bench/sync_scale.py
-# on 1.23: 1.7-1.9 ms per task vs 0.34-0.40 ms per prediction, a ratio of 4.7-5.1): below that
-# share of the project, pages are cheaper.
-PREDICTIONS_PER_LISTED_TASK = 5
-LIST_PAGE_SIZE = 1000
-SIGNATURE_FIELDS = ("updated_at", "total_annotations", "cancelled_annotations", "total_predictions")
+SQLITE_BUSY_SECONDS = 60  # a reader (judgelab report) may hold the file while a batch commits
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS sync_state (
@@ -111,6 +116,7 @@ class SyncReport:
     projects: list[ProjectReport] = field(default_factory=list)
     tables_written: bool = False
     paths: list[Path] = field(default_factory=list)
+    removed_projects: list[int] = field(default_factory=list)  # gone from Label Studio, rows removed
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -141,186 +147,6 @@ def batch_size_from_env() -> int:
         raise SyncError("JUDGELAB_SYNC_BATCH_SIZE must be a whole number") from None
 
 
-# --- talking to Label Studio -----------------------------------------------------------------
-
-
-def _signature(task: dict[str, Any]) -> str:
-    return json.dumps([task.get(k) for k in SIGNATURE_FIELDS])
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _dm_query(filters: list[dict[str, Any]] | None = None, ordering: list[str] | None = None) -> str:
-    return json.dumps({"filters": {"conjunction": "and", "items": filters or []}, "ordering": ordering or []})
-
-
-def _dm_page(
-    client: Any,
-    project_id: int,
-    page: int,
-    page_size: int,
-    include: str,
-    query: str | None = None,
-    all_fields: bool = False,
-) -> dict[str, Any]:
-    """One page of the Data Manager task list. ``review=1`` makes Label Studio skip its
-    "evaluate predictions automatically" branch, so listing never calls the ML backend.
-    ``all_fields`` (``fields=all``) is needed for ``predictions`` to be included."""
-    params: dict[str, Any] = {
-        "project": project_id,
-        "page": page,
-        "page_size": page_size,
-        "review": "true",
-        "include": include,
-    }
-    if all_fields:
-        params["fields"] = "all"
-    if query:
-        params["query"] = query
-    return as_api(client).get_json("api/tasks/", params)
-
-
-@dataclass(frozen=True)
-class ProjectTotals:
-    """What Label Studio counts for a project: tasks, (non-cancelled) annotations, predictions."""
-
-    tasks: int
-    annotations: int
-    predictions: int
-
-
-def _first_task(client: Any, project_id: int, descending: bool = False) -> tuple[ProjectTotals, int | None]:
-    """A one-row listing: the project's counts and its smallest (or largest) task id."""
-    query = _dm_query(ordering=["-tasks:id"]) if descending else None
-    payload = _dm_page(client, project_id, 1, 1, "id", query)
-    totals = ProjectTotals(
-        int(payload.get("total") or 0),
-        int(payload.get("total_annotations") or 0),
-        int(payload.get("total_predictions") or 0),
-    )
-    tasks = payload.get("tasks") or []
-    return totals, (int(tasks[0]["id"]) if tasks else None)
-
-
-def project_totals(client: Any, project_id: int) -> ProjectTotals:
-    return _first_task(client, project_id)[0]
-
-
-def list_task_signatures(client: Any, project_id: int, since: datetime | None = None) -> dict[int, str]:
-    """Task ids of the project with their change signature, without task data.
-
-    With ``since``, only the tasks whose ``updated_at`` is later (a Data Manager filter: the
-    cost follows the number of such tasks, not the size of the project).
-    """
-    query = None
-    if since is not None:
-        value = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        query = _dm_query(
-            [{"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": value}]
-        )
-    signatures: dict[int, str] = {}
-    page = 1
-    while True:
-        payload = _dm_page(client, project_id, page, LIST_PAGE_SIZE, "id," + ",".join(SIGNATURE_FIELDS), query)
-        tasks = payload.get("tasks") or []
-        for task in tasks:
-            signatures[int(task["id"])] = _signature(task)
-        if not tasks or len(signatures) >= int(payload.get("total") or 0):
-            return signatures
-        page += 1
-
-
-def export_tasks(client: Any, project_id: int, task_ids: list[int]) -> list[dict[str, Any]]:
-    """The given tasks with annotations (the quick export's ``ids[]`` filter; the SDK's ``ids``
-    parameter is not the name Label Studio reads, so the request is made directly). Ids that
-    are not tasks of the project are simply absent from the answer."""
-    if len(task_ids) > MAX_EXPORT_IDS:
-        raise ValueError(f"at most {MAX_EXPORT_IDS} ids per export request (Django's limit on query fields)")
-    params = {"exportType": "JSON", "download_all_tasks": "true", "ids[]": [str(i) for i in task_ids]}
-    exported = as_api(client).get_json(f"api/projects/{project_id}/export", params)
-    wanted = set(task_ids)
-    return [t for t in exported if int(t["id"]) in wanted]
-
-
-class PredictionReader:
-    """Full predictions of exported tasks (the quick export gives their ids only).
-
-    Either the project's predictions in one read (``bulk``, when many tasks need them), or, per
-    batch, one Data Manager page of the batch's tasks with their predictions (selected by id;
-    ``review=1``, so it never calls the ML backend). A prediction newer than what was read is
-    asked for with its task alone.
-    """
-
-    def __init__(self, client: Any, project_id: int, tasks_needing: int, project_predictions: int) -> None:
-        self.api, self.project_id = as_api(client), project_id
-        self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_LISTED_TASK > project_predictions
-        self._by_task: dict[int, list[dict[str, Any]]] | None = None
-        self.requests = 0
-        self.seconds = 0.0  # spent in these requests
-
-    @contextmanager
-    def _request(self) -> Iterator[None]:
-        """Count one request to Label Studio and the time it takes."""
-        self.requests += 1
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def preload(self) -> None:
-        """Read the project's predictions now (when the bulk read was chosen)."""
-        if self.bulk and self._by_task is None:
-            self._by_task = self._load_project()
-
-    def _load_project(self) -> dict[int, list[dict[str, Any]]]:
-        by_task: dict[int, list[dict[str, Any]]] = {}
-        with self._request():
-            for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
-                by_task.setdefault(int(pred["task"]), []).append(pred)
-        return by_task
-
-    def load_batch(self, task_ids: list[int]) -> None:
-        """The predictions of these tasks, one Data Manager page (unless the bulk read is used)."""
-        if self.bulk:
-            return
-        self._by_task = {}
-        if not task_ids:
-            return
-        query = json.dumps(
-            {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": task_ids}}
-        )
-        with self._request():
-            page = _dm_page(self.api, self.project_id, 1, len(task_ids), "id,predictions", query, all_fields=True)
-        for task in page.get("tasks") or []:
-            self._by_task[int(task["id"])] = [p for p in task.get("predictions") or [] if isinstance(p, dict)]
-
-    def for_task(self, task_id: int, ids: list[int]) -> list[dict[str, Any]]:
-        if not ids:
-            return []
-        if self.bulk and self._by_task is None:
-            self._by_task = self._load_project()
-        found = {p["id"]: p for p in (self._by_task or {}).get(task_id, [])}
-        if set(ids) <= set(found):
-            return [found[i] for i in ids]
-        # a prediction newer than what was read: ask for this task only
-        with self._request():
-            found = {p["id"]: p for p in self.api.get_json("api/predictions/", {"task": task_id})}
-        return [found[i] for i in ids if i in found]
-
-
-def _ids(items: Iterable[Any]) -> list[int]:
-    return [int(x["id"] if isinstance(x, dict) else x) for x in items or []]
-
-
 # --- state ---------------------------------------------------------------------------------
 
 
@@ -328,7 +154,7 @@ def open_state(out_dir: Path) -> sqlite3.Connection:
     """The sync's SQLite file (created when absent), with state from an earlier judgelab migrated."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(out_dir / STATE_FILE)
+    db = sqlite3.connect(out_dir / STATE_FILE, timeout=SQLITE_BUSY_SECONDS)
     db.executescript(SCHEMA_SQL)
     have = {row[1] for row in db.execute("PRAGMA table_info(sync_state)")}
     for column, kind in (("watermark", "TEXT"), ("complete", "INTEGER NOT NULL DEFAULT 0"), ("mode", "TEXT")):
@@ -382,8 +208,7 @@ def _forget_project(db: sqlite3.Connection, project: int | None) -> None:
 
 
 def _parquet_current(db: sqlite3.Connection, paths: list[Path]) -> bool:
-    row = db.execute("SELECT value FROM sync_meta WHERE key='parquet_current'").fetchone()
-    return row is not None and row[0] == "1" and all(p.exists() for p in paths)
+    return table_store.parquet_is_current(db) and all(p.exists() for p in paths)
 
 
 def _now() -> str:
@@ -533,6 +358,8 @@ def sync_project(
         time.perf_counter() - started,
     )
     with db:  # from here until the end of the run the state is "incomplete"
+        if schema is not None and plan.batches:
+            table_store.ensure_task_columns(db, [*schema.data_fields, *(schema.meta.get("derived_fields") or {})])
         db.execute(
             "INSERT INTO sync_state (project, schema, last_sync_started_at, complete, mode) VALUES (?, ?, ?, 0, ?) "
             "ON CONFLICT(project) DO UPDATE SET schema=excluded.schema, "
@@ -577,8 +404,9 @@ def sync_project(
             vanished = sorted((set(batch) - set(present)) & set(stored))
             with db:  # one transaction: the batch's rows and signatures together
                 _drop_tasks(db, project_id, vanished)
-                # (a first sync has no rows to replace)
-                table_store.replace_tasks(db, project_id, present if stored else [], rows)
+                # delete-then-insert whatever the state read at the start said: redoing a batch
+                # (a run killed after it, a state that changed meanwhile) can never double rows
+                table_store.replace_tasks(db, project_id, present, rows)
                 db.executemany(
                     "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
                     [(project_id, int(task["id"]), _signature(task)) for task in exported],
@@ -646,60 +474,102 @@ def sync_tables(
     write_parquet: bool = True,
     on_batch: Callable[[ProjectReport], None] | None = None,
     margin_seconds: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> SyncReport:
     """Bring the tidy tables in ``out_dir`` up to date with Label Studio.
 
     ``client``: a :class:`sync.ls_api.LabelStudioAPI` or an SDK client. ``full`` forgets the
-    state first (every task is exported again). Projects that are no longer selected or no
-    longer exist keep their rows only when ``project_ids`` names other projects; with the
-    default selection (every judgelab project) rows of deleted projects are removed.
+    state first (every task is exported again). Rows of a project that no longer exists in Label
+    Studio are removed when it is named in ``project_ids`` or, with the default selection (every
+    judgelab project), when it is gone; a named project that Label Studio does not have and the
+    folder never held raises :class:`SyncError` before anything changes.
+
+    One run at a time per folder (:func:`sync.state_folder.folder_lock`): a second run waits,
+    telling ``on_wait`` why, and then syncs what is left. Write errors (a full disk, a read-only
+    or missing folder) raise :class:`SyncError`; each batch is one transaction, so what was
+    stored before stays intact.
     """
     api = as_api(client)
-    out_dir = Path(out_dir)
+    out_dir = prepare_out(Path(out_dir))
     batch_size = min(batch_size or batch_size_from_env(), MAX_EXPORT_IDS)
     margin = RECENT_MARGIN_SECONDS if margin_seconds is None else max(0.0, margin_seconds)
+    with folder_lock(out_dir, on_wait), storage_errors(out_dir):
+        first = not has_state(out_dir)
+        db = open_state(out_dir)
+        try:
+            return _sync_locked(
+                api, db, out_dir, project_ids, full or first, batch_size, write_parquet, on_batch, margin
+            )
+        finally:
+            db.close()
+
+
+def _gone_projects(api: Any, db: sqlite3.Connection, project_ids: list[int] | None, listed: list[int]) -> list[int]:
+    """Projects the folder holds that Label Studio no longer has (among ``project_ids`` when given);
+    raises for a named project that neither has."""
+    stored = {p for (p,) in db.execute("SELECT project FROM sync_state UNION SELECT project FROM sync_tasks")}
+    if project_ids is None:
+        return sorted(stored - set(listed))
+    missing = [p for p in project_ids if p not in set(listed)]
+    unknown = [p for p in missing if p not in stored]
+    if unknown:
+        where = getattr(api, "url", "Label Studio")
+        have = ", ".join(f"{pid} ({schema})" for pid, schema in selected_projects(api)[:10]) or "none"
+        raise SyncError(
+            f"project {', '.join(map(str, unknown))}: no such project in Label Studio at {where} "
+            f"(its judgelab projects: {have}); nothing was changed"
+        )
+    return sorted(missing)
+
+
+def _sync_locked(
+    api: Any,
+    db: sqlite3.Connection,
+    out_dir: Path,
+    project_ids: list[int] | None,
+    full: bool,
+    batch_size: int,
+    write_parquet: bool,
+    on_batch: Callable[[ProjectReport], None] | None,
+    margin: float,
+) -> SyncReport:
     paths = [out_dir / STATE_FILE]
     if write_parquet:
         paths += [out_dir / f"{n}.parquet" for n in table_store.TABLES]
-    db = open_state(out_dir)
-    try:
-        if write_parquet and not _parquet_current(db, paths[1:]):
-            _warm_imports()
-        report = SyncReport(full=full)
-        projects = selected_projects(api, project_ids)
-        changed = False
-        if full:
-            with db:
-                for p in [None] if project_ids is None else [p for p, _ in projects]:
-                    _forget_project(db, p)
-            changed = True
-        if project_ids is None:  # projects deleted in Label Studio
-            known = {p for (p,) in db.execute("SELECT DISTINCT project FROM sync_tasks")}
-            stale = known - {p for p, _ in projects}
-            if stale:
-                with db:
-                    for p in stale:
-                        _forget_project(db, p)
-                changed = True
-        users = api.user_emails()
-        for project_id, schema_name in projects:
-            report.projects.append(
-                sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
-            )
-        changed = changed or report.changed
-        if write_parquet and not _parquet_current(db, paths[1:]):
-            t0 = time.perf_counter()
-            table_store.write_parquet(db, out_dir)
-            log.info("Parquet files written in %.2f s", time.perf_counter() - t0)
-            with db:
-                db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
-            changed = True
-        report.counts = table_store.counts(db)
-        report.tables_written = changed
-        report.paths = paths
-        return report
-    finally:
-        db.close()
+    if write_parquet and not _parquet_current(db, paths[1:]):
+        _warm_imports()
+    report = SyncReport(full=full)
+    projects = selected_projects(api, project_ids)
+    gone = _gone_projects(api, db, project_ids, [p for p, _ in projects])
+    changed = False
+    if full:
+        with db:
+            for p in [None] if project_ids is None else [p for p, _ in projects]:
+                _forget_project(db, p)
+        changed = True
+    if gone:  # deleted in Label Studio: their rows leave the tables
+        with db:
+            for p in gone:
+                _forget_project(db, p)
+        report.removed_projects = gone
+        changed = True
+    users = api.user_emails()
+    for project_id, schema_name in projects:
+        report.projects.append(
+            sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
+        )
+    changed = changed or report.changed
+    if write_parquet and not _parquet_current(db, paths[1:]):
+        t0 = time.perf_counter()
+        table_store.write_parquet(db, out_dir)
+        log.info("Parquet files written in %.2f s", time.perf_counter() - t0)
+        with db:
+            db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('parquet_current', '1')")
+        changed = True
+    report.counts = table_store.counts(db)
+    report.tables_written = changed
+    report.paths = paths
+    return report
 
 
 def tables_from_state(out_dir: Path) -> TidyTables:

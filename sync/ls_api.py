@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from judgelab.sync.client import Connection, SyncError, require_token
+from judgelab.sync.http_retry import retrying_client
 
 PROJECT_PAGE_SIZE = 100
 
@@ -79,7 +80,7 @@ class LabelStudioAPI(_Reads):
         self._token = token
         self._bearer = _jwt_type(token) is not None
         self._access: str | None = None
-        self._http = httpx.Client(base_url=self.url + "/", timeout=timeout)
+        self._http = retrying_client(timeout, base_url=self.url + "/")  # reads retried on 5xx and drops
 
     def close(self) -> None:
         self._http.close()
@@ -119,7 +120,11 @@ class LabelStudioAPI(_Reads):
                 f"Label Studio at {self.url} refused the token (HTTP {response.status_code}): check --token"
             )
         if response.status_code >= 400:
-            raise SyncError(f"Label Studio: GET {path} answered HTTP {response.status_code}: {response.text[:300]}")
+            raise SyncError(
+                f"Label Studio: GET {path} answered HTTP {response.status_code}"
+                + (" (after retries)" if response.status_code >= 500 else "")
+                + f": {response.text[:300]}"
+            )
         try:
             return response.json()
         except ValueError:

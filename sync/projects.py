@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is sl
 
 log = logging.getLogger("judgelab.sync")
 IMPORT_BATCH = 500
+IMPORT_BATCH_BYTES = 8 << 20  # about this much JSON per import request
 
 
 def schema_marker(schema_name: str) -> str:
@@ -131,23 +134,62 @@ class ImportReport:
     task_ids: list[int]
 
 
-def import_rows(client: LabelStudio, project_id: int, rows: list[TaskRow]) -> ImportReport:
-    """Import the rows whose key the project does not have yet, in batches."""
+def import_batches(rows: Iterable[TaskRow], have: set[str]) -> Iterator[tuple[list[dict[str, Any]], TaskRow, TaskRow]]:
+    """The rows whose key is not in ``have``, as import requests of at most :data:`IMPORT_BATCH`
+    tasks and about :data:`IMPORT_BATCH_BYTES` of JSON each (a request of long texts stays small
+    enough for Label Studio to take in one go): ``(tasks, first row, last row)``."""
+    batch: list[dict[str, Any]] = []
+    first = last = None
+    size = 0
+    for row in rows:
+        if row.key in have:
+            continue
+        task = row.as_import()
+        body = len(json.dumps(task, ensure_ascii=False))
+        if batch and (len(batch) >= IMPORT_BATCH or size + body > IMPORT_BATCH_BYTES):
+            yield batch, first, last
+            batch, size = [], 0
+        if not batch:
+            first = row
+        batch.append(task)
+        last = row
+        size += body
+    if batch:
+        yield batch, first, last
+
+
+def import_rows(client: LabelStudio, project_id: int, rows: Iterable[TaskRow]) -> ImportReport:
+    """Import the rows whose key the project does not have yet, in batches (rows are read once,
+    as they come: a :class:`~judgelab.sync.importers.generic.FileRows` is never held whole)."""
+    import httpx
     from label_studio_sdk.core.api_error import ApiError
 
     have = existing_keys(client, project_id)
-    new = [row for row in rows if row.key not in have]
     ids: list[int] = []
-    for start in range(0, len(new), IMPORT_BATCH):
-        batch = new[start : start + IMPORT_BATCH]
+    imported = 0
+    counted = _Counting(rows)
+    for batch, first, last in import_batches(counted, have):
         try:
-            response = client.projects.import_tasks(
-                id=project_id, request=[row.as_import() for row in batch], return_task_ids=True
-            )
-        except ApiError as exc:
+            response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
+        except (ApiError, httpx.HTTPError) as exc:
+            why = api_error_message(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
             raise SyncError(
-                f"Label Studio refused tasks {batch[0].where} .. {batch[-1].where}: {api_error_message(exc)}; "
-                f"{len(ids)} task(s) of this file were imported before; re-run to import the rest"
+                f"Label Studio refused tasks {first.where} .. {last.where}: {why}; "
+                f"{imported} task(s) of this file were imported before; re-run to import the rest "
+                "(tasks already imported are recognised by their key)"
             ) from None
+        imported += len(batch)
         ids.extend(response.task_ids or [])
-    return ImportReport(imported=len(new), skipped_existing=len(rows) - len(new), task_ids=ids)
+    return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
+
+
+class _Counting:
+    """Counts the rows an iteration goes through."""
+
+    def __init__(self, rows: Iterable[TaskRow]) -> None:
+        self.rows, self.count = rows, 0
+
+    def __iter__(self) -> Iterator[TaskRow]:
+        for row in self.rows:
+            self.count += 1
+            yield row

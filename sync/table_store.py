@@ -16,18 +16,24 @@ and objects there are JSON (see :func:`sync.tidy._cell`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from judgelab.configs.tables import TASK_EXTRA_COLUMN
+
 if TYPE_CHECKING:
     import pandas as pd
 
 TABLES = ("tasks", "judgments", "spans", "predictions")
+EXTRA = TASK_EXTRA_COLUMN
+# SQLite allows 2,000 columns; a table of hundreds of columns is no table to read either
+MAX_DATA_COLUMNS = 200
 # (column, kind): int, Int (nullable int), float, bool, text
 _COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "tasks": [("project", "int"), ("task_id", "int"), ("schema", "text"), ("key", "text")],
+    "tasks": [("project", "int"), ("task_id", "int"), ("schema", "text"), ("key", "text"), (EXTRA, "text")],
     "judgments": [
         ("project", "int"),
         ("task_id", "int"),
@@ -88,23 +94,26 @@ def columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
 
 
 def _current(db: sqlite3.Connection) -> bool:
-    """Whether the tables are this module's and have every fixed column of this version."""
+    """Whether the tables are this module's and have every fixed column of this version (the
+    tasks table's ``extra_fields`` aside: :func:`ensure_tables` adds it in place)."""
     if not db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone():
         return False
     for table in TABLES:
         have = {row[1] for row in db.execute(f"PRAGMA table_info({_q(table)})")}
-        if not have or any(column not in have for column, _ in _COLUMNS[table]):
+        if not have or any(column not in have for column, _ in _COLUMNS[table] if column != EXTRA):
             return False
     return True
 
 
 def ensure_tables(db: sqlite3.Connection) -> bool:
     """Create the tables (dropping tables an earlier judgelab materialised with pandas, or kept
-    with fewer columns: their rows lack what this version records, so the caller forgets the
-    sync state and the next sync exports every task again). Returns True when they were
-    (re)created empty."""
+    with fewer judgment or span columns: their rows lack what this version records, so the caller
+    forgets the sync state and the next sync exports every task again). Returns True when they
+    were (re)created empty."""
     db.execute("CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT)")
     if _current(db):
+        if EXTRA.casefold() not in {c.casefold() for c, _ in columns(db, "tasks")}:  # a store of an earlier judgelab
+            db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(EXTRA)} TEXT")
         return False
     db.execute("DELETE FROM sync_meta WHERE key=?", (_MARKER,))
     for table in TABLES:
@@ -122,6 +131,13 @@ def is_store(db: sqlite3.Connection) -> bool:
         return db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone() is not None
     except sqlite3.OperationalError:  # no sync_meta: tables written by 'judgelab load'
         return False
+
+
+def parquet_is_current(db: sqlite3.Connection) -> bool:
+    """Whether the Parquet files were written from the tables as they are now (the sync marks
+    them stale in every transaction that changes the tables)."""
+    row = db.execute("SELECT value FROM sync_meta WHERE key='parquet_current'").fetchone()
+    return row is not None and row[0] == "1"
 
 
 def _cell(value: Any, kind: str) -> Any:
@@ -151,18 +167,58 @@ def _column(rows: list[dict[str, Any]], name: str, kind: str) -> list[Any]:
     return [_cell(v, kind) for v in values]
 
 
+def ensure_task_columns(db: sqlite3.Connection, names: Iterable[str]) -> None:
+    """Give each of ``names`` (a schema's data fields) a ``tasks`` column now, so that no task's
+    key in another case (``Summary``) and no column limit can take it away; inside a transaction."""
+    known = {c.casefold() for c, _ in columns(db, "tasks")}
+    for name in names:
+        if name and name.casefold() not in known:
+            db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(name)} TEXT")
+            known.add(name.casefold())
+
+
+def _task_rows(db: sqlite3.Connection, rows: list[dict[str, Any]], cols: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The tasks' rows fitted to the table: a data field gets a column of its own (added when
+    first seen) unless a column already has its name in another case (SQLite's column names
+    ignore case) or the table has :data:`MAX_DATA_COLUMNS` data columns; such fields go into the
+    ``extra_fields`` column, a JSON object. ``cols`` grows with the columns added."""
+    fixed = {c for c, _ in _COLUMNS["tasks"]}
+    by_fold = {c.casefold(): c for c, _ in cols}
+    data_columns = len(cols) - len(fixed)
+    fitted = []
+    for row in rows:
+        given = row.get(EXTRA)
+        extra: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
+        out: dict[str, Any] = {}
+        for key, value in row.items():
+            if key in fixed:
+                continue
+            have = by_fold.get(key.casefold())
+            if have is None and key.strip() and data_columns < MAX_DATA_COLUMNS:
+                db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(key)} TEXT")
+                by_fold[key.casefold()] = have = key
+                cols.append((key, "text"))
+                data_columns += 1
+            if have == key:
+                out[key] = value
+            else:
+                extra[key] = value
+        for key in fixed:
+            out[key] = row.get(key)
+        if isinstance(given, str):  # already JSON text
+            out[EXTRA] = given
+        else:
+            out[EXTRA] = json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str) if extra else None
+        fitted.append(out)
+    return fitted
+
+
 def _insert(db: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     cols = columns(db, table)
-    if table == "tasks":  # the tasks' data fields: a column each, added when first seen
-        known = {c for c, _ in cols}
-        for row in rows:
-            for key in row:
-                if key not in known:
-                    db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(key)} TEXT")
-                    known.add(key)
-                    cols.append((key, "text"))
+    if table == "tasks":
+        rows = _task_rows(db, rows, cols)
     names = ", ".join(_q(c) for c, _ in cols)
     marks = ", ".join("?" for _ in cols)
     db.executemany(
@@ -253,19 +309,23 @@ def write_parquet(db: sqlite3.Connection, out_dir: Path, chunk_rows: int = PARQU
         cols, cursor = _ordered(db, table)
         schema = _arrow_schema(cols)
         tmp = out_dir / f".{table}.parquet.tmp"
-        with pq.ParquetWriter(tmp, schema) as writer:
-            wrote = False
-            for rows in _chunks(cursor, chunk_rows):
-                arrays = [
-                    pa.array([bool(v) if v is not None else None for v in values], pa.bool_())
-                    if kind == "bool"
-                    else pa.array(values, schema.field(i).type)
-                    for i, ((_, kind), values) in enumerate(zip(cols, zip(*rows, strict=True), strict=True))
-                ]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-                wrote = True
-            if not wrote:
-                writer.write_table(schema.empty_table())
+        try:
+            with pq.ParquetWriter(tmp, schema) as writer:
+                wrote = False
+                for rows in _chunks(cursor, chunk_rows):
+                    arrays = [
+                        pa.array([bool(v) if v is not None else None for v in values], pa.bool_())
+                        if kind == "bool"
+                        else pa.array(values, schema.field(i).type)
+                        for i, ((_, kind), values) in enumerate(zip(cols, zip(*rows, strict=True), strict=True))
+                    ]
+                    writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+                    wrote = True
+                if not wrote:
+                    writer.write_table(schema.empty_table())
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk: no half-written file left behind
+            raise
         path = out_dir / f"{table}.parquet"
         tmp.replace(path)
         paths.append(path)

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.items import ItemNamer
 from judgelab.configs.schema import Schema
-from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS, prediction_annotation_id
+from judgelab.configs.tables import (
+    JUDGMENT_COLUMNS,
+    SPAN_COLUMNS,
+    TASK_COLUMNS,
+    TASK_EXTRA_COLUMN,
+    prediction_annotation_id,
+)
 
 if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path does not need it
     import pandas as pd
@@ -121,7 +127,14 @@ def tidy_rows_from_export(
         task_id = task.get("id")
         meta = task.get("meta") or {}
         row = {"project": project_id, "task_id": task_id, "schema": schema_name, "key": meta.get("judgelab_key")}
-        row.update({k: _cell(v) for k, v in (task.get("data") or {}).items() if k not in row})
+        clashing = {}  # data fields named like a fixed column: kept apart, not dropped
+        for k, v in (task.get("data") or {}).items():
+            if k in row or k == TASK_EXTRA_COLUMN:
+                clashing[k] = _cell(v)
+            else:
+                row[k] = _cell(v)
+        if clashing:
+            row[TASK_EXTRA_COLUMN] = clashing
         task_rows.append(row)
         for ann in task.get("annotations") or []:
             base = {

@@ -3,9 +3,18 @@
 ``GET /v1/models``.
 
 What it answers is scripted: ``answer`` is a text, or a function of the request's messages
-returning a text or a :class:`Failure`; ``script`` lists what the next requests get, in order,
-before the ``answer`` applies (``None`` in it: a normal answer). It records every request
-(time, headers, body), counts them, and tracks how many are in flight at once.
+returning a text, a :class:`Reply` (a text with its ``finish_reason`` and ``usage``) or a
+:class:`Failure`; a function of two arguments also gets a :class:`SimCall` (the model asked
+for, and which sample of this prompt this answer is), so it can answer per model and give
+different samples. ``script`` lists what the next requests get, in order, before the ``answer``
+applies (``None`` in it: a normal answer). It records every request (time, headers, body, the
+``usage`` it answered), counts them, and tracks how many are in flight at once.
+
+Like the OpenAI API it reports ``usage`` (``prompt_tokens``: a quarter of the characters of the
+messages, ``completion_tokens``: a quarter of the characters of each choice, at least 1 each;
+``report_usage=False`` leaves it out, as some servers do), answers ``n`` choices for ``n`` > 1
+(``supports_n=False``: one, as Ollama does) and, given ``models``, serves only those names
+(another model is a 404, as OpenAI answers).
 
     with LLMSim(answer='{"rating": 3}', latency=0.2) as sim:
         ...  # point the client at sim.url ("http://127.0.0.1:<port>/v1")
@@ -18,6 +27,7 @@ stdin closes or it is terminated.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import threading
@@ -66,8 +76,36 @@ class Failure:
             raise ValueError(f"unknown failure kind {self.kind!r}; one of {FAILURE_KINDS}")
 
 
-Behaviour = str | Failure
-Answer = str | Callable[[list[dict[str, Any]]], Behaviour]
+@dataclass
+class Reply:
+    """A normal answer with control over its details: ``finish_reason`` (``"length"``: cut at
+    ``max_tokens``) and ``usage`` (``None``: computed as usual; ``False``: left out)."""
+
+    text: str
+    finish_reason: str = "stop"
+    usage: dict[str, int] | bool | None = None
+
+
+@dataclass(frozen=True)
+class SimCall:
+    """What an ``answer`` function of two arguments learns about the answer it gives."""
+
+    model: str
+    sample: int  # how many answers this model gave to these messages before this one (0, 1, ...)
+    n: int  # choices asked for in this request
+
+
+Behaviour = str | Reply | Failure
+Answer = str | Callable[..., Behaviour]
+
+
+def tokens_of(text: str) -> int:
+    """The simulated tokenizer: a token per four characters, at least one."""
+    return max(1, len(text) // 4)
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    return tokens_of("".join(str(m.get("content", "")) for m in messages if isinstance(m, dict)))
 
 
 @dataclass
@@ -78,6 +116,7 @@ class SimRequest:
     headers: dict[str, str]
     body: Any
     wall: float = 0.0  # time.time() when it arrived
+    usage: dict[str, int] | None = None  # what the answer reported (None: no usage, or no answer)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -96,6 +135,9 @@ class LLMSim:
     script: deque = field(default_factory=deque)  # Behaviour | None per coming chat request
     reject_response_format: bool = False  # 400 naming response_format when a request has one
     model: str = "sim-model"
+    models: tuple[str, ...] = ()  # served model names (empty: any name is answered)
+    report_usage: bool = True  # False: answers carry no ``usage``
+    supports_n: bool = True  # False: one choice whatever ``n`` asks
     host: str = "127.0.0.1"
     port: int = 0
 
@@ -108,6 +150,7 @@ class LLMSim:
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._samples: dict[tuple[str, str], int] = {}  # (model, messages) -> answers given so far
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,27 +206,67 @@ class LLMSim:
 
     # ------------------------------------------------------------------ behaviour
 
-    def _behaviour(self, body: Any) -> Behaviour:
+    @property
+    def served(self) -> tuple[str, ...]:
+        return self.models or (self.model,)
+
+    def _behaviours(self, body: Any) -> list[Behaviour]:
+        """One behaviour per choice (a failure: the whole request's)."""
         with self._lock:
             scripted = self.script.popleft() if self.script else None
+        body = body if isinstance(body, dict) else {}
+        model = str(body.get("model") or self.model)
+        n = body.get("n") if isinstance(body.get("n"), int) and body.get("n") > 1 and self.supports_n else 1
+        if self.models and model not in self.models:
+            return [Failure("status", status=404)]
         if scripted is not None:
-            return scripted
-        if isinstance(body, dict) and self.reject_response_format and "response_format" in body:
-            return Failure("reject_format")
-        if callable(self.answer):
-            messages = body.get("messages", []) if isinstance(body, dict) else []
-            return self.answer(messages)
-        return self.answer
+            return [scripted] if isinstance(scripted, Failure) else [scripted] * n
+        if self.reject_response_format and "response_format" in body:
+            return [Failure("reject_format")]
+        if not callable(self.answer):
+            return [self.answer] * n
+        messages = body.get("messages", [])
+        key = (model, json.dumps(messages, sort_keys=True))
+        with self._lock:
+            first = self._samples.get(key, 0)
+            self._samples[key] = first + n
+        if _arity(self.answer) >= 2:
+            return [self.answer(messages, SimCall(model, first + i, n)) for i in range(n)]
+        return [self.answer(messages) for _ in range(n)]
 
-    def completion(self, text: str) -> dict[str, Any]:
-        return {
+    def completion(self, replies: str | Reply | list[str | Reply], body: Any = None) -> dict[str, Any]:
+        """A chat completion with one choice per reply, and its ``usage`` unless left out."""
+        replies = [
+            r if isinstance(r, Reply) else Reply(r) for r in (replies if isinstance(replies, list) else [replies])
+        ]
+        body = body if isinstance(body, dict) else {}
+        payload: dict[str, Any] = {
             "id": f"chatcmpl-sim-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": self.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+            "model": str(body.get("model") or self.model),
+            "choices": [
+                {"index": i, "message": {"role": "assistant", "content": r.text}, "finish_reason": r.finish_reason}
+                for i, r in enumerate(replies)
+            ],
         }
+        given = [r.usage for r in replies if r.usage is not None]
+        if self.report_usage and False not in given:
+            if given and isinstance(given[0], dict):
+                usage = dict(given[0])
+            else:
+                completion = sum(tokens_of(r.text) for r in replies)
+                usage = {"prompt_tokens": prompt_tokens(body.get("messages", [])), "completion_tokens": completion}
+            usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+            payload["usage"] = usage
+        return payload
+
+
+def _arity(function: Callable[..., Any]) -> int:
+    try:
+        return len(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return 1
 
 
 class _Server(ThreadingHTTPServer):
@@ -222,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._record(None)
         if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": self.sim.model, "object": "model"}]})
+            self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.sim.served]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -244,18 +327,22 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if sim.latency:
                 sim._stopping.wait(sim.latency)
-            self._answer(sim._behaviour(body), request)
+            self._answer(sim._behaviours(body), request)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up
             pass
         finally:
             with sim._lock:
                 sim.in_flight -= 1
 
-    def _answer(self, behaviour: Behaviour, request: SimRequest) -> None:
+    def _answer(self, behaviours: list[Behaviour], request: SimRequest) -> None:
         sim = self.sim
-        if isinstance(behaviour, str):
-            self._json(200, sim.completion(behaviour))
+        failure = next((b for b in behaviours if isinstance(b, Failure)), None)
+        if failure is None:
+            payload = sim.completion(list(behaviours), request.body)  # type: ignore[arg-type]
+            request.usage = payload.get("usage")
+            self._json(200, payload)
             return
+        behaviour = failure
         kind = behaviour.kind
         if kind in ("500", "503"):
             self._json(int(kind), {"error": {"message": "internal error", "type": "server_error"}})
@@ -272,7 +359,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"id": "x", "object": "chat.completion", "model": sim.model})
         elif kind == "hang":
             sim._stopping.wait(behaviour.seconds)
-            self._json(200, sim.completion("{}"))
+            self._json(200, sim.completion("{}", request.body))
         elif kind == "echo_auth":
             echoed = request.headers.get("Authorization", "")
             self._json(behaviour.status, {"error": {"message": f"bad request with header {echoed}"}})
@@ -287,8 +374,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--answer", default="{}")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--model", action="append", default=[], help="a served model name (repeatable)")
+    parser.add_argument("--no-usage", action="store_true", help="answers carry no usage")
     args = parser.parse_args(argv)
-    with LLMSim(answer=args.answer, latency=args.latency, port=args.port) as sim:
+    models = tuple(args.model)
+    with LLMSim(
+        answer=args.answer,
+        latency=args.latency,
+        port=args.port,
+        model=models[0] if models else "sim-model",
+        models=models,
+        report_usage=not args.no_usage,
+    ) as sim:
         print(sim.url, flush=True)
         try:
             sys.stdin.read()  # until the parent closes our stdin

@@ -138,7 +138,6 @@ def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
 
 
-@pytest.mark.xfail(strict=True, reason="sync/file_formats <-> sync/import_*: being replaced by the importer registry")
 def test_no_import_cycles():
     cycles = _cycles(_without_package_inits(import_graph()))
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
@@ -150,13 +149,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 @pytest.mark.parametrize(
     "package",
-    [
-        pytest.param(
-            "backend", marks=pytest.mark.xfail(strict=True, reason="the offline annotator's table: being split")
-        ),
-        "sync",
-        "analysis",
-    ],
+    ["backend", "sync", "analysis"],
 )
 def test_no_hand_kept_list_names_every_schema(package):
     """A literal that names all five built-in schemas is a dispatch table someone must keep; per-schema

@@ -12,12 +12,13 @@ from click.testing import CliRunner
 from judgelab.configs.schema import get_schema
 from judgelab.sync.cli import main
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import detect_format, parse_mapping, read_generic, read_tasks
-from judgelab.sync.import_annotations import attach_annotations, read_annotations
-from judgelab.sync.import_augmentation import EMPTY_CELLS, read_wide_augmentation
-from judgelab.sync.import_basse import read_basse
-from judgelab.sync.import_hotel import DROPPED, aggregate_descriptions, read_hotel
-from judgelab.sync.import_story import read_storysumm
+from judgelab.sync.importers import detect_format, parse_mapping, read_tasks
+from judgelab.sync.importers.annotations import attach_annotations, read_annotations
+from judgelab.sync.importers.formats.basse import read_basse
+from judgelab.sync.importers.formats.hotel import DROPPED, aggregate_descriptions, read_hotel
+from judgelab.sync.importers.formats.storysumm import read_storysumm
+from judgelab.sync.importers.formats.wide_augmentation import EMPTY_CELLS, read_wide_augmentation
+from judgelab.sync.importers.generic import read_generic
 from judgelab.sync.text_overlap import bleu, dedupe_segments, rouge_l_f1
 
 FIXTURES = Path(__file__).parent / "fixtures"

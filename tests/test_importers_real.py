@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from shared_data import SHARED_DATA
 
-from judgelab.sync.file_formats import detect_format, read_tasks
-from judgelab.sync.import_basse import read_basse
-from judgelab.sync.import_story import read_storysumm
+from judgelab.sync.importers import detect_format, read_tasks
+from judgelab.sync.importers.formats.basse import read_basse
+from judgelab.sync.importers.formats.storysumm import read_storysumm
 
 STORYSUMM = SHARED_DATA / "storysumm" / "storysumm.json"
 BASSE = SHARED_DATA / "basse"

@@ -97,11 +97,17 @@ def _check_prediction(schema_name, config, task, prediction):
         assert {"Coherence", "Consistency", "Fluency", "Relevance", "5W"} <= names
     if schema_name == "augmentation_quality":
         assert {"SP", "SC"} <= names
+    # Since issue 16 the optional no-errors answers are ticked only when likely enough, so a task
+    # may have neither them nor a span; it never has both.
     if schema_name == "hotel_spans":
         assert "impression" in names
-        assert ("no_errors" in names) != any(r["type"] == "labels" for r in regions)
+        assert not ("no_errors" in names and any(r["type"] == "labels" for r in regions))
     if schema_name == "summary_flaws":
-        assert ("none_identified" in names) != any(r["type"] == "labels" for r in regions)
+        assert not ("none_identified" in names and any(r["type"] == "labels" for r in regions))
+    for region in regions:  # every suggestion carries its calibrated probability
+        assert 0.0 <= region["score"] <= 1.0, region
+    if regions:
+        assert 0.0 <= prediction["score"] <= 1.0
 
 
 def test_retrieve_predictions_gives_every_task_one_valid_prediction(study):
@@ -114,7 +120,7 @@ def test_retrieve_predictions_gives_every_task_one_valid_prediction(study):
         for task in _tasks(client, project_id):
             predictions = [p for p in client.predictions.list(task=task.id)]
             assert [p.model_version for p in predictions] == [version], f"{name} task {task.id}"
-            _check_prediction(name, config, task, {"result": predictions[0].result})
+            _check_prediction(name, config, task, {"result": predictions[0].result, "score": predictions[0].score})
 
 
 def test_retrieving_again_adds_no_prediction(study):

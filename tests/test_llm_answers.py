@@ -478,3 +478,12 @@ def test_fuzz_rating_and_label(value, low, high):
     if rating is not None:
         assert low <= rating <= high
     assert resolve_label(value, LABELS, INDEX) in (None, *LABELS)
+
+
+def test_doctests_of_the_answer_modules():
+    import doctest
+
+    from judgelab.backend.llm import answers, json_repair
+
+    assert doctest.testmod(answers).failed == 0
+    assert doctest.testmod(json_repair).failed == 0

@@ -586,3 +586,45 @@ def test_custom_config_garbage_and_override(tmp_path, monkeypatch):
     custom = task_for(None, CUSTOM_XML)
     assert custom.version != task.version
     assert prompt_of(custom, CUSTOM_DATA).startswith(f'Review: {CUSTOM_DATA["review"]}\n- "ner"')
+
+
+# --------------------------------------------------------------------------------------------
+# a schema folder brings its own task
+
+OWN_TASK = """
+from judgelab.backend.draft import Draft
+from judgelab.backend.llm.tasks import SchemaTask, register_task
+
+
+@register_task("toxicity_rating")
+class ToxicityTask(SchemaTask):
+    TASK_VERSION = "1"
+
+    def build(self, answer, data, tally):
+        draft = Draft()
+        self.choice_from_rating(draft, "toxicity", answer.fields.get("toxicity"), tally, (1, 3))
+        return draft
+"""
+
+
+def test_a_schema_folder_brings_its_own_llm_task(tmp_path, monkeypatch):
+    folder = tmp_path / "configs" / "toxicity_rating"
+    folder.mkdir(parents=True)
+    (folder / "config.xml").write_text(
+        '<View><Text name="text" value="$text"/><Choices name="toxicity" toName="text">'
+        '<Choice value="1"/><Choice value="2"/><Choice value="3"/></Choices></View>',
+        encoding="utf-8",
+    )
+    (folder / "schema.yaml").write_text("name: toxicity_rating\nprompt: {file: prompt.txt, output: json}\n")
+    (folder / "prompt.txt").write_text("How toxic is this, 1-3? {text}\n", encoding="utf-8")
+    (folder / "llm.py").write_text(OWN_TASK, encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_CONFIGS_DIR", str(tmp_path / "configs"))
+    from judgelab.backend.llm.tasks import LLM_TASKS, registered
+    from judgelab.configs.schema import get_schema as schema_named
+
+    schema = schema_named("toxicity_rating")
+    task = task_for(schema, schema.config_xml)
+    assert type(task).__name__ == "ToxicityTask" and "toxicity_rating" in registered()
+    assert task.messages({"text": "you fool"})[0]["content"].strip() == "How toxic is this, 1-3? you fool"
+    assert task.to_draft('{"toxicity": 3}', {"text": "you fool"}).choices == {"toxicity": ["3"]}
+    assert {"hotel_spans", "story_consistency"} <= set(LLM_TASKS.names())  # the built-in ones stay

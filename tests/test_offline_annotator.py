@@ -15,7 +15,9 @@ import pytest
 
 from judgelab.backend.annotators import OfflineAnnotator
 from judgelab.backend.annotators import grounding as g
-from judgelab.backend.draft import Draft
+from judgelab.backend.annotators.offline.schemas.hotel_spans import IMPRESSION_COST, error_candidates
+from judgelab.backend.annotators.offline.schemas.summary_flaws import flaw_candidates
+from judgelab.backend.draft import Draft, SpanDraft
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 SCHEMAS = ["summary_flaws", "augmentation_quality", "story_consistency", "likert_rubric_es", "hotel_spans"]
@@ -83,8 +85,14 @@ def span_text_field(schema: str, control: str, data: dict) -> str:
     return data["summary"]
 
 
-def spans_text(draft: Draft, text: str) -> list[str]:
-    return [text[s.start : s.end] for s in draft.spans]
+def spans_text(draft: Draft | list[SpanDraft], text: str) -> list[str]:
+    spans = draft.spans if isinstance(draft, Draft) else draft
+    return [text[s.start : s.end] for s in spans]
+
+
+# Since the scores are calibrated (issue 16), the annotator suggests only the spans whose fitted
+# score reaches the schema's threshold; the tests of what a rule finds check the rules' candidates
+# (``flaw_candidates``, ``error_candidates``), the tests of what is suggested check the draft.
 
 
 # --- fixtures -----------------------------------------------------------------------------
@@ -265,7 +273,7 @@ def test_offsets_survive_emoji_and_accents_in_hotel_spans(annotator: OfflineAnno
     }
     draft = annotator.annotate("hotel_spans", data)
     assert_valid("hotel_spans", draft, data)
-    assert "pet-friendly" in spans_text(draft, data["summary"])
+    assert "pet-friendly" in spans_text(error_candidates(data), data["summary"])
 
 
 def test_offsets_survive_emoji_in_story_lines(annotator: OfflineAnnotator) -> None:
@@ -301,16 +309,17 @@ def test_unknown_name_and_off_topic_chunk_are_flagged(annotator: OfflineAnnotato
         REDDIT, summary="My boyfriend Kevin forgot my birthday. Which laptop brand offers cheap gaming hardware?"
     )
     draft = annotator.annotate("summary_flaws", data)
-    labelled = {data["summary"][s.start : s.end]: s.label for s in draft.spans}
-    assert labelled.get("Kevin") == "Factually Incorrect"
-    assert "Irrelevant" in labelled.values()
-    assert all(len(t) < len(data["summary"]) / 2 for t in labelled)  # minimal spans
+    suggested = {data["summary"][s.start : s.end]: s.label for s in draft.spans}
+    assert suggested.get("Kevin") == "Factually Incorrect"
+    found = {data["summary"][s.start : s.end]: s.label for s in flaw_candidates(data)[0]}
+    assert found.get("Kevin") == "Factually Incorrect" and "Irrelevant" in found.values()
+    assert all(len(t) < len(data["summary"]) / 2 for t in found)  # minimal spans
 
 
 def test_incoherence_is_flagged(annotator: OfflineAnnotator) -> None:
     data = dict(REDDIT, summary="My boyfriend the the forgot my birthday and I like people with no skill in do.")
-    draft = annotator.annotate("summary_flaws", data)
-    incoherent = [data["summary"][s.start : s.end] for s in draft.spans if s.label == "Incoherent"]
+    spans, _ = flaw_candidates(data)
+    incoherent = [data["summary"][s.start : s.end] for s in spans if s.label == "Incoherent"]
     assert "the the" in incoherent and "in do" in incoherent
 
 
@@ -390,7 +399,7 @@ def test_better_grounded_alternate_is_swapped(annotator: OfflineAnnotator) -> No
 
 
 def test_commentary_detection() -> None:
-    from judgelab.backend.annotators.offline import is_commentary
+    from judgelab.backend.annotators.offline.schemas.story_consistency import is_commentary
 
     assert is_commentary("This poignant tale explores themes of loss and duty.")
     assert is_commentary("The story serves as a reminder that kindness matters.")
@@ -479,24 +488,33 @@ def hotel(annotator: OfflineAnnotator, summary: str, **extra: object) -> tuple[D
     return draft, data
 
 
-def labelled(draft: Draft, text: str) -> dict[str, str]:
-    return {text[s.start : s.end]: s.label for s in draft.spans}
+def labelled(draft: Draft | list[SpanDraft], text: str) -> dict[str, str]:
+    spans = draft.spans if isinstance(draft, Draft) else draft
+    return {text[s.start : s.end]: s.label for s in spans}
 
 
-def test_hotel_clean_summary_ticks_no_errors(annotator: OfflineAnnotator) -> None:
-    draft, _ = hotel(
+def test_hotel_clean_summary_leaves_the_no_errors_box_to_the_reviewer(annotator: OfflineAnnotator) -> None:
+    # Intended change (issue 16): on real human error spans, an output where the rules found
+    # nothing was left without errors by the human only a quarter of the time, so the optional
+    # no-errors box is no longer ticked (its fitted probability is below 0.5).
+    draft, data = hotel(
         annotator,
         "Relax by the outdoor pool or in the spa, a 5-minute walk from Central Station.",
         no_errors_options=[{"value": "There were no errors in the summary"}],
     )
-    assert draft.spans == []
-    assert draft.choices == {"no_errors": ["There were no errors in the summary"]}
+    assert draft.spans == [] and error_candidates(data) == []
+    assert draft.choices == {}
     assert draft.ratings == {"impression": 6}
+    assert draft.scores["impression"] == pytest.approx(1 / 7, abs=0.001)
 
 
-def test_hotel_no_errors_fallback_value(annotator: OfflineAnnotator) -> None:
-    draft, _ = hotel(annotator, "Relax by the outdoor pool.")
-    assert draft.choices == {"no_errors": ["I did not find any errors in the summary"]}
+def test_hotel_no_errors_value_comes_from_the_task_else_the_schema() -> None:
+    from judgelab.backend.annotators.offline.schemas.hotel_spans import no_errors_value
+
+    assert no_errors_value({"no_errors_options": [{"value": "There were no errors in the summary"}]}) == (
+        "There were no errors in the summary"
+    )
+    assert no_errors_value({}) == "I did not find any errors in the summary"
 
 
 def test_hotel_number_contradiction_is_incorrect(annotator: OfflineAnnotator) -> None:
@@ -506,8 +524,8 @@ def test_hotel_number_contradiction_is_incorrect(annotator: OfflineAnnotator) ->
 
 
 def test_hotel_travel_time_without_times_is_not_checkable(annotator: OfflineAnnotator) -> None:
-    draft, data = hotel(annotator, "Dublin Airport is a 15-minute drive away.")
-    assert labelled(draft, data["summary"]).get("15-minute drive") == "Not Checkable"
+    _, data = hotel(annotator, "Dublin Airport is a 15-minute drive away.")
+    assert labelled(error_candidates(data), data["summary"]).get("15-minute drive") == "Not Checkable"
 
 
 def test_hotel_other_airport_is_incorrect(annotator: OfflineAnnotator) -> None:
@@ -517,10 +535,11 @@ def test_hotel_other_airport_is_incorrect(annotator: OfflineAnnotator) -> None:
 
 def test_hotel_unknown_amenity_and_far_beach(annotator: OfflineAnnotator) -> None:
     draft, data = hotel(annotator, "This beachfront hotel has a gym and a pet-friendly policy.")
-    found = labelled(draft, data["summary"])
+    found = labelled(error_candidates(data), data["summary"])
     assert found.get("beachfront") == "Misleading"
     assert found.get("gym") == "Not Checkable" and found.get("pet-friendly") == "Not Checkable"
-    assert draft.ratings["impression"] <= 3
+    cost = sum(IMPRESSION_COST[s.label] for s in draft.spans)  # only the suggested spans cost
+    assert draft.ratings["impression"] == max(1, min(7, round(6 - cost)))
 
 
 def test_hotel_spans_never_overlap(annotator: OfflineAnnotator) -> None:
@@ -532,9 +551,10 @@ def test_hotel_spans_never_overlap(annotator: OfflineAnnotator) -> None:
         "Beachfront beachfront beachfront: 7 km 7 km 15-minute drive 15-minute drive gym gym.",
     ]
     for summary in summaries:
-        draft, _ = hotel(annotator, summary)
-        assert draft.spans, summary
-        for a, b in combinations(draft.spans, 2):
+        draft, data = hotel(annotator, summary)
+        candidates = error_candidates(data)
+        assert candidates, summary
+        for a, b in combinations(candidates, 2):
             assert a.end <= b.start or b.end <= a.start, (summary, a, b)
         assert 1 <= draft.ratings["impression"] <= 7
 

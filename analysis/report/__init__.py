@@ -24,6 +24,7 @@ from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData, ReportOptions
 from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
+from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
@@ -90,9 +91,10 @@ def build_report(
     builders = SECTION_BUILDERS if section_builders is None else section_builders
     options = options or ReportOptions()
     problems = tables.get("problems")
+    usage = tables.get("usage")
     sections: list[Section] = [guide_section()]
     for project in _projects(frames):
-        data = _project_data(project, frames, everything, schemas, options, problems)
+        data = _project_data(project, frames, everything, schemas, options, problems, usage)
         subsections = [section for build in builders for section in _as_list(build(data))]
         sections.append(Section(_project_title(data), subsections=subsections))
 
@@ -102,9 +104,7 @@ def build_report(
     paths.markdown.write_text(render_markdown(title, sections), encoding="utf-8")
     paths.html.write_text(render_html(title, sections), encoding="utf-8")
     for name, data in _csv_tables(sections).items():
-        path = out_dir / f"{name}.csv"
-        data.to_csv(path, index=False)
-        paths.csv[name] = path
+        paths.csv[name] = write_csv(data, out_dir / f"{name}.csv")  # formulas neutralised
     return paths
 
 
@@ -126,6 +126,7 @@ def build_reports(
         raise ValueError(f"per must be one of {', '.join(PER_CHOICES)}, got {per!r}")
     frames = normalised_tables(tables)
     problems = tables.get("problems")
+    usage = tables.get("usage")
     groups: dict[str, list[object]] = {}
     for project in _projects(frames):
         tasks = frames["tasks"][frames["tasks"]["project"] == project]
@@ -139,6 +140,8 @@ def build_reports(
         subset = {key: frame[frame["project"].isin(projects)] for key, frame in frames.items()}
         if problems is not None:
             subset["problems"] = problems
+        if usage is not None:
+            subset["usage"] = usage
         folder = _unique_slug(name, used)
         schema_names = sorted(
             {_schema_name(p, subset["tasks"][subset["tasks"]["project"] == p], schemas) or "unknown" for p in projects}
@@ -247,6 +250,7 @@ def _project_data(
     schemas: Mapping[str, Mapping[str, Any]],
     options: ReportOptions,
     problems: pd.DataFrame | None,
+    usage: pd.DataFrame | None = None,
 ) -> ProjectData:
     own = {name: frame[frame["project"] == project] for name, frame in frames.items()}
     schema_name = _schema_name(project, own["tasks"], schemas)
@@ -267,7 +271,17 @@ def _project_data(
         options=options,
         peers=peers,
         problems=_project_problems(problems, project),
+        usage=_project_usage(usage, project),
     )
+
+
+def _project_usage(usage: pd.DataFrame | None, project: object) -> pd.DataFrame | None:
+    """The project's rows of the ``usage`` table (project ids compared as text: Parquet keeps
+    them as integers, a CSV may not)."""
+    if usage is None or usage.empty or "project" not in usage.columns:
+        return None
+    own = usage[usage["project"].astype(str) == str(project)]
+    return own if not own.empty else None
 
 
 def problems_with_project(problems: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:

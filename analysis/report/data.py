@@ -50,7 +50,7 @@ class ProjectData:
 
     ``peers`` maps every other project of the same schema in the report run to its tables
     (``tasks``, ``judgments``, ``spans``); ``problems`` holds the loader's notes for this
-    project (may be empty).
+    project (may be empty); ``usage`` the LLM's token usage, when the tables have it.
     """
 
     project: object
@@ -62,6 +62,7 @@ class ProjectData:
     options: ReportOptions = field(default_factory=ReportOptions)
     peers: Mapping[object, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
     problems: pd.DataFrame = field(default_factory=pd.DataFrame)
+    usage: pd.DataFrame | None = None  # the LLM's token usage per task and model version (``usage`` table)
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def cached(self, key: str, compute: Callable[[], T]) -> T:

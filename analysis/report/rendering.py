@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from judgelab.analysis.report.blocks import Figure, Paragraph, Section, Table
+from judgelab.analysis.report.safe_text import markdown_text
 
 MISSING = "n/a"
 NUMBER_TEXT = re.compile(r"-?\d+(\.\d+)?%?|-?\d+(\.\d+)?–-?\d+(\.\d+)?")  # 3.12, 45%, 0.41–0.73
@@ -52,7 +53,7 @@ def format_cell(column: str, value: object) -> str:
 
 def render_markdown(title: str, sections: Sequence[Section]) -> str:
     """The whole report as Markdown (figures are only in the HTML report)."""
-    lines = [f"# {title}", ""]
+    lines = [f"# {markdown_text(title)}", ""]
     for section in sections:
         lines += _markdown_section(section, level=2)
     return "\n".join(lines).rstrip() + "\n"
@@ -72,19 +73,19 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
 
 
 def _markdown_section(section: Section, level: int) -> list[str]:
-    lines = [f"{'#' * level} {section.title}", ""]
+    lines = [f"{'#' * level} {markdown_text(section.title)}", ""]
     for block in section.blocks:
         if isinstance(block, Paragraph):
-            lines += [block.text, ""]
+            lines += [markdown_text(block.text), ""]
         elif isinstance(block, Table) and not block.csv_only:
             lines += [
-                f"**{block.caption}** (`{block.name}.csv`)",
+                f"**{markdown_text(block.caption)}** (`{block.name}.csv`)",
                 "",
                 *_markdown_table(block.shown),
                 "",
             ]
         elif isinstance(block, Figure):
-            lines += [f"*Figure: {block.caption} (see report.html).*", ""]
+            lines += [f"*Figure: {markdown_text(block.caption)} (see report.html).*", ""]
     for subsection in section.subsections:
         lines += _markdown_section(subsection, level + 1)
     return lines
@@ -102,7 +103,7 @@ def _markdown_table(frame: pd.DataFrame) -> list[str]:
 
 
 def _markdown_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _html_contents(sections: Sequence[Section]) -> str:

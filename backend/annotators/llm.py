@@ -10,6 +10,11 @@ task that fails (endpoint error, an answer the task cannot use) gives ``None`` t
 exception; failures are counted by kind in :attr:`LLMAnnotator.stats` and logged without the
 API key.
 
+Several judges (models) and samples per task: ``annotate_judges(..., judges)`` gives each
+judge's drafts (see :mod:`judgelab.backend.llm.judges`; the batch itself is
+:class:`~judgelab.backend.annotators.llm_batch.BatchRun`). The token usage of every answer is
+recorded in :attr:`LLMAnnotator.usage` (the cache's SQLite file).
+
 The requests run on one event loop in a background thread owned by the annotator (one
 connection pool, one concurrency bound for the whole process), so the blocking
 ``annotate_batch`` can be called from any worker thread and ``annotate_batch_async`` from
@@ -23,17 +28,27 @@ import concurrent.futures
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from judgelab.backend.annotators.llm_batch import BatchRefs, BatchRun
 from judgelab.backend.draft import Draft
-from judgelab.backend.llm.cache import ResponseCache, cache_key, open_cache
-from judgelab.backend.llm.client import ChatClient, LLMError
+from judgelab.backend.llm.cache import ResponseCache, open_cache
+from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
-from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE, LLMSettings
+from judgelab.backend.llm.judges import Judge, judges_for
+from judgelab.backend.llm.usage import UsageLog, open_usage
+from judgelab.backend.model_registry import ModelRegistry
+from judgelab.backend.settings import (
+    DEFAULT_MODEL_CACHE_MB,
+    DEFAULT_MODEL_CACHE_SIZE,
+    DEFAULT_PREDICT_DEADLINE,
+    LLMSettings,
+)
 from judgelab.configs.schema import Schema, SchemaError, all_schemas
 
 log = logging.getLogger("judgelab.annotators.llm")
@@ -89,13 +104,23 @@ class LLMAnnotator:
         settings: LLMSettings,
         task_factory: TaskFactory | None = None,
         cache: ResponseCache | None = None,
+        usage: UsageLog | None = None,
+        max_tasks: int = DEFAULT_MODEL_CACHE_SIZE,
+        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024),
     ):
         settings.check_endpoint()
         self.settings = settings
         self.task_factory = task_factory or default_task_factory
-        self.cache: ResponseCache = cache if cache is not None else open_cache(settings.cache_file())
+        self.cache: ResponseCache = (
+            cache
+            if cache is not None
+            else open_cache(settings.cache_file(), max_bytes=int(settings.cache_max_mb * 1024 * 1024))
+        )
+        self.usage: UsageLog = usage if usage is not None else open_usage(settings.cache_file())
         self.stats: Counter = Counter()
-        self._tasks: dict[tuple[str, str], LLMTask] = {}
+        self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
+        # the LLM tasks of the configs seen lately, bounded like the backend's models
+        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(self._make_task, max_tasks, max_task_bytes)
         self._lock = threading.Lock()
         self._runner: _LoopThread | None = None
         self._client: ChatClient | None = None
@@ -115,32 +140,58 @@ class LLMAnnotator:
         s = self.settings
         return _short_hash(s.model, s.temperature, s.max_tokens, s.json_mode)
 
-    def version_for(self, schema_name: str, config_xml: str) -> str:
+    def version_for(self, schema_name: str, config_xml: str, judge: Judge | None = None) -> str:
         """:attr:`version` combined with the schema's LLM task version (its prompt template and
-        expected output), so Label Studio asks again when any of them changes."""
+        expected output), so Label Studio asks again when any of them changes.
+
+        For another judge than the default (another model, or several samples) the version
+        starts with the model's name and ``k<samples>``, so the predictions of several judges
+        are told apart in Label Studio; the default judge keeps the version it always had."""
         s = self.settings
         try:
             task_version = str(self.task_for(schema_name, config_xml).version)
         except LLMTaskUnavailable:
             task_version = "no-task"
-        return _short_hash(s.model, s.temperature, s.max_tokens, s.json_mode, task_version)
+        if judge is None or (judge.model == s.model and judge.samples == 1):
+            return _short_hash(s.model, s.temperature, s.max_tokens, s.json_mode, task_version)
+        digest = _short_hash(judge.model, judge.samples, s.temperature, s.max_tokens, s.json_mode, task_version)
+        label = re.sub(r"[^A-Za-z0-9._]+", "-", judge.model).strip("-") or "model"
+        return f"{label}{f'-k{judge.samples}' if judge.samples > 1 else ''}-{digest}"
+
+    def judges(self, params: dict[str, Any] | None = None) -> list[Judge]:
+        """The judges a project asks for in its ``extra_params`` (default: the backend's models,
+        each with ``JUDGELAB_LLM_SAMPLES`` samples). Raises ``JudgeError``."""
+        return judges_for(self.settings, params)
 
     def task_for(self, schema_name: str, config_xml: str) -> LLMTask:
-        """The LLM task for a schema (``custom`` for an unknown config), made once and kept."""
-        key = (schema_name, config_xml)
-        with self._lock:
-            if key in self._tasks:
-                return self._tasks[key]
+        """The LLM task for a schema (``custom`` for an unknown config), made once and kept while
+        it is among the most recently used (bounded by count and size, as the backend's models are:
+        memory does not grow with every config Label Studio or anyone else sends)."""
+        return self._tasks.get(schema_name, config_xml)
+
+    def _make_task(self, schema_name: str, config_xml: str) -> LLMTask:
         try:
             schema = all_schemas().get(schema_name)
         except SchemaError:
             schema = None
         try:
-            task = self.task_factory(schema, config_xml)
+            return self.task_factory(schema, config_xml)
         except Exception as exc:
             raise LLMTaskUnavailable(f"no LLM task for schema {schema_name!r}: {type(exc).__name__}: {exc}") from exc
-        with self._lock:
-            return self._tasks.setdefault(key, task)
+
+    def not_worth_caching(self, choice: Choice, usable: bool) -> str | None:
+        """Why an answer is not stored (None: it is). Only an answer that made a usable draft is
+        kept: prose without an item or spans that are not in the text would stay in the cache and
+        leave the task empty after the endpoint is fixed. An answer cut at ``max_tokens`` may be
+        used but is asked again next time, and a huge one would crowd out the rest."""
+        if not usable:
+            return "no usable draft"
+        if choice.cut:
+            return "cut at max_tokens"
+        limit_kb = self.settings.cache_max_answer_kb
+        if len(choice.text.encode("utf-8")) > limit_kb * 1024:
+            return f"answer over {limit_kb:g} KB"
+        return None
 
     def response_format(self, task: LLMTask) -> dict[str, Any] | None:
         if self.settings.json_mode == "off":
@@ -157,10 +208,14 @@ class LLMAnnotator:
         except (KeyError, SchemaError):
             config_xml = ""
         task = self.task_for(schema, config_xml)
-        drafts, reasons = self._run(task, [data], deadline_s)
-        if drafts[0] is None:
-            raise reasons[0] or LLMError("unknown", "no answer")
-        return drafts[0]
+        drafts, reasons = self._run(task, [data], deadline_s, [self.default_judge], None)
+        if drafts[0][0] is None:
+            raise reasons[0][0] or LLMError("unknown", "no answer")
+        return drafts[0][0]
+
+    @property
+    def default_judge(self) -> Judge:
+        return Judge(self.settings.model, 1)
 
     def annotate_batch(
         self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], deadline_s: float
@@ -168,9 +223,27 @@ class LLMAnnotator:
         """Drafts in the order of ``datas``; ``None`` for a task that failed or did not finish
         within ``deadline_s`` seconds. Raises :class:`LLMTaskUnavailable` only when the schema
         has no LLM task at all."""
+        return self.annotate_judges(schema_name, config_xml, datas, deadline_s, [self.default_judge])[0]
+
+    def annotate_judges(
+        self,
+        schema_name: str,
+        config_xml: str,
+        datas: list[dict[str, Any]],
+        deadline_s: float,
+        judges: list[Judge],
+        *,
+        project: str | None = None,
+        task_ids: list[Any] | None = None,
+        model_versions: list[str] | None = None,
+    ) -> list[list[Draft | None]]:
+        """Per judge, drafts in the order of ``datas`` (``None``: failed or unfinished); all
+        judges' requests share the concurrency bound and the deadline. ``project``, ``task_ids``
+        and the judges' ``model_versions`` name the rows of the usage log."""
         started = time.monotonic()
         task = self.task_for(schema_name, config_xml)  # the first call loads the prompt: counted
-        return self._run(task, datas, deadline_s - (time.monotonic() - started))[0]
+        refs = BatchRefs(project, task_ids, model_versions)
+        return self._run(task, datas, deadline_s - (time.monotonic() - started), judges, refs)[0]
 
     async def annotate_batch_async(
         self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], deadline_s: float
@@ -178,26 +251,32 @@ class LLMAnnotator:
         """:meth:`annotate_batch` for async callers (awaits the background loop's work)."""
         deadline = time.monotonic() + deadline_s
         task = self.task_for(schema_name, config_xml)
-        future = self._loop().submit(self._batch(task, datas, deadline))
+        future = self._loop().submit(BatchRun(self, task, datas, [self.default_judge], deadline).run())
         try:
-            return (await asyncio.wait_for(asyncio.wrap_future(future), deadline_s + GRACE_S))[0]
+            return (await asyncio.wait_for(asyncio.wrap_future(future), deadline_s + GRACE_S))[0][0]
         except TimeoutError:
             future.cancel()
-            self._count({"unfinished at deadline": len(datas)})
+            self.count({"unfinished at deadline": len(datas)})
             return [None] * len(datas)
 
     def _run(
-        self, task: LLMTask, datas: list[dict[str, Any]], deadline_s: float
-    ) -> tuple[list[Draft | None], list[LLMError | None]]:
+        self,
+        task: LLMTask,
+        datas: list[dict[str, Any]],
+        deadline_s: float,
+        judges: list[Judge],
+        refs: BatchRefs | None,
+    ) -> tuple[list[list[Draft | None]], list[list[LLMError | None]]]:
         deadline = time.monotonic() + deadline_s
-        future = self._loop().submit(self._batch(task, datas, deadline))
+        future = self._loop().submit(BatchRun(self, task, datas, judges, deadline, refs).run())
         try:
             return future.result(timeout=max(0.0, deadline_s) + GRACE_S)
         except concurrent.futures.TimeoutError:
             future.cancel()
             log.error("LLM batch of %d tasks did not return %.0f s after its deadline", len(datas), GRACE_S)
-            self._count({"unfinished at deadline": len(datas)})
-            return [None] * len(datas), [LLMError("deadline", "batch did not return")] * len(datas)
+            self.count({"unfinished at deadline": len(datas) * len(judges)})
+            none = [[None] * len(datas) for _ in judges]
+            return none, [[LLMError("deadline", "batch did not return")] * len(datas) for _ in judges]
 
     def _loop(self) -> _LoopThread:
         with self._lock:
@@ -211,107 +290,25 @@ class LLMAnnotator:
         self._client = ChatClient(self.settings)
         self._semaphore = asyncio.Semaphore(self.settings.concurrency)
 
-    def _count(self, counts: Counter | dict[str, int]) -> None:
+    @property
+    def client(self) -> ChatClient:
+        assert self._client is not None, "the annotator is closed"
+        return self._client
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore:
+        assert self._semaphore is not None, "the annotator is closed"
+        return self._semaphore
+
+    def count(self, counts: Counter | dict[str, int]) -> None:
         with self._lock:
             self.stats.update(counts)
 
-    async def _batch(
-        self, task: LLMTask, datas: list[dict[str, Any]], deadline: float
-    ) -> tuple[list[Draft | None], list[LLMError | None]]:
-        """Runs on the background loop: cache, then concurrent requests until ``deadline``."""
-        started = time.monotonic()
-        client, semaphore = self._client, self._semaphore
-        assert client is not None and semaphore is not None
-        n = len(datas)
-        drafts: list[Draft | None] = [None] * n
-        reasons: list[LLMError | None] = [None] * n
-        counts: Counter = Counter(tasks=n)
-        logged: set[str] = set()
-
-        def fail(indices: list[int], kind: str, error: Exception) -> None:
-            llm_error = error if isinstance(error, LLMError) else LLMError(kind, f"{type(error).__name__}: {error}")
-            for i in indices:
-                reasons[i] = llm_error
-            if kind == "deadline":  # cut by the batch's wait or stopped by the client: the same to the user
-                counts["unfinished at deadline"] += len(indices)
-                return  # the batch's summary line counts them
-            counts[f"failed: {kind}"] += len(indices)
-            message = client.redact(str(error))
-            if kind not in logged:  # the first of each kind per batch; the summary counts them all
-                logged.add(kind)
-                log.warning("LLM task %d of %d failed (%s): %s", indices[0], n, kind, message)
-            else:
-                log.debug("LLM task %d of %d failed (%s): %s", indices[0], n, kind, message)
-
-        def finish(indices: list[int], text: str) -> None:
-            for i in indices:
-                try:
-                    draft = task.to_draft(text, datas[i])
-                except Exception as exc:  # the contract says never, but one task must not stop a batch
-                    fail([i], "parse", exc)
-                    continue
-                if not isinstance(draft, Draft):
-                    fail([i], "parse", TypeError(f"to_draft returned {type(draft).__name__}"))
-                    continue
-                drafts[i] = draft
-
-        # one request per distinct prompt (a batch may hold the same task twice)
-        requests: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[int]]] = {}
-        for i, data in enumerate(datas):
-            try:
-                messages = task.messages(data)
-                response_format = self.response_format(task)
-            except Exception as exc:
-                fail([i], "prompt", exc)
-                continue
-            s = self.settings
-            key = cache_key(s.model, messages, s.temperature, s.max_tokens, response_format)
-            if key in requests:
-                requests[key][2].append(i)
-            else:
-                requests[key] = (messages, response_format, [i])
-
-        cached = await asyncio.to_thread(lambda: {k: self.cache.get(k) for k in requests})
-        for key, text in cached.items():
-            if text is not None:
-                counts["cached"] += len(requests[key][2])
-                finish(requests.pop(key)[2], text)
-
-        async def ask(key: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None) -> None:
-            async with semaphore:
-                text = await client.complete(messages, response_format, deadline=deadline)
-            await asyncio.sleep(0)  # let the next waiting request go out before this answer is parsed
-            counts["answered"] += len(requests[key][2])
-            finish(requests[key][2], text)
-            await asyncio.to_thread(self.cache.put, key, text)
-
-        jobs = {asyncio.create_task(ask(key, m, rf)): key for key, (m, rf, _) in requests.items()}
-        if jobs:
-            done, pending = await asyncio.wait(jobs, timeout=max(0.0, deadline - time.monotonic()))
-            for job in pending:
-                job.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            for job in done:
-                error = job.exception()
-                if error is not None:
-                    kind = error.kind if isinstance(error, LLMError) else "internal"
-                    if kind == "internal":
-                        log.error("LLM batch: unexpected error", exc_info=error)
-                    fail(requests[jobs[job]][2], kind, error)
-            unfinished = [i for job in pending for i in requests[jobs[job]][2]]
-            if unfinished:
-                fail(unfinished, "deadline", LLMError("deadline", "not answered before the /predict deadline"))
-        self._count(counts)
-        failed = {k: v for k, v in counts.items() if k.startswith("failed") or k.startswith("unfinished")}
-        (log.warning if failed else log.info)(
-            "LLM batch: %d tasks in %.2f s: %d cached, %d answered%s",
-            n,
-            time.monotonic() - started,
-            counts["cached"],
-            counts["answered"],
-            f", {failed}" if failed else "",
-        )
-        return drafts, reasons
+    def n_unsupported(self, model: str, given: int, asked: int) -> None:
+        """The server gave ``given`` choices for ``n`` = ``asked``: samples are asked one by one."""
+        if self.n_supported:
+            log.info("%s answered %d choice(s) for n=%d: samples are asked one request each", model, given, asked)
+        self.n_supported = False
 
     def close(self) -> None:
         """Close the connection pool and stop the background loop."""

@@ -18,7 +18,11 @@ def _offline(settings: BackendSettings) -> Any:
 def _llm(settings: BackendSettings) -> Any:
     from judgelab.backend.annotators.llm import LLMAnnotator
 
-    return LLMAnnotator(settings.llm)
+    return LLMAnnotator(
+        settings.llm,
+        max_tasks=settings.model_cache_size,
+        max_task_bytes=int(settings.model_cache_mb * 1024 * 1024),
+    )
 
 
 ANNOTATORS: dict[str, Callable[[BackendSettings], Any]] = {"offline": _offline, "llm": _llm}

@@ -1,7 +1,9 @@
 """An async client for OpenAI-compatible chat endpoints (vLLM, Ollama, llama.cpp, hosted APIs).
 
 ``ChatClient(settings).complete(messages, response_format, deadline=...)`` POSTs to
-``{base_url}/chat/completions`` and returns the answer's text. It
+``{base_url}/chat/completions`` and returns the answer's text; :meth:`ChatClient.chat` returns
+the whole :class:`Completion` (every choice with its ``finish_reason``, and the token ``usage``
+the server reported, if it did), for another model than the settings' and for ``n`` choices. It
 
 - retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter,
   waiting at least what ``Retry-After`` asks (seconds or an HTTP date), and gives up at once
@@ -9,7 +11,9 @@
 - asks for structured output (``response_format``) unless the JSON mode is ``off``; in ``auto``
   mode a server that refuses it (400/422 naming it) is asked again without, and remembered;
 - turns every failure (HTTP error, HTML or empty body, malformed JSON, no choices) into an
-  :class:`LLMError` with a ``kind`` for counting, and never lets the API key into a message.
+  :class:`LLMError` with a ``kind`` for counting, and never lets the API key into a message;
+- replaces lone surrogates (``"\\ud800"``, valid JSON but not encodable text) in answers with
+  U+FFFD, so an answer can always be stored, logged and returned.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import email.utils
 import json
 import logging
 import random
+import re
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -34,6 +40,54 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 20.0
 MIN_ATTEMPT_S = 0.05  # an attempt with less time left than this is not started
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided_json")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (other text unchanged).
+
+    >>> without_surrogates("bad \\ud800 char") == "bad \\ufffd char"
+    True
+    """
+    return _SURROGATES.sub("\ufffd", text)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens one request cost, as the server reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    text: str
+    finish_reason: str | None = None
+
+    @property
+    def cut(self) -> bool:
+        """The answer stopped at ``max_tokens`` (``finish_reason`` ``"length"``)."""
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answered request: its choices (at least one, each with text) and its ``usage``
+    (``None`` when the server did not report it: nothing is counted then)."""
+
+    choices: list[Choice] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+def _usage(payload: dict[str, Any]) -> Usage | None:
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+        return None
+    return Usage(int(counts[0]), int(counts[1]))
 
 
 class LLMError(Exception):
@@ -148,14 +202,22 @@ class ChatClient:
         except (ValueError, KeyError, TypeError):
             raise self._error("bad_response", f"GET {url}: not a model list: {_snippet(response.text)!r}") from None
 
-    def payload(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None) -> dict[str, Any]:
+    def payload(
+        self,
+        messages: list[dict[str, Any]],
+        response_format: dict[str, Any] | None,
+        model: str | None = None,
+        n: int = 1,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.settings.model,
+            "model": model or self.settings.model,
             "messages": messages,
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
             "stream": False,
         }
+        if n > 1:
+            body["n"] = n
         if response_format is not None and self.settings.json_mode != "off" and self.format_supported:
             body["response_format"] = response_format
         return body
@@ -169,13 +231,27 @@ class ChatClient:
     ) -> str:
         """The answer's text. ``deadline`` is a :func:`time.monotonic` time after which no
         attempt starts and no backoff sleeps. Raises :class:`LLMError`."""
+        completion = await self.chat(messages, response_format, deadline=deadline)
+        return completion.choices[0].text
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        response_format: dict[str, Any] | None = None,
+        *,
+        deadline: float | None = None,
+        model: str | None = None,
+        n: int = 1,
+    ) -> Completion:
+        """The whole answer: up to ``n`` choices (a server may give fewer) and the usage,
+        from ``model`` (default: the settings'). Retries and deadline as :meth:`complete`."""
         attempt = 0
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining < MIN_ATTEMPT_S:
                 raise self._error("deadline", "no time left before the deadline")
             attempt += 1
-            body = self.payload(messages, response_format)
+            body = self.payload(messages, response_format, model, n)
             try:
                 return await self._attempt(body, remaining)
             except _Retryable as failure:
@@ -214,7 +290,7 @@ class ChatClient:
             return retry_after + random.uniform(0, min(1.0, 0.1 * retry_after + 0.05))
         return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
-    async def _attempt(self, body: dict[str, Any], remaining: float | None) -> str:
+    async def _attempt(self, body: dict[str, Any], remaining: float | None) -> Completion:
         timeout = self.settings.timeout if remaining is None else min(self.settings.timeout, remaining)
         self.stats["requests"] += 1
         try:
@@ -249,13 +325,13 @@ class ChatClient:
                 raise self._error(
                     "not_found",
                     f"HTTP 404 from {self.url}: {text!r} (does JUDGELAB_LLM_BASE_URL end with /v1, "
-                    f"and does the server serve model {self.settings.model!r}?)",
+                    f"and does the server serve model {body.get('model')!r}?)",
                     status,
                 )
             raise self._error(f"http_{status}", f"HTTP {status} from {self.url}: {text!r}", status)
-        return self._answer_text(response)
+        return self._completion(response)
 
-    def _answer_text(self, response: httpx.Response) -> str:
+    def _completion(self, response: httpx.Response) -> Completion:
         raw = response.content
         if not raw.strip():
             raise self._error("bad_response", f"empty body from {self.url}")
@@ -269,17 +345,27 @@ class ChatClient:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             detail = payload.get("error") if isinstance(payload, dict) and payload.get("error") else "no choices"
             raise self._error("bad_response", self.redact(f"answer from {self.url} has {_snippet(str(detail))}"))
-        choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        text = _message_text(message.get("content"))
-        if text is None and isinstance(choice.get("text"), str):  # completions-style servers
-            text = choice["text"]
-        if text is None or not text.strip():
+        usage = _usage(payload)
+        if usage is None:
+            self.stats["answers without usage"] += 1
+        answered = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            text = _message_text(message.get("content"))
+            if text is None and isinstance(choice.get("text"), str):  # completions-style servers
+                text = choice["text"]
+            if text is None or not text.strip():
+                continue
             reason = choice.get("finish_reason")
+            if reason == "length":
+                self.stats["truncated (max_tokens)"] += 1
+            answered.append(Choice(without_surrogates(text), reason if isinstance(reason, str) else None))
+        if not answered:
+            reason = choices[0].get("finish_reason")
             raise self._error("bad_response", f"answer from {self.url} has no text (finish_reason={reason!r})")
-        if choice.get("finish_reason") == "length":
-            self.stats["truncated (max_tokens)"] += 1
-        return text
+        return Completion(answered, usage)
 
 
 class _Retryable(Exception):

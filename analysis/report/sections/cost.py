@@ -1,0 +1,82 @@
+"""The report's "Cost" section: the LLM's token usage and what it cost, per model version."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from judgelab.analysis.cost import cost_per_model_version, cost_per_task
+from judgelab.analysis.report.blocks import Paragraph, Section, Table
+from judgelab.analysis.report.data import ProjectData
+
+
+def money(value: float) -> str:
+    """A cost with six significant digits (LLM costs per task are often fractions of a cent).
+
+    >>> money(0.000268125), money(12.5), money(float("nan"))
+    ('0.000268125', '12.5', '')
+    """
+    return "" if pd.isna(value) else f"{value:.6g}"
+
+
+def cost_section(data: ProjectData) -> Section | None:
+    """Tokens, requests, cache hits and cost per model version, when the tables hold usage."""
+    usage = data.usage
+    if usage is None or usage.empty:
+        return None
+    per_version = cost_per_model_version(usage)
+    per_task = cost_per_task(usage)
+    tasks = int(per_task["task_id"].nunique())
+    requests, cached = int(per_version["requests"].sum()), int(per_version["cached"].sum())
+    prompt, completion = int(per_version["prompt_tokens"].sum()), int(per_version["completion_tokens"].sum())
+    text = (
+        f"The LLM pre-annotation of {tasks} task(s) sent {requests} request(s) using {prompt:,} prompt and "
+        f"{completion:,} completion tokens; {cached} answer(s) came from the response cache (or from an identical "
+        "task of the same batch) and cost nothing."
+    )
+    priced = per_task["cost"].dropna()
+    if not priced.empty:
+        text += (
+            f" At the prices given (--price-in/--price-out) it cost {money(priced.sum())} in all: "
+            f"{money(priced.median())} for the median task, {money(priced.max())} for the dearest."
+        )
+    else:
+        text += " No prices were given (--price-in/--price-out), so no cost is shown."
+    notes = []
+    unreported = int(per_version["unreported"].sum())
+    if unreported:
+        notes.append(
+            f"{unreported} request(s) came from a server that reported no token usage: they are not counted, "
+            "so the tokens and cost are too low by their share."
+        )
+    unpriced = int(per_version["unpriced"].sum())
+    if unpriced:
+        notes.append(f"{unpriced} request(s) had tokens but no price: their cost is missing from the totals.")
+    columns = ["model_version", "model", "tasks", "requests", "answers", "cached", "unreported", "unpriced"]
+    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task"]
+    if (per_version["answers"] == per_version["requests"]).all():
+        columns.remove("answers")  # one answer per request: no samples asked with n
+    columns = [c for c in columns if c not in ("unreported", "unpriced") or per_version[c].any()]
+    shown = per_version.assign(cost=per_version["cost"].map(money))
+    shown = shown.assign(cost_per_task=per_version["cost_per_task"].map(money))[columns]
+    blocks = [
+        Paragraph(text + (" " + " ".join(notes) if notes else "")),
+        Paragraph(
+            "One row per model version (each judge, and each setting of samples, is its own version). tasks: "
+            "tasks it answered; requests: HTTP requests that carried their tokens; "
+            + (
+                "answers: answers those requests gave (several per request when samples were asked with n); "
+                if "answers" in columns
+                else ""
+            )
+            + "cached: answers that cost nothing; cost_per_task: cost divided by tasks. cost_per_task.csv has "
+            "every task."
+        ),
+        Table(
+            "cost_by_model_version",
+            "LLM tokens and cost per model version",
+            shown,
+            data=per_version.assign(project=data.project),
+        ),
+        Table("cost_per_task", "LLM tokens and cost per task", per_task, csv_only=True),
+    ]
+    return Section("Cost", blocks)

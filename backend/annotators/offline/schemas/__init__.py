@@ -1,0 +1,1 @@
+"""One module per built-in schema; each registers its heuristic with ``heuristics.OFFLINE``."""

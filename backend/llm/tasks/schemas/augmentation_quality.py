@@ -1,0 +1,54 @@
+"""001 augmentation_quality: SP / SC / notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgelab.backend.draft import Draft
+from judgelab.backend.llm.contracts import ParsedAnswer
+from judgelab.backend.llm.tasks.base import (
+    SchemaTask,
+    _lookup,
+    _scale,
+    _Tally,
+    _text,
+    register_task,
+)
+
+
+@register_task("augmentation_quality")
+class AugmentationQualityTask(SchemaTask):
+    TASK_VERSION = "1"
+    LABEL_NAMES = {0: "neutral", 1: "hyperpartisan"}
+
+    def variables(self, data: dict[str, Any]) -> dict[str, Any]:
+        values = super().variables(data)
+        label = data.get("original_label")
+        try:
+            values["original_label_name"] = self.LABEL_NAMES.get(int(label), "unknown")
+        except (TypeError, ValueError):
+            values["original_label_name"] = "unknown"
+        return values
+
+    def output_schema(self) -> dict[str, Any] | None:
+        props: dict[str, Any] = {}
+        for name in ("SP", "SC"):
+            low, high = _scale(self.control(name), (1, 3))
+            props[name] = {"type": "integer", "minimum": low, "maximum": high}
+        props["notes"] = {"type": "string"}
+        return {"type": "object", "properties": props, "required": ["SP", "SC"]}
+
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+        tally.answer(answer)
+        draft = Draft()
+        for name in ("SP", "SC"):
+            found, value = _lookup(answer.fields, name)
+            if found:
+                self.choice_from_rating(draft, name, value, tally, (1, 3))
+            else:
+                tally.counts["missing_ratings"] += 1
+        found, notes = _lookup(answer.fields, "notes", "note", "reason", "explanation")
+        text = _text(notes) if found else None
+        if text:
+            draft.texts["notes"] = text
+        return draft

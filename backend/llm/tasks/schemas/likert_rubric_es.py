@@ -1,0 +1,46 @@
+"""003 likert_rubric_es: five criteria, 1-5."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgelab.backend.draft import Draft
+from judgelab.backend.llm.contracts import ParsedAnswer
+from judgelab.backend.llm.tasks.base import (
+    SchemaTask,
+    _lookup,
+    _scale,
+    _Tally,
+    register_task,
+)
+
+
+@register_task("likert_rubric_es")
+class LikertRubricTask(SchemaTask):
+    TASK_VERSION = "1"
+    CRITERIA = ("Coherence", "Consistency", "Fluency", "Relevance", "5W")
+    SPANISH = {
+        "Coherence": ("Coherencia",),
+        "Consistency": ("Consistencia",),
+        "Fluency": ("Fluidez",),
+        "Relevance": ("Relevancia",),
+        "5W": ("5 W", "cinco W"),
+    }
+
+    def output_schema(self) -> dict[str, Any] | None:
+        props = {}
+        for name in self.CRITERIA:
+            low, high = _scale(self.control(name), (1, 5))
+            props[name] = {"type": "integer", "minimum": low, "maximum": high}
+        return {"type": "object", "properties": props, "required": list(self.CRITERIA)}
+
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+        tally.answer(answer)
+        draft = Draft()
+        for name in self.CRITERIA:
+            found, value = _lookup(answer.fields, name, *self.SPANISH[name])
+            if found:
+                self.choice_from_rating(draft, name, value, tally, (1, 5))
+            else:
+                tally.counts["missing_ratings"] += 1
+        return draft

@@ -1,0 +1,1 @@
+"""The seed file formats, one module each."""

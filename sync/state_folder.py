@@ -1,0 +1,115 @@
+"""The sync's ``--out`` folder: checked before use, held by one sync at a time, and its storage
+errors (disk full, read-only, not a folder) turned into clear messages.
+
+Two ``judgelab sync`` runs into one folder would both read the stored state, both export, and
+both write: rows doubled, or SQLite's ``database is locked``. So a run holds an exclusive lock on
+``<out>/.judgelab-sync.lock`` (``flock``: the system releases it when the process ends, however it
+ends) from before it reads the state until its last write. A second run waits for the first to
+finish, saying so, and then does what is left (usually nothing: the first run's changes are its
+state). Reading the tables (``judgelab report``) needs no lock: SQLite keeps readers consistent.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from judgelab.sync.client import SyncError
+
+LOCK_FILE = ".judgelab-sync.lock"
+
+
+def prepare_out(out_dir: Path) -> Path:
+    """``out_dir`` as a folder that exists (created if needed); a clear error when it cannot be."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SyncError(f"--out {out_dir} is a file, not a folder: give a folder for the tables")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_error(out_dir, exc) from None
+    if not os.access(out_dir, os.W_OK):
+        raise SyncError(f"cannot write to {out_dir}: permission denied")
+    return out_dir
+
+
+def storage_error(out_dir: Path, exc: BaseException) -> SyncError:
+    """What a failed write into ``out_dir`` means for the user."""
+    if isinstance(exc, sqlite3.Error):
+        text = str(exc)
+        if "full" in text:
+            return SyncError(
+                f"{out_dir}: the disk is full ({text}); what was stored before is intact: free space, re-run"
+            )
+        if "readonly" in text or "read-only" in text:
+            return SyncError(f"cannot write to {out_dir}: {text}")
+        return SyncError(f"{out_dir}: the sync's SQLite file: {text}")
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in str(exc):
+            return SyncError(f"{out_dir}: the disk is full; what was stored before is intact: free space, re-run")
+        if exc.errno == errno.ENOTDIR:
+            return SyncError(f"--out {out_dir}: a part of the path is a file, not a folder")
+        reason = exc.strerror or str(exc)
+        return SyncError(f"cannot write to {out_dir}: {reason}" + (f" ({exc.filename})" if exc.filename else ""))
+    return SyncError(f"{out_dir}: {exc}")
+
+
+@contextmanager
+def storage_errors(out_dir: Path) -> Iterator[None]:
+    """Turn SQLite's and the file system's write errors inside the block into :class:`SyncError`."""
+    try:
+        yield
+    except (ConnectionError, TimeoutError):  # the network, not the folder
+        raise
+    except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
+        raise storage_error(Path(out_dir), exc) from None
+
+
+def _holder(handle) -> str:
+    handle.seek(0)
+    pid = handle.read().strip()
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+def _note_holder(handle, pid: str) -> None:
+    """Write the holder's pid into the lock file (for the waiting run's message; best effort)."""
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(pid)
+        handle.flush()
+    except OSError:  # a full disk: the lock holds all the same
+        pass
+
+
+@contextmanager
+def folder_lock(out_dir: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the sync folder's lock; when another run holds it, tell ``on_wait`` and wait for it."""
+    path = Path(out_dir) / LOCK_FILE
+    try:
+        handle = open(path, "a+", encoding="ascii")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise storage_error(Path(out_dir), exc) from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait:
+                on_wait(
+                    f"waiting for another judgelab sync{_holder(handle)} into {out_dir} to finish "
+                    "(one sync at a time per folder)"
+                )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        _note_holder(handle, str(os.getpid()))
+        try:
+            yield
+        finally:
+            _note_holder(handle, "")
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        handle.close()

@@ -1,0 +1,130 @@
+"""The LLM's token usage next to the tidy tables: ``judgelab sync`` asks each ML backend
+connected to a synced project (its URL is in Label Studio) for the project's usage per task
+and model version (``GET /usage?per=task``) and stores it as the ``usage`` table
+(:data:`judgelab.configs.tables.USAGE_COLUMNS`) in ``judgelab.sqlite`` and ``usage.parquet``.
+
+A backend that keeps no usage (the offline annotator) adds nothing; one that does not answer
+leaves the project's earlier rows in place and is named in a warning. A backend behind basic
+auth is asked with ``JUDGELAB_BACKEND_BASIC_AUTH`` (``user:password``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from judgelab.configs.tables import USAGE_COLUMNS
+from judgelab.sync.ls_api import as_api
+
+STATE_FILE = "judgelab.sqlite"
+PARQUET_FILE = "usage.parquet"
+_INTEGER = {"project", "task_id", "requests", "answers", "cached", "unreported", "unpriced"}
+_INTEGER |= {"prompt_tokens", "completion_tokens"}
+_SQL = ", ".join(f'"{c}" ' + ("INTEGER" if c in _INTEGER else "REAL" if c == "cost" else "TEXT") for c in USAGE_COLUMNS)
+
+
+@dataclass
+class UsageSync:
+    rows: int = 0
+    backends: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+
+def backend_auth() -> tuple[str, str] | None:
+    value = os.environ.get("JUDGELAB_BACKEND_BASIC_AUTH", "")
+    if ":" not in value:
+        return None
+    user, password = value.split(":", 1)
+    return user, password
+
+
+def _backend_urls(api: Any, project_id: int) -> list[str]:
+    backends = api.get_json("api/ml/", {"project": project_id})
+    if isinstance(backends, dict):
+        backends = backends.get("results") or []
+    return sorted({str(b["url"]).rstrip("/") for b in backends if isinstance(b, dict) and b.get("url")})
+
+
+def fetch_usage(url: str, project_id: int, auth: tuple[str, str] | None = None) -> list[dict[str, Any]] | None:
+    """The project's usage rows from one backend (None: it keeps no usage). Raises
+    ``httpx.HTTPError`` when it does not answer."""
+    response = httpx.get(f"{url}/usage", params={"project": str(project_id), "per": "task"}, auth=auth, timeout=60)
+    if response.status_code in (400, 404):
+        return None
+    response.raise_for_status()
+    rows = response.json().get("rows")
+    if not isinstance(rows, list):
+        return None
+    return [{**row, "project": project_id, "backend": url} for row in rows if isinstance(row, dict)]
+
+
+def sync_usage(client: Any, out_dir: Path, project_ids: list[int], write_parquet: bool = True) -> UsageSync:
+    """Replace the ``usage`` rows of ``project_ids`` with what their backends report now."""
+    api = as_api(client)
+    auth = backend_auth()
+    report = UsageSync()
+    fetched: dict[int, list[dict[str, Any]]] = {}
+    for project_id in project_ids:
+        rows: list[dict[str, Any]] = []
+        complete = True
+        for url in _backend_urls(api, project_id):
+            try:
+                got = fetch_usage(url, project_id, auth)
+            except (httpx.HTTPError, ValueError) as exc:
+                report.warnings.append(f"ML backend {url} did not report project {project_id}'s LLM usage: {exc}")
+                complete = False
+                continue
+            if got is not None:
+                rows.extend(got)
+                if url not in report.backends:
+                    report.backends.append(url)
+        if complete:
+            fetched[project_id] = rows
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(out_dir / STATE_FILE) as db:
+        db.execute(f"CREATE TABLE IF NOT EXISTS usage ({_SQL})")
+        for project_id, rows in fetched.items():
+            db.execute("DELETE FROM usage WHERE project = ?", (project_id,))
+            db.executemany(
+                f"INSERT INTO usage VALUES ({', '.join('?' for _ in USAGE_COLUMNS)})",
+                [tuple(row.get(c) for c in USAGE_COLUMNS) for row in rows],
+            )
+        report.rows = db.execute("SELECT COUNT(*) FROM usage").fetchone()[0]
+    if write_parquet:
+        frame = read_usage_table(out_dir / STATE_FILE)
+        if frame is not None:
+            frame.to_parquet(out_dir / PARQUET_FILE, index=False)
+            report.path = out_dir / PARQUET_FILE
+    return report
+
+
+def read_usage_table(db_path: Path) -> Any:
+    import pandas as pd
+
+    if not Path(db_path).exists():
+        return None
+    with sqlite3.connect(db_path) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'").fetchone():
+            return None
+        frame = pd.read_sql("SELECT * FROM usage ORDER BY project, task_id", db)
+    for column in _INTEGER:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
+    frame["cost"] = pd.to_numeric(frame["cost"], errors="coerce").astype("float64")
+    return frame
+
+
+def read_usage(folder: Path) -> Any:
+    """The ``usage`` table of a tables folder (a DataFrame), or None when it has none."""
+    import pandas as pd
+
+    folder = Path(folder)
+    if (folder / PARQUET_FILE).exists():
+        return pd.read_parquet(folder / PARQUET_FILE)
+    return read_usage_table(folder / STATE_FILE)

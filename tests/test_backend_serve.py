@@ -1,0 +1,365 @@
+"""``judgelab serve`` and ``python -m judgelab.backend`` as a user runs them (issue 13, points 4 and 9):
+``--help``, every flag with its variable, the README's commands exactly as written, several
+worker processes sharing the LLM response cache, and ``/metrics``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+from backend_process import ROOT, BackendProcess, clean_env, start_backend
+from llm_sim import LLMSim
+
+from judgelab.backend.cli import OPTIONS, SECRETS, environment
+from judgelab.backend.settings import BackendSettings
+from judgelab.configs.schema import get_schema
+
+BIN = Path(sys.executable).parent
+JUDGELAB = str(BIN / "judgelab")
+HOTEL_XML = get_schema("hotel_spans").config_xml
+README = (ROOT / "README.md").read_text()
+
+
+def hotel_task(i: int) -> dict:
+    sample = get_schema("hotel_spans").samples()[0]["data"]
+    return {"id": i, "data": {**sample, "summary": f"task {i}: a summary."}}
+
+
+def predict_body(tasks: list[dict]) -> dict:
+    return {"tasks": tasks, "project": "3.1", "label_config": HOTEL_XML, "params": {"context": None}}
+
+
+def samples(text: str, name: str) -> dict[str, float]:
+    """``{labels: value}`` of one metric in a Prometheus text exposition."""
+    out = {}
+    for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M):
+        out[m.group(1) or ""] = float(m.group(2))
+    return out
+
+
+# ---------------------------------------------------------------------------- help and flags
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[sys.executable, "-m", "judgelab.backend", "--help"], [JUDGELAB, "serve", "--help"]],
+    ids=["module", "cli"],
+)
+def test_help_lists_every_flag_with_its_variable_and_starts_nothing(command):
+    out = subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: judgelab serve")
+    flat = " ".join(out.stdout.split())
+    for option in OPTIONS:
+        assert option.flag in flat and option.env in flat, option
+    for secret in SECRETS:
+        assert secret in flat
+    assert "Uvicorn running" not in out.stdout + out.stderr
+
+
+def test_a_bad_flag_is_a_usage_error():
+    out = subprocess.run(
+        [JUDGELAB, "serve", "--workers"], cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 2 and "--workers" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_every_backend_variable_has_a_flag_or_is_a_secret():
+    """A variable the backend (or the schema core it reads) starts to read without a flag fails here."""
+    read: set[str] = set()
+    for path in [*(ROOT / "backend").rglob("*.py"), *(ROOT / "configs").rglob("*.py")]:
+        if path != ROOT / "backend" / "cli.py":
+            read |= set(re.findall(r'"((?:JUDGELAB|LABEL_STUDIO)_[A-Z0-9_]*[A-Z0-9])"', path.read_text()))
+    flagged = {o.env for o in OPTIONS}
+    assert read - flagged - set(SECRETS) == set()
+    assert flagged - read == set()
+
+
+def sample_value(option) -> tuple[str, object]:
+    """A valid value for a flag (as typed) and what the setting becomes."""
+    default = BackendSettings()
+    for part in option.setting.split("."):
+        default = getattr(default, part)
+    if option.choices:
+        return option.choices[-1], option.choices[-1]
+    if isinstance(default, bool):
+        raise AssertionError(option)
+    if isinstance(default, int):
+        return "7", 7
+    if isinstance(default, float):
+        return "7.5", 7.5
+    if "url" in option.flag:
+        return "http://example.test:1234/v1", "http://example.test:1234/v1"
+    return "some-value", "some-value"
+
+
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.setting], ids=lambda o: o.flag)
+def test_each_flag_sets_its_setting_and_beats_its_variable(option):
+    typed, expected = sample_value(option)
+    env = {option.env: "ignored"} | ({"JUDGELAB_BASIC_AUTH_PASS": "pw"} if "auth" in option.flag else {})
+    settings = BackendSettings.from_env(environment([option.flag, typed], env))
+    value = settings
+    for part in option.setting.split("."):
+        value = getattr(value, part)
+    assert value == expected
+
+
+def test_the_readme_flags_table_names_every_flag_and_variable():
+    section = README[README.index("## The ML backend") : README.index("### The built-in offline annotator")]
+    llm = README[README.index("## LLM pre-annotation") : README.index("## Importing users' files")]
+    for option in OPTIONS:
+        where = llm if option.flag.startswith(("--llm", "--cache")) else section
+        assert f"`{option.env}`" in where, option.env
+        assert f"`{option.flag}`" in section or option.flag.startswith(("--llm", "--cache")), option.flag
+
+
+# ---------------------------------------------------------------------------- the README's commands
+
+
+def readme_commands() -> list[str]:
+    """Every ``judgelab serve`` command in the README's bash blocks, continuation lines joined;
+    one of a command shown both as ``judgelab`` (an activated venv) and ``.venv/bin/judgelab``."""
+    commands: dict[str, str] = {}
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = " ".join(line.split(" #", 1)[0].split())
+            if re.search(r"(^|\s|/)judgelab serve\b", line):
+                commands.setdefault(line.replace(".venv/bin/judgelab", "judgelab"), line)
+    return list(commands.values())
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_shows_serve_commands():
+    assert len(COMMANDS) >= 6, COMMANDS
+    assert any("--llm-concurrency 8" in c for c in COMMANDS)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_serve_command_runs_as_written(command, tmp_path):
+    """Run in a folder whose ``.venv`` is this virtualenv, with ``.venv/bin`` on PATH (the README's
+    CLI block activates it), and the port from JUDGELAB_BACKEND_PORT so tests do not collide."""
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    env = {"PATH": f"{tmp_path / '.venv' / 'bin'}:{os.environ.get('PATH', '')}", "TOKEN": "0123456789abcdef"}
+    args = shlex.split(command)
+    if "--help" in args:
+        out = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=clean_env(**env), capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0 and "usage: judgelab serve" in out.stdout, out.stderr
+        return
+    flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+    base_url = flag.get("--llm-base-url", "")
+    local = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/v1", base_url)
+    sim = LLMSim(answer='{"annotations": [], "impression": 4}', port=int(local.group(1))) if local else None
+    if sim is not None and not port_is_free(sim.port):
+        sim = None  # someone serves that port (a real Ollama?): the backend is still checked
+    if sim is not None:
+        sim.start()
+    try:
+        with start_backend(tmp_path / "backend.log", ["bash", "-c", command], cwd=tmp_path, **env) as backend:
+            health = httpx.get(f"{backend.url}/health", timeout=10).json()
+            assert health["annotator"] == flag.get("--annotator", "offline")
+            metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+            (info,) = samples(metrics, "judgelab_backend_info")
+            assert f'llm_model="{flag.get("--llm-model", "")}"' in info
+            setup = httpx.post(f"{backend.url}/setup", json={"project": "1.1", "schema": HOTEL_XML}, timeout=30)
+            assert setup.json()["model_version"].startswith(f"judgelab-{health['annotator']}-")
+            if sim is not None or health["annotator"] == "offline":
+                response = httpx.post(f"{backend.url}/predict", json=predict_body([hotel_task(1)]), timeout=120)
+                (prediction,) = response.json()["results"]
+                assert "result" in prediction, prediction
+            if sim is not None:
+                (request,) = sim.chat_requests
+                assert request.body["model"] == flag["--llm-model"]
+            if "--workers" in flag:
+                pids = {pid_of(backend) for _ in range(60)}
+                assert len(pids) == int(flag["--workers"]), pids
+    finally:
+        if sim is not None:
+            sim.stop()
+
+
+def pid_of(backend: BackendProcess) -> str:
+    """The pid of the worker that answers a new connection."""
+    metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+    return re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
+
+
+# ---------------------------------------------------------------------------- workers share the cache
+
+
+def test_two_workers_share_the_llm_response_cache(tmp_path):
+    tasks = [hotel_task(i) for i in range(16)]
+    with LLMSim(answer='{"annotations": [], "impression": 5}', latency=0.05) as sim:
+        command = [
+            JUDGELAB,
+            "serve",
+            "--workers",
+            "2",
+            "--annotator",
+            "llm",
+            "--llm-base-url",
+            sim.url,
+            "--llm-model",
+            "sim-model",
+            "--cache-path",
+            str(tmp_path / "cache.sqlite"),
+            "--predict-deadline",
+            "60",
+        ]
+        with start_backend(tmp_path / "backend.log", command) as backend:
+
+            def round_of_predicts() -> list[dict]:
+                results: list = [None] * len(tasks)
+
+                def one(i: int) -> None:  # a connection of its own: any worker may take it
+                    response = httpx.post(f"{backend.url}/predict", json=predict_body([tasks[i]]), timeout=120)
+                    results[i] = response.json()["results"][0]
+
+                threads = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                return results
+
+            first = round_of_predicts()
+            assert all("result" in p for p in first), first
+            asked = sim.count
+            assert asked == len(tasks)
+            second = round_of_predicts()
+            third = round_of_predicts()
+            assert second == first and third == first
+            assert sim.count == asked, "a worker asked the LLM again for an answer the other had cached"
+            # both workers answered predicts, and one of them answered a task the other had asked for
+            served: dict[str, float] = {}
+            for _ in range(200):
+                metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+                pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
+                served[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
+                if len(served) == 2:
+                    break
+            assert len(served) == 2, served
+            assert sum(served.values()) == 2 * len(tasks)
+            assert "continuing without it" not in backend.log() and "cannot be opened" not in backend.log()
+
+
+def test_the_cache_opens_while_another_process_writes_to_it(tmp_path):
+    """Workers starting together on a new cache file: one switching it to WAL while another
+    holds a write lock used to get "database is locked" and run without a cache for good."""
+    path = tmp_path / "cache.sqlite"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+            "c.execute('CREATE TABLE t (x)'); c.execute('BEGIN IMMEDIATE'); c.execute('INSERT INTO t VALUES (1)')\n"
+            "print('locked', flush=True); time.sleep(1.5); c.execute('COMMIT')\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        opened = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys\n"
+                "from judgelab.backend.llm.cache import open_cache, SQLiteCache\n"
+                f"cache = open_cache({str(path)!r})\n"
+                "cache.put('k', 'answer')\n"
+                "print(type(cache).__name__, cache.get('k'))\n",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        holder.wait(timeout=30)
+    assert opened.stdout.split() == ["SQLiteCache", "answer"], opened.stdout + opened.stderr
+
+
+# ---------------------------------------------------------------------------- /metrics
+
+
+def check_exposition(text: str) -> None:
+    """The Prometheus text format: HELP and TYPE per family, ``name{labels} value`` samples,
+    histogram buckets cumulative and ending at +Inf = _count."""
+    families: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            families[name] = kind
+        elif line.startswith("# HELP "):
+            continue
+        else:
+            m = re.fullmatch(r'([a-zA-Z_:][\w:]*)(\{(?:[a-zA-Z_]\w*="(?:[^"\\]|\\.)*",?)*\})? (\S+)', line)
+            assert m, line
+            float(m.group(3).replace("+Inf", "inf"))
+            base = re.sub(r"_(bucket|sum|count)$", "", m.group(1))
+            assert m.group(1) in families or base in families, line
+    for name, kind in families.items():
+        if kind == "histogram":
+            for series in set(re.findall(rf'^{name}_bucket\{{(.*),le="[^"]+"\}}', text, re.M)):
+                buckets = [
+                    float(v)
+                    for v in re.findall(rf'^{name}_bucket\{{{re.escape(series)},le="[^"]+"\}} (\S+)', text, re.M)
+                ]
+                assert buckets == sorted(buckets) and buckets[-1] == samples(text, f"{name}_count")[f"{{{series}}}"]
+
+
+def test_metrics_count_requests_predictions_and_durations(tmp_path):
+    with start_backend(tmp_path / "backend.log", JUDGELAB_PREDICT_DEADLINE="30") as backend:
+        good = [hotel_task(i) for i in range(3)]
+        bad = {"id": 99, "data": {"summary": "no descriptions"}}
+        for _ in range(2):
+            response = httpx.post(f"{backend.url}/predict", json=predict_body([*good, bad]), timeout=60)
+            assert response.status_code == 200
+        httpx.post(f"{backend.url}/predict", content=b"not json", timeout=10)
+        httpx.get(f"{backend.url}/no/such/path/{os.getpid()}", timeout=10)
+        text = httpx.get(f"{backend.url}/metrics", timeout=10).text
+    check_exposition(text)
+    requests = samples(text, "judgelab_requests_total")
+    assert requests['{path="/predict",status="200"}'] == 2
+    assert requests['{path="/predict",status="400"}'] == 1
+    assert requests['{path="other",status="404"}'] == 1  # a random path adds no series of its own
+    predictions = samples(text, "judgelab_predictions_total")
+    assert predictions['{outcome="predicted"}'] == 6 and predictions['{outcome="failed"}'] == 2
+    assert samples(text, "judgelab_request_duration_seconds_count")['{path="/predict"}'] == 3
+    assert samples(text, "judgelab_models_cached")[""] == 1
+    assert samples(text, "process_resident_memory_bytes")[""] > 10e6
+
+
+def test_metrics_are_behind_basic_auth(tmp_path):
+    with start_backend(
+        tmp_path / "backend.log", JUDGELAB_BASIC_AUTH_USER="ls", JUDGELAB_BASIC_AUTH_PASS="pw"
+    ) as backend:
+        assert httpx.get(f"{backend.url}/metrics", timeout=10).status_code == 401
+        assert httpx.get(f"{backend.url}/metrics", auth=("ls", "pw"), timeout=10).status_code == 200
+
+
+def test_settings_replace_keeps_validation():
+    with pytest.raises(ValueError, match="JUDGELAB_BASIC_AUTH_PASS"):
+        replace(BackendSettings(), basic_auth_user="ls")
