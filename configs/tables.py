@@ -17,16 +17,11 @@ What Label Studio records about suggestions travels with every judgment and span
   ``parent_prediction``); empty when the annotator started from a blank task. The model rows of
   that prediction have ``annotation_id`` ``prediction:<id>``.
 
-Older tables lack these columns (and ``spans`` its ``lead_time``); readers fill them with empty
-values (:func:`with_contract_columns`).
+Older tables lack these columns (and ``spans`` its ``lead_time``); the analysis treats them as
+empty (no review, no suggestions).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 TASK_COLUMNS = ["project", "task_id", "schema", "key"]
 # The sync's tasks table: a task's data fields that cannot have a column of their own (a name that
@@ -68,18 +63,11 @@ SPAN_COLUMNS = [
     "lead_time",
 ]
 PREDICTION_PREFIX = "prediction:"  # annotation_id of a model row: prediction:<Label Studio prediction id>
-ORIGINS = ("prediction", "prediction-changed", "manual")
 
 
 def prediction_annotation_id(prediction_id: object) -> str:
     """The ``annotation_id`` of the rows of a prediction (``prediction:<id>``)."""
     return f"{PREDICTION_PREFIX}{prediction_id}"
-
-
-def with_contract_columns(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``frame`` with every column of ``columns`` (missing ones added empty, at the end)."""
-    missing = [column for column in columns if column not in frame.columns]
-    return frame.reindex(columns=[*frame.columns, *missing]) if missing else frame
 
 
 #: LLM token usage per task and model version, from the ML backend's usage log (``judgelab sync``

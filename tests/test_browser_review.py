@@ -29,11 +29,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 HOTEL_TASK = {
     "id": "review-hotel",
-    "descriptions": "The Harbour Inn has 40 rooms, free WiFi and an outdoor pool. Breakfast is served daily.",
-    "summary": "The Harbour Inn offers 90 rooms near the Hudson River, a rooftop bar and free WiFi.",
+    "descriptions": "The Harbour Inn has 40 rooms, 2 restaurants and an outdoor pool 300 m from the beach. "
+    "Breakfast is served daily.",
+    "summary": "The Harbour Inn offers 90 rooms, 5 restaurants and an outdoor pool 3 km from the beach.",
     "group": "A",
 }
-KEEP, RELABEL, DELETE, ADD = "90 rooms", "Hudson River", "rooftop", "free WiFi"
+ADD = "outdoor pool"  # marked by the reviewer; the backend suggests the three wrong numbers
 
 
 @pytest.fixture(scope="module")
@@ -84,11 +85,14 @@ def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artif
         live_stack, request, "hotel_spans", "Review loop: hotel", HOTEL_TASK
     )
     spans = {r["value"]["text"]: r for r in prediction.result if r["type"] == "labels"}
-    assert set(spans) == {KEEP, RELABEL, DELETE}, "the offline annotator's suggestions changed: pick another task"
+    assert len(spans) == 3, f"the offline annotator now suggests {sorted(spans)}: pick a task with three"
     assert all(r.get("id") for r in prediction.result), "every suggested result needs an id"
+    keep, relabel, delete = sorted(spans, key=lambda text: spans[text]["value"]["start"])
+    start = HOTEL_TASK["summary"].index(ADD)
+    assert all(r["value"]["end"] <= start or r["value"]["start"] >= start + len(ADD) for r in spans.values())
     [suggested_rating] = [r["value"]["rating"] for r in prediction.result if r["type"] == "rating"]
     new_rating = suggested_rating + 2 if suggested_rating <= 5 else suggested_rating - 2
-    relabel_to = "Misleading" if spans[RELABEL]["value"]["labels"] != ["Misleading"] else "Incorrect"
+    relabel_to = "Misleading" if spans[relabel]["value"]["labels"] != ["Misleading"] else "Incorrect"
 
     open_task(page, live_stack, project_id, task_id)
     highlighted = page.evaluate(
@@ -96,15 +100,14 @@ def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artif
     )
     assert sorted(highlighted) == sorted(spans), "the suggestions are shown as the annotation's regions"
     page.screenshot(path=str(artifacts / "review_hotel_suggested.png"), full_page=True)
-    outliner_item(page, RELABEL).click()  # select the region, then click another label: relabel
+    outliner_item(page, relabel).click()  # select the region, then click another label: relabel
     label_button(page, relabel_to).click()
     page.keyboard.press("Escape")
-    outliner_item(page, DELETE).click()
+    outliner_item(page, delete).click()
     page.keyboard.press("Backspace")  # Label Studio's hotkey: delete the selected region
     page.keyboard.press("Escape")
     label_button(page, "Incorrect").click()
     summary = HOTEL_TASK["summary"]
-    start = summary.index(ADD)
     box = page.evaluate(RANGE_JS, [summary, utf16_len(summary[:start]), utf16_len(ADD)])
     page.mouse.move(box["x1"], box["y"])
     page.mouse.down()
@@ -112,7 +115,7 @@ def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artif
     page.mouse.up()
     page.keyboard.press("Escape")
     page.locator(".ant-rate-star").nth(new_rating - 1).click()
-    assert sorted(page.locator(".lsf-outliner-item__text").all_inner_texts()) == sorted([KEEP, RELABEL, ADD])
+    assert sorted(page.locator(".lsf-outliner-item__text").all_inner_texts()) == sorted([keep, relabel, ADD])
     page.screenshot(path=str(artifacts / "review_hotel_reviewed.png"), full_page=True)
     page.get_by_role("button", name="Submit").click()
     page.wait_for_timeout(2500)
@@ -121,16 +124,16 @@ def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artif
 
     tables, review = synced_review(live_stack, project_id, tmp_path / "tables")
     human_spans = tables.spans[tables.spans["source"] == "human"].set_index("text")
-    assert human_spans.loc[KEEP, "region_id"] == spans[KEEP]["id"]  # ids kept from the suggestion
-    assert human_spans.loc[KEEP, "origin"] == "prediction"
-    assert human_spans.loc[RELABEL, "origin"] == "prediction-changed"
+    assert human_spans.loc[keep, "region_id"] == spans[keep]["id"]  # ids kept from the suggestion
+    assert human_spans.loc[keep, "origin"] == "prediction"
+    assert human_spans.loc[relabel, "origin"] == "prediction-changed"
     assert human_spans.loc[ADD, "origin"] == "manual"
     assert set(human_spans["parent_prediction"]) == {prediction.id}
     counts = outcome_counts(review, ["unit"]).set_index("unit")
     assert counts.loc["span", ["n_kept", "n_edited", "n_deleted", "n_added"]].tolist() == [1, 1, 1, 1]
     by_region = review[review["unit"] == "span"].set_index("region_id")
-    assert by_region.loc[spans[RELABEL]["id"], ["changed", "final"]].tolist() == ["label", relabel_to]
-    assert by_region.loc[spans[DELETE]["id"], "outcome"] == "deleted"
+    assert by_region.loc[spans[relabel]["id"], ["changed", "final"]].tolist() == ["label", relabel_to]
+    assert by_region.loc[spans[delete]["id"], "outcome"] == "deleted"
     [rating] = review[review["category"] == "impression"].to_dict("records")
     assert (rating["outcome"], rating["suggested"], rating["final"]) == ("edited", str(suggested_rating),
                                                                           str(new_rating))  # fmt: skip
