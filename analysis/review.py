@@ -32,6 +32,7 @@ from judgelab.configs.tables import PREDICTION_PREFIX
 KEPT, EDITED, DELETED, ADDED = "kept", "edited", "deleted", "added"
 OUTCOMES = (KEPT, EDITED, DELETED, ADDED)
 ITEM, SPAN = "item", "span"
+UNKNOWN_SOURCE = "model:(unknown version)"
 REVIEW_COLUMNS = [
     "project",
     "task_id",
@@ -230,7 +231,7 @@ def review_table(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     units = pd.concat(parts, ignore_index=True)
     units = units.merge(annotations, on="annotation_id", how="left")
     sources = prediction_sources(judgments, spans)
-    units["suggestion_source"] = units["parent"].map(sources)
+    units["suggestion_source"] = units["parent"].map(sources).fillna(UNKNOWN_SOURCE)  # a prediction without rows
     units["parent_prediction"] = pd.to_numeric(
         units["parent"].str.slice(len(PREDICTION_PREFIX)), errors="coerce"
     ).astype("Int64")

@@ -23,7 +23,7 @@ from scipy import stats
 
 from judgelab.analysis.agreement import cohen_kappa
 from judgelab.analysis.krippendorff import krippendorff_alpha
-from judgelab.analysis.review import ADDED, DELETED, EDITED, KEPT, SPAN, prediction_sources
+from judgelab.analysis.review import ADDED, DELETED, EDITED, KEPT, SPAN, UNKNOWN_SOURCE, prediction_sources
 from judgelab.analysis.span_agreement import pairwise_span_agreement
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask
 from judgelab.configs.items import item_kind
@@ -168,7 +168,7 @@ def annotation_times(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFra
     sources = prediction_sources(judgments, spans)
     keys = PREDICTION_PREFIX + per["parent_prediction"].astype("Int64").astype(str)
     suggestion = keys.map(sources).where(per["parent_prediction"].notna(), NO_SUGGESTION)
-    per = per.assign(suggestion=suggestion.fillna("model:(unknown version)"))
+    per = per.assign(suggestion=suggestion.fillna(UNKNOWN_SOURCE))
     return per[["project", "task_id", "annotation_id", "annotator", "lead_time", "suggestion"]].reset_index(drop=True)
 
 

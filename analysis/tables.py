@@ -17,6 +17,7 @@ per annotator (see ``analysis.agreement``). Building it makes four choices, all 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,7 @@ from judgelab.analysis.chance_agreement import (
     scott_pi,
     weighted_cohen_kappa,
 )
+from judgelab.analysis.kinds import KIND_DEFAULT, KIND_INFERRED, effective_meta, item_kinds
 from judgelab.analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
 from judgelab.configs.items import item_kind
 
@@ -66,6 +68,10 @@ AGREEMENT_COLUMNS = [
     "krippendorff_alpha",
     "alpha_ci_low",
     "alpha_ci_high",
+    "kind_from",
+    "light_kappa_quadratic",
+    "n_pairs",
+    "min_pair_units",
 ]
 MAX_SCALE_POINTS = 101
 
@@ -154,6 +160,7 @@ def per_item_agreement(
     spans: pd.DataFrame | None = None,
     source: str | None = HUMAN_SOURCE,
     alpha_levels: Mapping[str, str] | None = None,
+    kinds: Mapping[str, str] | None = None,
     n_boot: int = 1000,
     ci_level: float = 0.95,
     seed: int = 0,
@@ -162,9 +169,17 @@ def per_item_agreement(
 
     Columns: ``project, item, kind, n_units`` (tasks rated by two or more annotators: what
     the coefficients rest on), ``n_annotators, n_annotations`` (ratings counted), the
-    coefficients of :func:`item_agreement` and ``reason`` (why a coefficient is NaN,
-    ``"; "``-joined, or empty). ``spans`` adds the annotations that have spans but no judgment
-    row, so that flags are counted as unticked there.
+    coefficients of :func:`item_agreement`, ``reason`` (why a coefficient is NaN,
+    ``"; "``-joined, or empty) and ``kind_from``: where the item's kind came from. ``spans``
+    adds the annotations that have spans but no judgment row, so that flags are counted as
+    unticked there.
+
+    The kind of an item (ordinal, nominal, flag, text) comes from ``kinds`` (item -> kind) when
+    given, else from ``schema_meta`` (``scales``, ``items``; ``kind_from`` ``schema``); an item
+    neither declares is a rating scale when its answers are whole numbers in a short range
+    (``kind_from`` ``inferred``: BASSE's 1-5 criteria without a schema) and nominal otherwise
+    (``default``). With ``schema_meta=None`` every kind is inferred so, and a :class:`KindWarning`
+    names the items whose kind was inferred: ordinal items are never silently nominal.
 
     ``alpha_levels`` maps an item to the level of Krippendorff's alpha (``"interval"`` for a
     numeric scale whose points are equally spaced, say); by default ordinal items get
@@ -175,13 +190,20 @@ def per_item_agreement(
     if judgments.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
     levels = alpha_levels or {}
-    scales = (schema_meta or {}).get("scales") or {}
+    usable = usable_judgments(judgments, source=source)
+    meta = effective_meta(schema_meta, usable)
+    resolved = item_kinds(schema_meta, usable)
+    for item, kind in (kinds or {}).items():
+        resolved[str(item)] = (str(kind), "given")
+    if schema_meta is None and kinds is None:
+        warn_inferred_kinds(resolved)
+    scales = meta.get("scales") or {}
     for project in sorted(judgments["project"].dropna().unique(), key=natural_key):
-        project_rows = usable_judgments(judgments[judgments["project"] == project], source=source)
+        project_rows = usable[usable["project"] == project]
         annotations = latest_annotations(_annotation_rows(judgments, spans, project, source))
         rows_per_item = dict(list(project_rows.groupby("item", sort=False)))
         for item in sorted(rows_per_item, key=natural_key):
-            kind = item_kind(schema_meta, str(item))
+            kind, origin = resolved.get(str(item), (item_kind(meta, str(item)), KIND_DEFAULT))
             if kind == "text":
                 continue
             matrix = _matrix_from_rows(rows_per_item[item], annotations, kind)
@@ -194,8 +216,28 @@ def per_item_agreement(
                 ci_level=ci_level,
                 seed=seed,
             )
-            rows.append({"project": project, "item": item, "kind": kind, **agreement})
+            rows.append({"project": project, "item": item, "kind": kind, **agreement, "kind_from": origin})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+class KindWarning(UserWarning):
+    """``per_item_agreement`` had no schema and inferred how to compare some items."""
+
+
+def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]]) -> None:
+    ordinal = [item for item, (kind, origin) in resolved.items() if origin == KIND_INFERRED]
+    nominal = [item for item, (kind, origin) in resolved.items() if origin == KIND_DEFAULT and kind == "nominal"]
+    parts = []
+    if ordinal:
+        parts.append(f"compared as rating scales (whole-number answers): {', '.join(map(str, ordinal))}")
+    if nominal:
+        parts.append(f"compared as nominal labels: {', '.join(map(str, nominal))}")
+    if parts:
+        warnings.warn(
+            "per_item_agreement without a schema: " + "; ".join(parts) + " (pass schema_meta or kinds to declare them)",
+            KindWarning,
+            stacklevel=3,
+        )
 
 
 def item_agreement(
@@ -212,13 +254,15 @@ def item_agreement(
 
     Every kind: ``exact_agreement``; ``cohen_kappa`` (only when exactly two annotators rated
     the shared tasks); ``light_kappa`` (mean pairwise Cohen's kappa, any number of
-    annotators); ``fleiss_kappa`` and ``scott_pi`` (the same coefficient, irrCAC's
+    annotators; ``n_pairs`` pairs of annotators share a task, the fewest tasks a pair shares is
+    ``min_pair_units``); ``fleiss_kappa`` and ``scott_pi`` (the same coefficient, irrCAC's
     generalisation); ``bennett_s``; ``gwet_ac1``; ``krippendorff_alpha`` at ``alpha_level``
     with its percentile bootstrap interval over tasks ``alpha_ci_low``/``alpha_ci_high``
     (``n_boot`` replicates of the tasks rated twice or more, ``seed``; NaN with ``n_boot=0``).
 
     Ordinal items with numeric values add ``adjacent_agreement`` (within one point),
-    ``cohen_kappa_linear``/``cohen_kappa_quadratic`` (two annotators) and ``gwet_ac2`` (irrCAC's
+    ``cohen_kappa_linear``/``cohen_kappa_quadratic`` (two annotators), ``light_kappa_quadratic``
+    (their quadratic kappa averaged over pairs) and ``gwet_ac2`` (irrCAC's
     ordinal weights); alpha defaults to the ordinal level. For an ordinal item, ``scale``
     (``{"min": 1, "max": 5}``) gives the categories nobody used, which Bennett's S and Gwet's
     AC1/AC2 count. Coefficients that do not apply to the kind are NaN without a reason.
@@ -247,6 +291,7 @@ def item_agreement(
         "cohen_kappa_linear": nan,
         "cohen_kappa_quadratic": nan,
         "light_kappa": light_kappa(data),
+        "light_kappa_quadratic": nan,
         "fleiss_kappa": fleiss_kappa(values),
         "scott_pi": scott_pi(data),
         "bennett_s": bennett_s(data, categories=categories),
@@ -259,6 +304,7 @@ def item_agreement(
         if numeric:
             results["adjacent_agreement"] = adjacent_agreement(data)
             results["gwet_ac2"] = gwet_ac2(data, "ordinal", categories=categories)
+            results["light_kappa_quadratic"] = light_kappa(data, "quadratic")
         pair = _shared_pair(rated)
         for weights in ("linear", "quadratic"):
             if isinstance(pair, str):
@@ -276,7 +322,12 @@ def item_agreement(
     if n_boot > 0 and alpha.is_defined:
         pairable = rated.sum(axis=1) >= 2
         low, high = bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
+    shared = rated.T.astype(np.int64) @ rated.astype(np.int64)
+    pair_units = shared[np.triu_indices(shared.shape[0], k=1)]
+    pair_units = pair_units[pair_units > 0]
     return {
+        "n_pairs": int(len(pair_units)),
+        "min_pair_units": int(pair_units.min()) if len(pair_units) else 0,
         "n_units": exact.n_units,
         "n_annotators": int(rated.any(axis=0).sum()),
         "n_annotations": int(rated.sum()),
@@ -296,6 +347,7 @@ COEFFICIENT_NAMES = {
     "cohen_kappa_linear": "linear weighted kappa",
     "cohen_kappa_quadratic": "quadratic weighted kappa",
     "light_kappa": "Light's kappa",
+    "light_kappa_quadratic": "quadratic weighted Light's kappa",
     "fleiss_kappa": "Fleiss' kappa",
     "scott_pi": "Scott's pi",
     "bennett_s": "Bennett's S",

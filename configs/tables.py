@@ -27,6 +27,10 @@ TASK_COLUMNS = ["project", "task_id", "schema", "key"]
 # The sync's tasks table: a task's data fields that cannot have a column of their own (a name that
 # differs from another column only in case, a fixed column's name, past the column limit), as JSON.
 TASK_EXTRA_COLUMN = "extra_fields"
+# the project's own settings, the same on every task row of a project (empty for data loaded
+# without Label Studio): its title, and its overlap target (annotations per task, on a share of
+# the tasks). Tables written before these existed load without them.
+PROJECT_COLUMNS = ["project_title", "project_max_annotations", "project_overlap_percent"]
 JUDGMENT_COLUMNS = [
     "project",
     "task_id",

@@ -19,7 +19,7 @@ from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.client import SyncError, api_error_message
-from judgelab.sync.projects import selected_projects
+from judgelab.sync.projects import selected_project_info
 from judgelab.sync.tidy import TidyTables, concat_tables, tidy_from_export
 
 EXPORT_POLL_SECONDS = 0.5
@@ -65,9 +65,11 @@ def pull_tables(client: LabelStudio, project_ids: list[int] | None = None) -> Ti
     schemas = all_schemas()
     users = user_emails(client)
     parts = []
-    for project_id, name in selected_projects(client, project_ids):
-        exported = export_project_json(client, project_id)
-        parts.append(tidy_from_export(project_id, name, schemas.get(name), exported, users))
+    for info in selected_project_info(client, project_ids):
+        exported = export_project_json(client, info.id)
+        parts.append(
+            tidy_from_export(info.id, info.schema, schemas.get(info.schema), exported, users, info.task_columns())
+        )
     return concat_tables(parts)
 
 

@@ -56,7 +56,7 @@ from judgelab.configs.schema import all_schemas
 from judgelab.sync import table_store
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.projects import selected_projects
+from judgelab.sync.projects import ProjectInfo, selected_project_info, selected_projects
 from judgelab.sync.state_folder import folder_lock, prepare_out, storage_errors
 from judgelab.sync.sync_reads import (
     MAX_EXPORT_IDS,
@@ -339,8 +339,10 @@ def sync_project(
     on_batch: Callable[[ProjectReport], None] | None = None,
     margin_seconds: float = RECENT_MARGIN_SECONDS,
     warm: bool = False,
+    info: ProjectInfo | None = None,
 ) -> ProjectReport:
     report = ProjectReport(project=project_id, schema=schema_name)
+    settings = info.task_columns() if info is not None else None
     started = time.perf_counter()
     pause = float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0)  # throttling (and kill tests)
     schema = all_schemas().get(schema_name)
@@ -396,7 +398,7 @@ def sync_project(
                 task["predictions"] = full
                 pred_rows.extend(_prediction_rows(project_id, int(task["id"]), full))
             task_rows, judgment_rows, span_rows = tidy_rows_from_export(
-                project_id, schema_name, schema, exported, users
+                project_id, schema_name, schema, exported, users, settings
             )
             rows = {"tasks": task_rows, "judgments": judgment_rows, "spans": span_rows, "predictions": pred_rows}
             present = [int(task["id"]) for task in exported]
@@ -432,6 +434,10 @@ def sync_project(
             predictions.seconds,
         )
 
+    if settings is not None:  # a renamed project, or a store made before the title was kept
+        with db:
+            if table_store.set_project_columns(db, project_id, settings):
+                _tables_changed(db)
     signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
     with db:
         db.execute(
@@ -539,7 +545,8 @@ def _sync_locked(
     if write_parquet and not _parquet_current(db, paths[1:]):
         _warm_imports()
     report = SyncReport(full=full)
-    projects = selected_projects(api, project_ids)
+    infos = selected_project_info(api, project_ids)
+    projects = [(info.id, info.schema) for info in infos]
     gone = _gone_projects(api, db, project_ids, [p for p, _ in projects])
     changed = False
     if full:
@@ -554,9 +561,11 @@ def _sync_locked(
         report.removed_projects = gone
         changed = True
     users = api.user_emails()
-    for project_id, schema_name in projects:
+    for info in infos:
         report.projects.append(
-            sync_project(api, db, project_id, schema_name, users, batch_size, on_batch, margin, warm=write_parquet)
+            sync_project(
+                api, db, info.id, info.schema, users, batch_size, on_batch, margin, warm=write_parquet, info=info
+            )
         )
     changed = changed or report.changed
     if write_parquet and not _parquet_current(db, paths[1:]):

@@ -36,9 +36,36 @@ def project_schema_name(project: Any) -> str | None:
     return description[start + len("[judgelab:") : end] if end > start else None
 
 
-def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
-    """(id, schema name) of the given projects, or of every judgelab project when none are given.
-    ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
+@dataclass(frozen=True)
+class ProjectInfo:
+    """What the tidy tables record of a Label Studio project: its id, schema, title and overlap
+    target (``maximum_annotations`` per task on ``overlap_percent`` % of the tasks)."""
+
+    id: int
+    schema: str
+    title: str | None = None
+    max_annotations: int | None = None
+    overlap_percent: int | None = None
+
+    def task_columns(self) -> dict[str, Any]:
+        """The ``tasks`` columns of the tidy-table contract that carry the project's settings."""
+        return {
+            "project_title": self.title,
+            "project_max_annotations": self.max_annotations,
+            "project_overlap_percent": self.overlap_percent,
+        }
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def selected_project_info(client: Any, project_ids: list[int] | None = None) -> list[ProjectInfo]:
+    """The given projects, or every judgelab project when none are given, with their titles and
+    overlap settings. ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
     from judgelab.sync.ls_api import as_api
 
     chosen = []
@@ -49,8 +76,22 @@ def selected_projects(client: Any, project_ids: list[int] | None = None) -> list
             continue
         if project_ids is None and name is None:
             continue
-        chosen.append((project_id, name or "custom"))
+        chosen.append(
+            ProjectInfo(
+                id=project_id,
+                schema=name or "custom",
+                title=project.get("title"),
+                max_annotations=_int_or_none(project.get("maximum_annotations")),
+                overlap_percent=_int_or_none(project.get("overlap_cohort_percentage")),
+            )
+        )
     return chosen
+
+
+def selected_projects(client: Any, project_ids: list[int] | None = None) -> list[tuple[int, str]]:
+    """(id, schema name) of the given projects, or of every judgelab project when none are given.
+    ``client``: an SDK client or a :class:`sync.ls_api.LabelStudioAPI`."""
+    return [(info.id, info.schema) for info in selected_project_info(client, project_ids)]
 
 
 @dataclass

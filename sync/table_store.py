@@ -33,7 +33,16 @@ EXTRA = TASK_EXTRA_COLUMN
 MAX_DATA_COLUMNS = 200
 # (column, kind): int, Int (nullable int), float, bool, text
 _COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "tasks": [("project", "int"), ("task_id", "int"), ("schema", "text"), ("key", "text"), (EXTRA, "text")],
+    "tasks": [
+        ("project", "int"),
+        ("task_id", "int"),
+        ("schema", "text"),
+        ("key", "text"),
+        ("project_title", "text"),
+        ("project_max_annotations", "Int"),
+        ("project_overlap_percent", "Int"),
+        (EXTRA, "text"),
+    ],
     "judgments": [
         ("project", "int"),
         ("task_id", "int"),
@@ -225,6 +234,22 @@ def _insert(db: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> N
         f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})",
         zip(*(_column(rows, c, k) for c, k in cols), strict=True),
     )
+
+
+def set_project_columns(db: sqlite3.Connection, project: int, values: dict[str, Any]) -> bool:
+    """Write a project's settings (title, overlap target) on all of its task rows, adding the
+    columns to a store made before they existed; True when a row changed (call inside a
+    transaction)."""
+    known = {c for c, _ in columns(db, "tasks")}
+    kinds = dict(_COLUMNS["tasks"])
+    for name in values:
+        if name not in known:
+            db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(name)} {_SQL_TYPE[kinds.get(name, 'text')]}")
+    assignments = ", ".join(f"{_q(name)}=?" for name in values)
+    differs = " OR ".join(f"{_q(name)} IS NOT ?" for name in values)
+    cells = [_cell(value, kinds.get(name, "text")) for name, value in values.items()]
+    cursor = db.execute(f"UPDATE tasks SET {assignments} WHERE project=? AND ({differs})", [*cells, project, *cells])
+    return cursor.rowcount > 0
 
 
 def delete_tasks(db: sqlite3.Connection, project: int, task_ids: Iterable[int]) -> None:

@@ -1,6 +1,7 @@
 """Label Studio's exported tasks into the tidy tables (the contract with ``analysis/``).
 
-- ``tasks``: project, task_id, schema, key, the task's data fields, its meta fields.
+- ``tasks``: project, task_id, schema, key, the project's title and overlap target
+  (``PROJECT_COLUMNS``), the task's data fields, its meta fields.
 - ``judgments``: one row per judgment: project, task_id, annotation_id, annotator, source
   (``human`` or ``model:<version>``), item, value, created_at, updated_at, lead_time,
   was_cancelled, ground_truth, region_id, origin, parent_prediction.
@@ -24,6 +25,7 @@ from judgelab.configs.items import ItemNamer
 from judgelab.configs.schema import Schema
 from judgelab.configs.tables import (
     JUDGMENT_COLUMNS,
+    PROJECT_COLUMNS,
     SPAN_COLUMNS,
     TASK_COLUMNS,
     TASK_EXTRA_COLUMN,
@@ -118,15 +120,19 @@ def tidy_rows_from_export(
     schema: Schema | None,
     exported: list[dict[str, Any]],
     users: dict[int, str] | None = None,
+    project_columns: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of the ``tasks``, ``judgments`` and ``spans`` tables, as plain dicts."""
+    """The rows of the ``tasks``, ``judgments`` and ``spans`` tables, as plain dicts;
+    ``project_columns`` (``ProjectInfo.task_columns()``) go on every task row."""
     users = users or {}
+    settings = {column: (project_columns or {}).get(column) for column in PROJECT_COLUMNS}
     name_item = ItemNamer.for_schema(schema)
     task_rows, judgment_rows, span_rows = [], [], []
     for task in exported:
         task_id = task.get("id")
         meta = task.get("meta") or {}
         row = {"project": project_id, "task_id": task_id, "schema": schema_name, "key": meta.get("judgelab_key")}
+        row.update(settings)
         clashing = {}  # data fields named like a fixed column: kept apart, not dropped
         for k, v in (task.get("data") or {}).items():
             if k in row or k == TASK_EXTRA_COLUMN:
@@ -183,11 +189,14 @@ def tidy_from_export(
     schema: Schema | None,
     exported: list[dict[str, Any]],
     users: dict[int, str] | None = None,
+    project_columns: dict[str, Any] | None = None,
 ) -> TidyTables:
     """Tidy tables for one project's exported tasks (annotations and full predictions)."""
     import pandas as pd
 
-    task_rows, judgment_rows, span_rows = tidy_rows_from_export(project_id, schema_name, schema, exported, users)
+    task_rows, judgment_rows, span_rows = tidy_rows_from_export(
+        project_id, schema_name, schema, exported, users, project_columns
+    )
     tasks = pd.DataFrame(task_rows)
     for column in TASK_COLUMNS:
         if column not in tasks:

@@ -378,7 +378,18 @@ def test_an_export_without_annotations_gives_empty_tables_with_columns():
     tables = tidy_from_export(1, "custom", None, [{"id": 1, "data": {"text": "hi"}}])
     assert tables.judgments.empty and list(tables.judgments.columns) == JUDGMENT_COLUMNS
     assert tables.spans.empty and list(tables.spans.columns) == SPAN_COLUMNS
-    assert records(tables.tasks) == [{"project": 1, "task_id": 1, "schema": "custom", "key": None, "text": "hi"}]
+    assert records(tables.tasks) == [
+        {"project": 1, "task_id": 1, "schema": "custom", "key": None, "project_title": None,
+         "project_max_annotations": None, "project_overlap_percent": None, "text": "hi"}
+    ]  # fmt: skip
+
+
+def test_task_rows_carry_the_project_title_and_overlap_target():
+    settings = {"project_title": "Pilot round 2", "project_max_annotations": 2, "project_overlap_percent": 100}
+    tables = tidy_from_export(6, "custom", None, [{"id": 1, "data": {"text": "hi"}}], None, settings)
+    row = records(tables.tasks)[0]
+    assert {key: row[key] for key in settings} == settings
+    assert row["text"] == "hi"
 
 
 def test_without_a_schema_items_are_control_names():

@@ -14,6 +14,7 @@ loader                                 files                                    
 :func:`load_evaluation_interface`      ``annotations_pl_latest.json``,            ``story_consistency``
                                        ``combined.json``
 :func:`load_basse`                     ``BASSE.<lang>[.round_0].jsonl``           ``likert_rubric_es``
+:func:`load_basse_folder`              a folder of them: a project per language   ``likert_rubric_es``
 :func:`load_span_annotation`           ``annotations_human_<x>.jsonl`` +          ``hotel_spans``
                                        ``.config.yaml``                           (span data)
 =====================================  =========================================  ====================
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgelab.analysis.loaders.basse import load_basse
+from judgelab.analysis.loaders.basse import load_basse, load_basse_folder
 from judgelab.analysis.loaders.common import (
     JUDGMENT_COLUMNS,
     PROBLEM_COLUMNS,
@@ -56,6 +57,7 @@ __all__ = [
     "LoaderWarning",
     "concat_loaded",
     "load_basse",
+    "load_basse_folder",
     "load_evaluation_interface",
     "load_path",
     "load_span_annotation",

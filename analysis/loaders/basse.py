@@ -8,14 +8,18 @@ round 3). The files contain bare ``NaN`` tokens for missing ratings: they are re
 missing and produce no judgment row.
 
 - ``tasks``: one row per (document, summary) (schema ``likert_rubric_es``): ``task_id``
-  ``<idx>#<name>``, ``article``, ``summary``, ``system`` (the summary's name, e.g.
-  ``claude-5w1h``), ``model`` (its family: ``claude``, ``human``, ``subhead``...),
+  ``<idx>#<name>`` (``round_0/<idx>#<name>`` for the round-0 file in a folder's project),
+  ``article``, ``summary``, ``system`` (the summary's name, e.g. ``claude-5w1h``), ``model``
+  (its family: ``claude``, ``human``, ``subhead``...),
   ``prompt`` (``base``, ``core``, ``5w1h``, ``tldr``; the annotator for human summaries),
-  ``language``, ``round``, ``doc_idx``.
+  ``language``, ``round`` (the data's round; the BASSE paper calls rounds 0, 1, 2 rounds 1, 2, 3),
+  ``doc_idx``.
 - ``judgments``: one annotation per (task, rater index): ``annotator`` ``rater_<i>``, items
   ``Coherence``, ``Consistency``, ``Fluency``, ``Relevance``, ``5W`` (from ``5W1H``), values
   ``"1"``..``"5"``.
-- ``problems``: missing ratings (one row per task and criterion), unknown criteria.
+- ``problems``: missing ratings (one row per task and criterion), unknown criteria. A missing
+  rating stays missing; BASSE's own agreement notebook imputes 3 for a NaN outside llama3's
+  summaries (one Spanish round-0 rating), which changes no published value at two decimals.
 
 The rater index is the position in the list: whether ``rater_0`` is the same person across
 documents is not stated by the data set.
@@ -50,20 +54,36 @@ def basse_project(path: Path) -> str:
     return name[: -len(".jsonl")] if name.endswith(".jsonl") else path.stem
 
 
-def load_basse(path: str | Path, *, project: str | None = None, language: str | None = None) -> dict[str, pd.DataFrame]:
+NAN_POLICIES = ("missing", "as-authors")
+
+
+def load_basse(
+    path: str | Path,
+    *,
+    project: str | None = None,
+    language: str | None = None,
+    task_prefix: str = "",
+    nan: str = "missing",
+) -> dict[str, pd.DataFrame]:
     """Tidy tables of one BASSE JSON Lines file.
 
     ``project`` defaults to the file name without ``.jsonl``; ``language`` to the two-letter
-    code in the file name (``es``, ``eu``). Returns ``{"tasks", "judgments", "spans",
-    "problems"}`` (``spans`` is empty). A line that is not JSON raises ``LoaderError``
-    naming the file and line.
+    code in the file name (``es``, ``eu``); ``task_prefix`` goes before every task id (two
+    files of one project whose documents share ids, see :func:`load_basse_folder`). ``nan``
+    says what a ``NaN`` rating becomes: ``"missing"`` (default: no judgment), or
+    ``"as-authors"``, as BASSE's agreement notebook does: 3 on every summary but llama3's,
+    missing on those (this reproduces the paper's alphas digit for digit). Returns
+    ``{"tasks", "judgments", "spans", "problems"}`` (``spans`` is empty). A line that is not
+    JSON raises ``LoaderError`` naming the file and line.
     """
+    if nan not in NAN_POLICIES:
+        raise ValueError(f"nan must be one of {', '.join(NAN_POLICIES)}, got {nan!r}")
     path = Path(path)
     project = project or basse_project(path)
     if language is None:
         match = _LANGUAGE.search(path.name)
         language = match.group("lang") if match else None
-    out = Collector()
+    out = Collector(project)
     for line_number, document in iter_jsonl(path):
         doc_idx = document.get("idx")
         summaries = document.get("model_summaries")
@@ -71,8 +91,33 @@ def load_basse(path: str | Path, *, project: str | None = None, language: str | 
             out.problem(path, line_number, None, "bad_document", "no idx or model_summaries; skipped", warn=True)
             continue
         for name, entry in summaries.items():
-            _add_summary(out, path, line_number, project, language, document, str(name), entry)
+            _add_summary(out, path, line_number, project, language, document, str(name), entry, task_prefix, nan)
     return out.frames()
+
+
+def load_basse_folder(folder: str | Path, *, nan: str = "missing") -> dict[str, pd.DataFrame]:
+    """Every ``BASSE*.jsonl`` of ``folder``, one project per language (``BASSE.es`` holds
+    ``BASSE.es.jsonl`` and ``BASSE.es.round_0.jsonl``: the study's rounds side by side, the
+    report cuts them by ``round``). The documents of round 0 are those of round 1 rated before
+    the annotators met, with the same ids: their task ids start with ``round_0/``. A file
+    without a language code in its name is a project of its own."""
+    from judgelab.analysis.loaders.common import LoaderError, concat_loaded
+
+    folder = Path(folder)
+    files = sorted(folder.glob("BASSE*.jsonl"))
+    if not files:
+        raise LoaderError(f"{folder}: no BASSE*.jsonl files")
+    parts = []
+    for file in files:
+        match = _LANGUAGE.search(file.name)
+        if match is None:
+            parts.append(load_basse(file, nan=nan))
+            continue
+        name = basse_project(file)
+        project = name[: match.end("lang")]
+        tag = name[match.end("lang") :].strip(".")
+        parts.append(load_basse(file, project=project, task_prefix=f"{tag}/" if tag else "", nan=nan))
+    return concat_loaded(parts)
 
 
 def _add_summary(
@@ -84,8 +129,10 @@ def _add_summary(
     document: dict[str, Any],
     name: str,
     entry: object,
+    task_prefix: str = "",
+    nan: str = "missing",
 ) -> None:
-    task_id = f"{document['idx']}#{name}"
+    task_id = f"{task_prefix}{document['idx']}#{name}"
     if not isinstance(entry, dict):
         out.problem(path, line_number, task_id, "bad_summary", "model summary is not an object; skipped")
         return
@@ -118,13 +165,23 @@ def _add_summary(
             continue
         if not isinstance(ratings, list):
             ratings = [ratings]
-        missing = 0
+        missing = imputed = 0
         for rater, rating in enumerate(ratings):
+            if is_missing(rating) and nan == "as-authors" and not name.startswith("llama"):
+                rating, imputed = 3, imputed + 1
             if is_missing(rating):
                 missing += 1
                 continue
             base = judgment_base(project, task_id, f"{project}:{task_id}:rater_{rater}", f"rater_{rater}", HUMAN)
             out.judgment(base, item, rating_text(rating))
+        if imputed:
+            out.problem(
+                path,
+                line_number,
+                task_id,
+                "imputed_rating",
+                f"{item}: {imputed} of {len(ratings)} ratings missing (NaN), imputed as 3 as BASSE's authors do",
+            )
         if missing:
             out.problem(
                 path,

@@ -2,7 +2,9 @@
 
 A loader returns ``{"tasks", "judgments", "spans", "problems"}``: the three tidy tables of the
 contract (``docs``: design.md, "Tidy tables") and a ``problems`` table listing what was
-skipped or looked wrong (columns ``file, line, task_id, kind, message``). Known quirks of
+skipped or looked wrong (columns ``project, file, line, task_id, kind, message``: the project is
+the one the loader was filling, so a note lands on its file's project even when files share
+task ids). Known quirks of
 real data never raise: they become rows of ``problems`` (and a :class:`LoaderWarning` when
 data is dropped). A file that cannot be parsed at all raises :class:`LoaderError`, whose
 message names the file and, for JSON, the line.
@@ -22,7 +24,7 @@ import pandas as pd
 
 from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 
-PROBLEM_COLUMNS = ["file", "line", "task_id", "kind", "message"]
+PROBLEM_COLUMNS = ["project", "file", "line", "task_id", "kind", "message"]
 
 HUMAN = "human"
 GOLD = "gold"
@@ -44,8 +46,10 @@ class LoaderWarning(UserWarning):
 
 @dataclass
 class Collector:
-    """Rows of the four tables, filled by a loader and turned into DataFrames at the end."""
+    """Rows of the four tables, filled by a loader and turned into DataFrames at the end;
+    ``project`` is written on every problem."""
 
+    project: str | None = None
     tasks: list[dict[str, Any]] = field(default_factory=list)
     judgments: list[dict[str, Any]] = field(default_factory=list)
     spans: list[dict[str, Any]] = field(default_factory=list)
@@ -62,10 +66,11 @@ class Collector:
         warn: bool = False,
     ) -> None:
         """Record a problem; ``warn`` also emits a :class:`LoaderWarning` (for dropped data)."""
-        self.problems.append({"file": str(file), "line": line, "task_id": task_id, "kind": kind, "message": message})
+        where = {"project": self.project, "file": str(file), "line": line, "task_id": task_id}
+        self.problems.append({**where, "kind": kind, "message": message})
         if warn:
-            where = f"{file}" + (f": line {line}" if line is not None else "")
-            warnings.warn(f"{where}: {message}", LoaderWarning, stacklevel=3)
+            where_text = f"{file}" + (f": line {line}" if line is not None else "")
+            warnings.warn(f"{where_text}: {message}", LoaderWarning, stacklevel=3)
 
     def judgment(self, base: dict[str, Any], item: str, value: object) -> None:
         self.judgments.append({**base, "item": item, "value": None if value is None else str(value)})

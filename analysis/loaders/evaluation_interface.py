@@ -8,7 +8,8 @@ annotation}``; ``annotation`` (a dict, or its string repr) holds ``consistent_<i
 - ``tasks``: one row per summary id (schema ``story_consistency``): ``story``, ``summary``,
   ``n_lines`` (the most lines any record judged), ``lines`` (the summary split into
   sentences, kept only when that gives ``n_lines`` lines), ``n_records``; with ``combined``:
-  ``model``, ``origin`` (``original`` / ``expanded``), ``gold_faithful`` and
+  ``model``, ``origin`` (``original`` / ``expanded``), ``split`` (StorySumm's ``val`` / ``test``:
+  the 33 original summaries are its validation set), ``gold_faithful`` and
   ``gold_annotations`` (JSON list of the three summary-level labels).
 - ``judgments``: one annotation per record (``annotation_id`` ``<project>:<record index>``,
   ``annotator`` the username, source ``human``): ``line_<i>`` as ``Consistent`` /
@@ -52,6 +53,7 @@ from judgelab.configs.story_lines import split_sentences
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
 SUMMARY_VERDICTS = {"yes": FAITHFUL, "no": UNFAITHFUL}
+ORIGIN_SPLITS = {"original": "val", "expanded": "test"}  # combined.json's source: StorySumm's split
 _LINE_KEY = re.compile(r"^(consistent|explanation)_(\d+)$")
 
 
@@ -69,7 +71,7 @@ def load_evaluation_interface(
     records = read_json(path, strict=False)
     if not isinstance(records, list):
         raise LoaderError(f"{path}: expected a JSON list of annotation records, got {type(records).__name__}")
-    out = Collector()
+    out = Collector(project)
     tasks: dict[str, dict[str, Any]] = {}
     for index, record in enumerate(records):
         if not isinstance(record, dict) or record.get("id") is None:
@@ -202,6 +204,7 @@ def _add_combined(out: Collector, path: Path, project: str, tasks: dict[str, dic
             {
                 "model": item.get("model"),
                 "origin": item.get("source"),
+                "split": ORIGIN_SPLITS.get(str(item.get("source"))),
                 "gold_faithful": _int_or_none(gold),
                 "gold_annotations": json.dumps(annotations) if annotations is not None else None,
             }

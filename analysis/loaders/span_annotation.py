@@ -109,7 +109,7 @@ def load_span_annotation(
     categories = span_categories(config)
     stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     project = project or stem.removeprefix("annotations_human_")
-    out = Collector()
+    out = Collector(project)
     tasks: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
     for line_number, record in iter_jsonl(path):

@@ -16,8 +16,11 @@ repr of one), ``errors`` a 0/1 per line (1 = consistent), ``label`` 1 faithful /
 Judges' outputs ``predictions/<judge>.json`` map an id to ``{label, sentence_labels?,
 probs?}``; :func:`load_storysumm_predictions` turns each into judgments of source
 ``model:<file stem>``: ``faithful`` from ``label``, ``line_<i>`` from ``sentence_labels``
-(1 = consistent), ``faithful_score`` from a numeric ``probs`` and ``faithful.explanation``
-from a textual one (a chain-of-thought answer). Per-line ``probs`` lists are not kept.
+(1 = consistent), ``faithful_score`` from a numeric ``probs`` of a judge without a label
+(UniEval, AlignScore: a score), ``faithful.confidence`` from a numeric ``probs`` next to a
+label (GPT-4: its confidence in the label it chose, not a faithfulness score) and
+``faithful.explanation`` from a textual one (a chain-of-thought answer). Per-line ``probs``
+lists are not kept.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def load_storysumm(
     data = read_json(path, strict=False)
     if not isinstance(data, dict):
         raise LoaderError(f"{path}: expected a JSON object mapping summary ids to items, got {type(data).__name__}")
-    out = Collector()
+    out = Collector(project)
     for task_id, item in data.items():
         if not isinstance(item, dict):
             out.problem(path, None, task_id, "bad_item", f"item {task_id!r} is not an object; skipped", warn=True)
@@ -193,7 +196,7 @@ def load_storysumm_predictions(
     differs from the summary's be skipped (recorded in ``problems``); without it they are
     kept as given. ``tasks`` is empty: the summaries come from :func:`load_storysumm`.
     """
-    out = Collector()
+    out = Collector(project)
     for path in prediction_files(predictions):
         data = read_json(path, strict=False)
         if not isinstance(data, dict):
@@ -222,7 +225,11 @@ def _add_prediction(
             out.judgment(base, FAITHFUL_ITEM, FAITHFUL if label == 1 else UNFAITHFUL)
     probs = prediction.get("probs")
     if isinstance(probs, (int, float)) and not isinstance(probs, bool) and not is_missing(probs):
-        out.judgment(base, f"{FAITHFUL_ITEM}_score", repr(float(probs)))
+        # with a label, probs is the judge's confidence in that label (GPT-4: 100 * exp(logprob) of
+        # the answer token it emitted), not a faithfulness score
+        has_label = "label" in prediction and not is_missing(prediction["label"])
+        item = f"{FAITHFUL_ITEM}.confidence" if has_label else f"{FAITHFUL_ITEM}_score"
+        out.judgment(base, item, repr(float(probs)))
     elif isinstance(probs, str) and probs.strip():
         out.judgment(base, f"{FAITHFUL_ITEM}.explanation", probs)
     sentence_labels = prediction.get("sentence_labels")

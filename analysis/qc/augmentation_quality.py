@@ -46,6 +46,16 @@ DEFAULT_BLOCK_SIZE = 20
 META_COLUMNS = ("model", "augmentation_type")
 
 
+def _ratings(
+    judgments: pd.DataFrame, items: Sequence[str], source: str | None, ratings: pd.DataFrame | None
+) -> pd.DataFrame:
+    """``numeric_ratings`` of ``items``, or the rows of ``items`` of ratings computed beforehand
+    (``ratings=``: the same ``numeric_ratings`` of more items, shared by several checks)."""
+    if ratings is None:
+        return numeric_ratings(judgments, items, source=source)
+    return ratings[ratings["item"].isin(list(items))]
+
+
 def _targets(schema_meta: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**DEFAULT_TARGETS, **((schema_meta or {}).get("agreement_targets") or {})}
 
@@ -96,6 +106,7 @@ def pilot_agreement(
     annotators: Sequence[str] | None = None,
     tasks: Sequence[object] | None = None,
     source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
 ) -> PilotAgreement:
     """Agreement of the two pilot annotators on the units both rated, against the targets.
 
@@ -105,7 +116,7 @@ def pilot_agreement(
     """
     targets = _targets(schema_meta)
     criteria = _items(schema_meta, items)
-    ratings = numeric_ratings(judgments, criteria, source=source)
+    ratings = _ratings(judgments, criteria, source, ratings)
     if tasks is not None:
         ratings = ratings[ratings["task_id"].isin(list(tasks))]
     first, second = pilot_annotators(ratings, annotators)
@@ -172,6 +183,7 @@ def calibration_check(
     markers: Sequence[Mapping[str, Any]] | None = None,
     by: Sequence[str] = META_COLUMNS,
     source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Each calibration marker's share, overall and per value of each ``by`` column.
 
@@ -185,7 +197,7 @@ def calibration_check(
     markers = list(markers if markers is not None else (schema_meta or {}).get("calibration_markers") or [])
     items = sorted({str(m["item"]) for m in markers})
     needed = list(dict.fromkeys([*by, *(key for m in markers for key in (m.get("subset") or {}))]))
-    ratings = _with_meta(numeric_ratings(judgments, items, source=source), tasks, needed)
+    ratings = _with_meta(_ratings(judgments, items, source, ratings), tasks, needed)
     rows: list[dict[str, Any]] = []
     scopes: list[tuple[str, str | None]] = [("overall", None)] + [(c, c) for c in by if c in ratings.columns]
     for marker in markers:
@@ -256,12 +268,13 @@ def resolve_disagreements(
     items: Sequence[str] | None = None,
     annotators: Sequence[str] | None = None,
     source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
 ) -> DisagreementResolution:
     """Apply the disagreement rule (``agreement_targets.disagreement_rule.average_below``)."""
     rule = _targets(schema_meta).get("disagreement_rule") or {}
     threshold = float(rule.get("average_below", 0.20))
     criteria = _items(schema_meta, items)
-    ratings = numeric_ratings(judgments, criteria, source=source)
+    ratings = _ratings(judgments, criteria, source, ratings)
     first, second = pilot_annotators(ratings, annotators)
     pair = ratings[ratings["annotator"].isin([first, second])]
     wide = pair.pivot_table(index=[*unit_keys(pair), "item"], columns="annotator", values="score", aggfunc="last")
@@ -318,6 +331,7 @@ def annotator_drift(
     items: Sequence[str] | None = None,
     block_size: int | None = None,
     source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Mean score per block of ``block_size`` annotations, per annotator and item.
 
@@ -332,7 +346,7 @@ def annotator_drift(
     if size < 1:
         raise ValueError(f"block_size must be at least 1, got {size}")
     criteria = _items(schema_meta, items)
-    ratings = numeric_ratings(judgments, criteria, source=source)
+    ratings = _ratings(judgments, criteria, source, ratings)
     if ratings.empty:
         return pd.DataFrame(columns=DRIFT_COLUMNS)
     ratings = ratings.reset_index(drop=True)
@@ -363,7 +377,6 @@ def annotator_drift(
     means = means.merge(first, on=["annotator", "item"], how="left")
     means["change_vs_first_block"] = means["mean"] - means["_first"]
     result = blocks.merge(means.drop(columns=["_first"]), on=["annotator", "block"])
-    order = sorted(
-        range(len(result)), key=lambda i: (natural_key(result["annotator"].iloc[i]), result["block"].iloc[i])
-    )
+    annotator_names, block_numbers = result["annotator"].to_numpy(dtype=object), result["block"].to_numpy()
+    order = sorted(range(len(result)), key=lambda i: (natural_key(annotator_names[i]), block_numbers[i]))
     return result.iloc[order].reset_index(drop=True)[DRIFT_COLUMNS]

@@ -16,6 +16,7 @@ item, value``; ``tasks`` with ``project, task_id`` and data columns).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -254,8 +255,10 @@ def _with_task_column(rows: pd.DataFrame, tasks: pd.DataFrame, column: str) -> p
     return rows.merge(meta, on=keys, how="left")
 
 
+@functools.lru_cache(maxsize=1024)
 def _fold(text: str) -> str:
-    """Lower case without accents: ``"Aquí"`` -> ``"aqui"``."""
+    """Lower case without accents: ``"Aquí"`` -> ``"aqui"`` (cached: the cue phrases are folded
+    once, not once per summary)."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

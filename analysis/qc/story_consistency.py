@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.agreement import cohen_kappa, exact_agreement, fleiss_kappa
+from judgelab.analysis.agreement import category_counts, cohen_kappa, exact_agreement, fleiss_kappa
+from judgelab.analysis.krippendorff import krippendorff_alpha
 from judgelab.analysis.qc.likert_rubric_es import latest_per_task, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
@@ -47,6 +48,10 @@ LINE_AGREEMENT_COLUMNS = [
     "cohen_kappa",
     "mean_pairwise_cohen_kappa",
     "reason",
+    # added later: after ``reason`` so that the original columns keep their positions
+    "krippendorff_alpha",
+    "share_all_agree",
+    "min_pair_units",
 ]
 
 
@@ -111,6 +116,11 @@ def line_agreement(
         else:
             cohen = None
         reasons = [r.reason for r in (exact, fleiss, cohen) if r is not None and r.reason]
+        alpha = krippendorff_alpha(values, "nominal")
+        counts = category_counts(values)
+        per_unit = counts.sum(axis=1)
+        judged_twice = per_unit >= 2
+        all_agree = (counts.max(axis=1) == per_unit)[judged_twice]
         result.append(
             {
                 "scheme": scheme,
@@ -122,6 +132,11 @@ def line_agreement(
                 "cohen_kappa": cohen.value if cohen is not None else float("nan"),
                 "mean_pairwise_cohen_kappa": pairwise["cohen_kappa"].mean() if len(pairwise) else float("nan"),
                 "reason": "; ".join(dict.fromkeys(reasons)),
+                "krippendorff_alpha": alpha.value,
+                "share_all_agree": float(all_agree.mean()) if len(all_agree) else float("nan"),
+                "min_pair_units": int(pairwise.loc[pairwise["n_units"] > 0, "n_units"].min())
+                if (pairwise["n_units"] > 0).any()
+                else 0,
             }
         )
     return pd.DataFrame(result, columns=LINE_AGREEMENT_COLUMNS)
@@ -185,6 +200,10 @@ JUDGE_COLUMNS = [
     "precision_unfaithful",
     "recall_unfaithful",
     "reason",
+    # added later: after ``reason`` so that the original columns keep their positions
+    "share_judged_faithful",
+    "precision_faithful",
+    "recall_faithful",
 ]
 
 
@@ -195,6 +214,7 @@ def judges_vs_gold(
     gold_project: object | None = None,
     levels: Sequence[str] = ("summary", "line"),
     derive_summary_from_lines: bool = False,
+    task_groups: Mapping[object, object] | None = None,
 ) -> pd.DataFrame:
     """Every judge (``source``, ``annotator``) against the gold labels.
 
@@ -208,8 +228,12 @@ def judges_vs_gold(
 
     Columns: ``level, source, annotator, n_units``, gold and predicted positives, the
     confusion counts, ``cohen_kappa``, ``balanced_accuracy`` (mean of the recalls of both
-    classes), ``precision_unfaithful``, ``recall_unfaithful`` (NaN when undefined) and
-    ``reason``.
+    classes), precision and recall of each class, named (``precision_unfaithful``,
+    ``recall_unfaithful``, ``precision_faithful``, ``recall_faithful``: StorySumm's tables use
+    the faithful class), ``share_judged_faithful`` and ``reason``. ``task_groups`` (task id ->
+    group, e.g. StorySumm's ``difficulty``) adds ``flagged_<group>`` at summary level: the share
+    of the group's gold-unfaithful summaries the judge calls unfaithful (StorySumm's '% easy' and
+    '% hard').
     """
     frame = usable_judgments(judgments, source=None)
     gold = frame[frame["source"] == gold_source]
@@ -235,8 +259,10 @@ def judges_vs_gold(
             merged = labels.merge(
                 gold_labels[["task_id", "item", "positive"]], on=["task_id", "item"], suffixes=("", "_gold")
             )
-            rows.append({"level": level, "source": source, "annotator": annotator, **_binary_scores(merged)})
-    table = pd.DataFrame(rows, columns=JUDGE_COLUMNS)
+            groups = task_groups if level == "summary" else None
+            rows.append({"level": level, "source": source, "annotator": annotator, **_binary_scores(merged, groups)})
+    extra = sorted({key for row in rows for key in row if key.startswith("flagged_")}, key=natural_key)
+    table = pd.DataFrame(rows, columns=[*JUDGE_COLUMNS, *extra])
     order = sorted(
         range(len(table)),
         key=lambda i: (
@@ -283,7 +309,7 @@ def _add_derived(judges: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([labels, extra[labels.columns]], ignore_index=True)
 
 
-def _binary_scores(merged: pd.DataFrame) -> dict[str, object]:
+def _binary_scores(merged: pd.DataFrame, task_groups: Mapping[object, object] | None = None) -> dict[str, object]:
     predicted = merged["positive"].astype(bool).to_numpy()
     truth = merged["positive_gold"].astype(bool).to_numpy()
     tp = int((predicted & truth).sum())
@@ -304,7 +330,17 @@ def _binary_scores(merged: pd.DataFrame) -> dict[str, object]:
         reasons.append("no unit predicted unfaithful: precision undefined")
     if n and (tp + fn == 0 or tn + fp == 0):
         reasons.append("the gold labels have a single class: balanced accuracy undefined")
+    flagged: dict[str, float] = {}
+    if task_groups is not None:
+        groups = merged["task_id"].map(lambda task: task_groups.get(task)).to_numpy(dtype=object)
+        for group in sorted({g for g in groups if isinstance(g, str) and g.strip()}, key=natural_key):
+            in_group = (groups == group) & truth
+            flagged[f"flagged_{group}"] = float(predicted[in_group].mean()) if in_group.any() else float("nan")
     return {
+        **flagged,
+        "share_judged_faithful": (tn + fn) / n if n else float("nan"),
+        "precision_faithful": tn / (tn + fn) if tn + fn else float("nan"),
+        "recall_faithful": recall_neg,
         "n_units": n,
         "n_gold_positive": tp + fn,
         "n_predicted_positive": tp + fp,

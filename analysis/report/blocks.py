@@ -6,7 +6,9 @@ Markdown and HTML, and ``analysis.report`` writes every table's data to CSV.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -39,15 +41,56 @@ class Table:
         return self.shown if self.data is None else self.data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Figure:
-    """A PNG image, embedded as base64 in the HTML report."""
+    """A PNG image, embedded as base64 in the HTML report.
+
+    ``png`` holds the image, or ``render`` draws it when the page is written (``None`` from it:
+    nothing to draw, the figure is left out). In a faceted report, figures of one kind from
+    every cell are drawn as one when they share a ``combine`` function: it gets
+    ``[(cell label, payload), ...]`` (each cell's ``payload``) and returns the PNG.
+    """
 
     caption: str
-    png: bytes
+    png: bytes | None = None
+    render: Callable[[], bytes | None] | None = None
+    combine: Callable[[list[tuple[str, Any]]], bytes | None] | None = None
+    payload: Any = None
+
+    def image(self) -> bytes | None:
+        """The PNG (drawn once, on first use)."""
+        if self.png is None and self.render is not None:
+            object.__setattr__(self, "png", self.render())
+            object.__setattr__(self, "render", None)
+        return self.png
 
 
-Block = Paragraph | Table | Figure
+@dataclass(frozen=True)
+class Details:
+    """Blocks folded under a one-line summary (HTML ``<details>``; Markdown: a bold line, then the
+    blocks): the sentences of one facet cell, say."""
+
+    summary: str
+    blocks: list[Block] = field(default_factory=list)
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """Figures side by side (one per facet cell), each with its own caption."""
+
+    figures: list[Figure] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A sentence with a link to the section that holds its numbers (``target``)."""
+
+    text: str
+    target: Section | None = None
+
+
+Block = Paragraph | Table | Figure | Details | Gallery | Finding
 
 
 @dataclass
@@ -60,5 +103,25 @@ class Section:
 
     def tables(self) -> list[Table]:
         """Every table of this section and its subsections, in order."""
-        own = [block for block in self.blocks if isinstance(block, Table)]
+        own = [table for block in self.blocks for table in _tables_in(block)]
         return own + [table for sub in self.subsections for table in sub.tables()]
+
+    def find(self, table_name: str) -> tuple[Section, Table] | None:
+        """The first section (this one or below) with a table named ``table_name``, and the table."""
+        for block in self.blocks:
+            for table in _tables_in(block):
+                if table.name == table_name:
+                    return self, table
+        for sub in self.subsections:
+            found = sub.find(table_name)
+            if found is not None:
+                return found
+        return None
+
+
+def _tables_in(block: object) -> list[Table]:
+    if isinstance(block, Table):
+        return [block]
+    if isinstance(block, Details):
+        return [table for inner in block.blocks for table in _tables_in(inner)]
+    return []

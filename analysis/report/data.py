@@ -18,13 +18,12 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from judgelab.analysis.facets import FacetCell
+from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
-from judgelab.configs.items import is_declared
 
 GOLD_SOURCE = "gold"
-MAX_INFERRED_SCALE_POINTS = 11  # an undeclared item with at most this many integer values is a rating scale
-MAX_INFERRED_COUNT = 50  # ... or, named n_<something>, a count of things between 0 and this
 FEW_UNITS = 30  # below this, say that a value is fragile
 T = TypeVar("T")
 
@@ -35,13 +34,16 @@ class ReportOptions:
 
     ``cluster`` adds the span clustering section (needs the ``clustering`` extra);
     ``n_boot`` and ``seed`` set the bootstrap intervals; ``max_rows`` caps the rows a long
-    table shows on the page (its CSV always has every row).
+    table shows on the page (its CSV always has every row). ``by`` and ``where`` cut every
+    table and figure (see ``analysis.report.faceting``); ``None`` takes the schema's default.
     """
 
     cluster: bool = False
     n_boot: int = 1000
     seed: int = 0
     max_rows: int = 25
+    by: tuple[str, ...] | None = None  # None: the schema's analysis.by; (): no facets
+    where: str | None = None  # None: the schema's analysis.where; "": no filter
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,10 @@ class ProjectData:
 
     ``peers`` maps every other project of the same schema in the report run to its tables
     (``tasks``, ``judgments``, ``spans``); ``problems`` holds the loader's notes for this
-    project (may be empty); ``usage`` the LLM's token usage, when the tables have it.
+    project (may be empty); ``usage`` the LLM's token usage, when the tables have it. In a
+    faceted report a builder gets one cell's rows (``facet`` says which cell) and ``whole`` holds
+    the project's rows of every cell (after ``--where``); the kinds of items (``meta``, ``kinds``)
+    are always decided on ``whole``.
     """
 
     project: object
@@ -64,6 +69,14 @@ class ProjectData:
     problems: pd.DataFrame = field(default_factory=pd.DataFrame)
     usage: pd.DataFrame | None = None  # the LLM's token usage per task and model version (``usage`` table)
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    facet: FacetCell | None = None
+    whole: ProjectData | None = field(default=None, compare=False, repr=False)
+    title: str | None = None
+
+    @property
+    def all_cells(self) -> ProjectData:
+        """The project's data of every cell (itself when the report is not faceted)."""
+        return self.whole if self.whole is not None else self
 
     def cached(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per project and ``key``."""
@@ -95,8 +108,18 @@ class ProjectData:
 
     @property
     def meta(self) -> Mapping[str, Any]:
-        """The schema's metadata plus rating scales inferred for undeclared numeric items."""
+        """The schema's metadata plus rating scales inferred for undeclared numeric items (decided
+        on the rows of every cell)."""
+        if self.whole is not None:
+            return self.whole.meta
         return self.cached("meta", lambda: effective_meta(self.schema_meta, self.usable_human))
+
+    @property
+    def kinds(self) -> dict[str, tuple[str, str]]:
+        """``item -> (kind, origin)`` (see ``analysis.kinds.item_kinds``), decided on every cell's rows."""
+        if self.whole is not None:
+            return self.whole.kinds
+        return self.cached("kinds", lambda: item_kinds(self.schema_meta, self.usable_human))
 
     @property
     def inferred_scales(self) -> list[str]:
@@ -104,32 +127,11 @@ class ProjectData:
         return [item for item in (self.meta.get("scales") or {}) if item not in declared]
 
 
-def effective_meta(schema_meta: Mapping[str, Any] | None, judgments: pd.DataFrame) -> dict[str, Any]:
-    """``schema_meta`` with a ``scales`` entry ``{min, max}`` for every item it does not declare
-    whose answers are all integers with 2 to 11 distinct values, or, for an item named
-    ``n_<something>``, whole counts from 0 to 50 (external data without a schema: BASSE's 1-5
-    criteria, the number of spans an annotation marked). Such items are then compared as ratings.
-    """
-    meta = dict(schema_meta or {})
-    scales = dict(meta.get("scales") or {})
-    for item, values in judgments.groupby("item", sort=False)["value"]:
-        name = str(item)
-        if name in scales or name.endswith(".explanation") or is_declared(meta, name):
-            continue
-        numbers = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
-        if values.empty or numbers.isna().any():
-            continue
-        distinct = np.unique(numbers.to_numpy(dtype=float))
-        if not (np.all(distinct == np.round(distinct)) and len(distinct) >= 2):
-            continue
-        is_count = name.startswith("n_") and distinct.min() >= 0 and distinct.max() <= MAX_INFERRED_COUNT
-        if not is_count and (
-            len(distinct) > MAX_INFERRED_SCALE_POINTS or distinct.max() - distinct.min() > 2 * MAX_INFERRED_SCALE_POINTS
-        ):
-            continue
-        scales[name] = {"min": int(distinct.min()), "max": int(distinct.max()), "inferred": True}
-    meta["scales"] = scales
-    return meta
+def whole_project(builder: Callable[[ProjectData], T]) -> Callable[[ProjectData], T]:
+    """Mark a section builder that describes the whole project (overview, loading notes): in a
+    faceted report it runs once on every cell's rows instead of once per cell."""
+    builder.whole_project = True  # type: ignore[attr-defined]
+    return builder
 
 
 # -- who annotated what --------------------------------------------------------------------

@@ -123,7 +123,8 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
     rows = agreement.dropna(subset=["krippendorff_alpha"])
     if rows.empty:
         return None
-    figure = _new_figure(7.5, 0.45 * len(rows) + 1.3)
+    labels = [f"{item} ({level})" for item, level in zip(rows["item"], rows["alpha_level"], strict=True)]
+    figure = _new_figure(7.5 + 0.04 * max(len(label) for label in labels), 0.32 * len(rows) + 1.2)
     if figure is None:
         return None
     axis = figure.subplots()
@@ -137,7 +138,6 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
         [hi - a if ok else 0.0 for a, hi, ok in zip(alpha, high, has_ci, strict=True)],
     ]
     axis.errorbar(alpha, positions, xerr=errors, fmt="o", color="#4C72B0", ecolor="#8FA8D0", capsize=3)
-    labels = [f"{item} ({level})" for item, level in zip(rows["item"], rows["alpha_level"], strict=True)]
     axis.set_yticks(positions, labels)
     for threshold in (0.667, 0.8):
         axis.axvline(threshold, color="#999", linestyle="--", linewidth=0.8)
@@ -145,7 +145,9 @@ def alpha_ci_png(agreement: pd.DataFrame) -> bytes | None:
     lowest = float(min(0.0, pd.Series(low[has_ci]).min() if has_ci.any() else 0.0, alpha.min()))
     axis.set_xlim(max(lowest - 0.05, -1.05), 1.05)
     axis.set_xlabel("Krippendorff's alpha (dashed: 0.667 and 0.800)")
-    figure.tight_layout()
+    width, height = figure.get_figwidth(), figure.get_figheight()
+    left = min(0.6, (0.075 * max(len(label) for label in labels) + 0.3) / width)  # room for the labels
+    figure.subplots_adjust(left=left, right=0.97, bottom=0.75 / height, top=1 - 0.25 / height)
     return _png(figure)
 
 
@@ -290,3 +292,84 @@ def _ramp(n: int) -> list[tuple[float, float, float, float]]:
 
     cmap = colormaps["RdYlGn"]
     return [cmap(0.1 + 0.8 * i / max(n - 1, 1)) for i in range(n)]
+
+
+# -- one figure for every facet cell ---------------------------------------------------------
+
+MAX_WRITTEN_SHARES = 60  # a heat map with more squares shows colours only (the CSV has the numbers)
+
+
+def alpha_ci_cells_png(parts: list[tuple[str, pd.DataFrame]]) -> bytes | None:
+    """:func:`alpha_ci_png` of every cell in one figure: a row per cell and item."""
+    frames = [frame.assign(item=[f"{label}: {item}" for item in frame["item"]]) for label, frame in parts]
+    kept = [frame for frame in frames if not frame.empty]
+    return alpha_ci_png(pd.concat(kept, ignore_index=True)) if kept else None
+
+
+def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[str, Any]]]]) -> bytes | None:
+    """Share of each value per cell (rows) and scale value (columns), every annotator pooled,
+    one heat map per rated item, the share written in each square."""
+    scales: dict[str, Any] = {}
+    for _, (_, part_scales) in parts:
+        scales.update(part_scales)
+    items = list(scales)
+    if not items:
+        return None
+    labels = [label for label, _ in parts]
+    figure = _new_figure(min(3.0 * len(items) + 0.09 * max(len(label) for label in labels) + 1.0, 16.0),
+                         0.3 * len(labels) + 1.3)  # fmt: skip
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
+    for axis, item in zip(axes[0], items, strict=True):
+        values = sorted(
+            set(_scale_values(scales[item]))
+            | {_scale_value(v) for _, (rows, _) in parts for v in rows.loc[rows["item"] == item, "value"]},
+            key=natural_key,
+        )
+        shares = np.zeros((len(parts), len(values)))
+        for row, (_, (rows, _)) in enumerate(parts):
+            answers = rows.loc[rows["item"] == item, "value"].map(_scale_value)
+            if len(answers):
+                shares[row] = answers.value_counts(normalize=True).reindex(values, fill_value=0.0).to_numpy()
+        axis.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+        if shares.size <= MAX_WRITTEN_SHARES:
+            for (row, column), share in np.ndenumerate(shares):
+                colour = "white" if share > 0.55 else "black"
+                axis.text(column, row, f"{share:.0%}", ha="center", va="center", fontsize="x-small", color=colour)
+        axis.set_xticks(range(len(values)), values)
+        axis.set_yticks(range(len(labels)), labels, fontsize="small")
+        axis.set_title(str(item))
+        axis.set_xlabel("value")
+    left = min(0.5, 0.012 * max(len(label) for label in labels) + 0.04)
+    figure.subplots_adjust(left=left, right=0.98, bottom=0.8 / figure.get_figheight(), top=0.9, wspace=0.08)
+    return _png(figure)
+
+
+def drift_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, int]]]) -> bytes | None:
+    """Mean score per block of annotations, every annotator pooled, one line per cell, one panel
+    per item."""
+    frames = [drift.assign(cell=label) for label, (drift, _) in parts if not drift.empty]
+    if not frames:
+        return None
+    block_size = parts[0][1][1]
+    drift = pd.concat(frames, ignore_index=True)
+    drift = drift.assign(_sum=drift["mean"] * drift["n_ratings"])
+    pooled = drift.groupby(["cell", "item", "block"], sort=False)[["_sum", "n_ratings"]].sum().reset_index()
+    pooled["mean"] = pooled["_sum"] / pooled["n_ratings"]
+    items = list(dict.fromkeys(pooled["item"]))
+    figure = _new_figure(3.8 * len(items) + 2.8, 3.0)
+    if figure is None:
+        return None
+    axes = figure.subplots(1, len(items), squeeze=False)
+    for axis, item in zip(axes[0], items, strict=True):
+        for label, line in pooled[pooled["item"] == item].groupby("cell", sort=False):
+            axis.plot(line["block"] + 1, line["mean"], marker=".", linewidth=1, label=str(label))
+        axis.set_title(str(item))
+        axis.set_xlabel(f"block of {block_size} annotations (each annotator's own)")
+        axis.set_ylabel("mean score")
+        axis.xaxis.get_major_locator().set_params(integer=True)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="center right", fontsize="x-small")
+    figure.subplots_adjust(left=0.06, right=0.68, bottom=0.2, top=0.88, wspace=0.3)
+    return _png(figure)

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Figure, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Details, Figure, Finding, Gallery, Paragraph, Section, Table
 from judgelab.analysis.report.safe_text import markdown_text
 
 MISSING = "n/a"
 NUMBER_TEXT = re.compile(r"-?\d+(\.\d+)?%?|-?\d+(\.\d+)?–-?\d+(\.\d+)?")  # 3.12, 45%, 0.41–0.73
 HTML_STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
+body { font-family: system-ui, sans-serif; max-width: 78rem; margin: 2rem auto; padding: 0 1rem;
        line-height: 1.45; color: #222; }
 h1, h2, h3 { line-height: 1.2; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2.5rem; }
@@ -27,12 +27,22 @@ caption { text-align: left; font-weight: 600; padding-bottom: .3rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; vertical-align: top; }
 th { background: #f3f3f3; }
 td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { max-width: 26rem; }
 figure { margin: 1rem 0; } figcaption { font-size: .9rem; color: #555; }
 img { max-width: 100%; }
-nav ul { padding-left: 1.2rem; }
+nav ul.contents { list-style: none; padding: .5rem .8rem; margin: 0 0 1rem; background: #f7f7f7;
+                  border: 1px solid #e3e3e3; border-radius: 4px; font-size: .92rem; }
+nav ul.contents li { margin: .2rem 0; } nav .sub a { color: #2a5db0; } nav .sub { color: #999; }
 .scroll { overflow-x: auto; max-width: 100%; }
 h3 { margin-top: 2rem; } h4 { margin-top: 1.5rem; color: #333; }
 p { max-width: 60rem; }
+details { margin: .4rem 0; } summary { cursor: pointer; color: #333; }
+details > p { margin-left: 1rem; }
+.gallery { display: flex; flex-wrap: wrap; gap: .8rem; }
+.gallery figure { flex: 1 1 30rem; max-width: 48%; margin: .4rem 0; }
+.gallery figure.wide { max-width: 100%; flex-basis: 100%; }
+ul.findings { padding-left: 1.2rem; } li.finding { margin: .3rem 0; max-width: 60rem; }
+.lead { font-size: 1.05rem; }
 """
 
 
@@ -61,34 +71,65 @@ def render_markdown(title: str, sections: Sequence[Section]) -> str:
 
 def render_html(title: str, sections: Sequence[Section]) -> str:
     """The whole report as one HTML page: inline CSS, figures as base64 PNG, no links out."""
-    body = [f"<h1>{html.escape(title)}</h1>", _html_contents(sections)]
+    anchors = section_anchors(sections)
+    body = [f"<h1>{html.escape(title)}</h1>", _html_contents(sections, anchors)]
     for section in sections:
-        body.append(_html_section(section, level=2, anchor=_anchor(section.title)))
+        body.append(_html_section(section, level=2, anchors=anchors))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n<style>{HTML_STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
 
 
+def section_anchors(sections: Sequence[Section]) -> dict[int, str]:
+    """``id(section) -> anchor`` for every section: its parents' anchors and its own title, unique."""
+    anchors: dict[int, str] = {}
+    used: set[str] = set()
+
+    def visit(section: Section, parent: str | None) -> None:
+        base = _anchor(section.title) if parent is None else f"{parent}-{_anchor(section.title)}"
+        anchor, counter = base, 2
+        while anchor in used:
+            anchor, counter = f"{base}-{counter}", counter + 1
+        used.add(anchor)
+        anchors[id(section)] = anchor
+        for sub in section.subsections:
+            visit(sub, anchor)
+
+    for section in sections:
+        visit(section, None)
+    return anchors
+
+
 def _markdown_section(section: Section, level: int) -> list[str]:
     lines = [f"{'#' * level} {markdown_text(section.title)}", ""]
     for block in section.blocks:
-        if isinstance(block, Paragraph):
-            lines += [markdown_text(block.text), ""]
-        elif isinstance(block, Table) and not block.csv_only:
-            lines += [
-                f"**{markdown_text(block.caption)}** (`{block.name}.csv`)",
-                "",
-                *_markdown_table(block.shown),
-                "",
-            ]
-        elif isinstance(block, Figure):
-            lines += [f"*Figure: {markdown_text(block.caption)} (see report.html).*", ""]
+        lines += _markdown_block(block)
     for subsection in section.subsections:
         lines += _markdown_section(subsection, level + 1)
     return lines
+
+
+def _markdown_block(block: Block) -> list[str]:
+    """One block as Markdown; its text is made literal (:func:`markdown_text`: no raw HTML)."""
+    if isinstance(block, Paragraph):
+        return [markdown_text(block.text), ""]
+    if isinstance(block, Finding):
+        where = f" (see '{markdown_text(block.target.title)}')" if block.target is not None else ""
+        return [f"- {markdown_text(block.text)}{where}", ""]
+    if isinstance(block, Table) and not block.csv_only:
+        return [f"**{markdown_text(block.caption)}** (`{block.name}.csv`)", "", *_markdown_table(block.shown), ""]
+    if isinstance(block, Figure):
+        return [f"*Figure: {markdown_text(block.caption)} (see report.html).*", ""] if block.image() is not None else []
+    if isinstance(block, Gallery):
+        return [line for figure in block.figures for line in _markdown_block(figure)]
+    if isinstance(block, Details):
+        inner = [line for item in block.blocks for line in _markdown_block(item)]
+        return [f"**{markdown_text(block.summary)}**", "", *inner]
+    return []
 
 
 def _markdown_table(frame: pd.DataFrame) -> list[str]:
@@ -106,38 +147,83 @@ def _markdown_escape(text: str) -> str:
     return markdown_text(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _html_contents(sections: Sequence[Section]) -> str:
+def _html_contents(sections: Sequence[Section], anchors: dict[int, str]) -> str:
+    """A compact table of contents: one line per top section, its subsections inline."""
     items = []
     for section in sections:
-        anchor = _anchor(section.title)
-        children = "".join(
-            f'<li><a href="#{anchor}-{_anchor(sub.title)}">{html.escape(sub.title)}</a></li>'
-            for sub in section.subsections
+        children = " · ".join(
+            f'<a href="#{anchors[id(sub)]}">{html.escape(sub.title)}</a>' for sub in section.subsections
         )
-        nested = f"<ul>{children}</ul>" if children else ""
-        items.append(f'<li><a href="#{anchor}">{html.escape(section.title)}</a>{nested}</li>')
-    return "<nav><h2>Contents</h2><ul>" + "".join(items) + "</ul></nav>"
+        nested = f'<span class="sub">{children}</span>' if children else ""
+        items.append(f'<li><a href="#{anchors[id(section)]}"><b>{html.escape(section.title)}</b></a> {nested}</li>')
+    return '<nav><ul class="contents">' + "".join(items) + "</ul></nav>"
 
 
-def _html_section(section: Section, level: int, anchor: str) -> str:
+def _html_section(section: Section, level: int, anchors: dict[int, str]) -> str:
+    anchor = anchors[id(section)]
     parts = [f'<section id="{anchor}">', f"<h{level}>{html.escape(section.title)}</h{level}>"]
+    findings: list[str] = []
     for block in section.blocks:
-        if isinstance(block, Paragraph):
-            parts.append(f"<p>{html.escape(block.text)}</p>")
-        elif isinstance(block, Table) and not block.csv_only:
-            parts.append(_html_table(block))
-        elif isinstance(block, Figure):
-            encoded = base64.b64encode(block.png).decode("ascii")
-            caption = html.escape(block.caption)
-            parts.append(
-                f'<figure><img src="data:image/png;base64,{encoded}" alt="{caption}">'
-                f"<figcaption>{caption}</figcaption></figure>"
-            )
+        if isinstance(block, Finding):
+            findings.append(_html_block(block, anchors))
+            continue
+        if findings:
+            parts.append('<ul class="findings">' + "".join(findings) + "</ul>")
+            findings = []
+        parts.append(_html_block(block, anchors))
+    if findings:
+        parts.append('<ul class="findings">' + "".join(findings) + "</ul>")
     for subsection in section.subsections:
-        child_anchor = f"{anchor}-{_anchor(subsection.title)}"
-        parts.append(_html_section(subsection, min(level + 1, 6), child_anchor))
+        parts.append(_html_section(subsection, min(level + 1, 6), anchors))
     parts.append("</section>")
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part)
+
+
+def _html_block(block: Block, anchors: dict[int, str]) -> str:
+    if isinstance(block, Paragraph):
+        return f"<p>{html.escape(block.text)}</p>"
+    if isinstance(block, Finding):
+        link = ""
+        if block.target is not None and id(block.target) in anchors:
+            link = f' <a href="#{anchors[id(block.target)]}">{html.escape(block.target.title)} &rarr;</a>'
+        return f'<li class="finding">{html.escape(block.text)}{link}</li>'
+    if isinstance(block, Table) and not block.csv_only:
+        return _html_table(block)
+    if isinstance(block, Figure):
+        return _html_figure(block)
+    if isinstance(block, Gallery):
+        return '<div class="gallery">' + "".join(_html_figure(figure) for figure in block.figures) + "</div>"
+    if isinstance(block, Details):
+        inner = "\n".join(_html_block(inner, anchors) for inner in block.blocks)
+        return (
+            f"<details{' open' if block.open else ''}><summary>{html.escape(block.summary)}</summary>\n"
+            f"{inner}</details>"
+        )
+    return ""
+
+
+def _html_figure(figure: Figure) -> str:
+    png = figure.image()
+    if png is None:
+        return ""
+    encoded = base64.b64encode(png).decode("ascii")
+    caption = html.escape(figure.caption)
+    wide = ' class="wide"' if _aspect(png) > WIDE_ASPECT else ""
+    return (
+        f'<figure{wide}><img src="data:image/png;base64,{encoded}" alt="{caption}">'
+        f"<figcaption>{caption}</figcaption></figure>"
+    )
+
+
+WIDE_ASPECT = 2.2  # a figure wider than this (width / height) takes the gallery's whole width
+
+
+def _aspect(png: bytes) -> float:
+    """Width / height from the PNG header (1 when it cannot be read)."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return 1.0
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    return width / height if height else 1.0
 
 
 def _html_table(table: Table) -> str:

@@ -107,15 +107,46 @@ def _modes(report) -> str:
 @click.option(
     "--cluster", is_flag=True, help="Add semantic clusters of span texts (needs: pip install 'judgelab[clustering]')."
 )
-def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool) -> None:
+@click.option(
+    "--by",
+    "by",
+    metavar="FIELD[,FIELD]",
+    help="Cut every table and figure by these task (or annotator) fields; 'none' pools. Default: the schema's.",
+)
+@click.option(
+    "--where",
+    "where",
+    metavar="EXPR",
+    help="Keep only tasks/answers matching EXPR, e.g. \"model != 'human' and round in (0, 1)\"; 'none' keeps all. "
+    "Default: the schema's.",
+)
+@click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap resamples for intervals.")
+def report_cmd(
+    tables_dirs: tuple[Path, ...],
+    out: Path,
+    per: str,
+    cluster: bool,
+    by: str | None,
+    where: str | None,
+    n_boot: int,
+) -> None:
     """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
 
     Several --tables folders are read together, so a project can borrow the gold labels or
     the human annotators of another project of its schema (StorySumm and its
     evaluation_interface annotations, say).
+
+    \b
+    Every table and figure is cut the way the schema's study is analysed (schema.yaml
+    'analysis': BASSE by language and round on machine summaries, StorySumm by split, ...);
+    --by and --where replace that cut. EXPR is a small expression language (parsed, never
+    run as Python): FIELD == 'text', FIELD != 3, <, <=, >, >=, FIELD in ('a', 'b'),
+    FIELD not in (...), joined with and, or, not and parentheses; `odd-name` in backticks.
+    Fields are the tasks' columns and the annotator fields annotator and source.
     """
     import pandas as pd
 
+    from judgelab.analysis.facets import split_by
     from judgelab.analysis.report import build_reports
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
@@ -149,9 +180,15 @@ def report_cmd(tables_dirs: tuple[Path, ...], out: Path, per: str, cluster: bool
             err=True,
         )
     schemas = {name: schema.meta for name, schema in all_schemas().items()}
+    options = ReportOptions(
+        cluster=cluster,
+        n_boot=max(0, n_boot),
+        by=None if by is None else split_by(by),
+        where=None if where is None else ("" if where.strip().lower() == "none" else where),
+    )
     try:
-        index = build_reports(combined, schemas, out, per=per, options=ReportOptions(cluster=cluster))
-    except ValueError as exc:
+        index = build_reports(combined, schemas, out, per=per, options=options)
+    except ValueError as exc:  # FacetError included: it names the unknown field or the bad expression
         _fail(str(exc))
     for entry in index.reports:
         click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
@@ -172,6 +209,11 @@ LOAD_OPTIONS = {"predictions": "storysumm", "combined": "evaluation_interface", 
 @click.option("--config", type=click.Path(path_type=Path), help="span_annotation: the .config.yaml (default: beside).")
 @click.option("--project", help="Project name (default: from the file name).")
 @click.option("--schema", "schema_name", help="span_annotation: schema of the tasks (default hotel_spans).")
+@click.option(
+    "--nan-ratings",
+    type=click.Choice(["missing", "as-authors"]),
+    help="basse: a NaN rating stays missing (default), or becomes 3 except on llama3 summaries (BASSE's notebook).",
+)
 def load_cmd(
     kind: str,
     path: Path,
@@ -182,6 +224,7 @@ def load_cmd(
     config: Path | None,
     project: str | None,
     schema_name: str | None,
+    nan_ratings: str | None,
 ) -> None:
     """Read a published data set into tidy tables (and problems.csv), without Label Studio.
 
@@ -189,7 +232,7 @@ def load_cmd(
     KIND is one of:
       storysumm             storysumm.json (or its folder) [--predictions predictions/]
       evaluation_interface  annotations_pl_latest.json (or its folder) [--combined combined.json]
-      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them
+      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)
       span_annotation       annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them
     """
     import warnings
@@ -206,12 +249,14 @@ def load_cmd(
             _fail(f"--{option} only applies to {LOAD_OPTIONS[option]}")
     if schema_name is not None and kind != "span_annotation":
         _fail("--schema only applies to span_annotation")
+    if nan_ratings is not None and kind != "basse":
+        _fail("--nan-ratings only applies to basse")
     if not path.exists():
         _fail(f"{path}: no such file or folder")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LoaderWarning)
-            loaded = _load(kind, path, predictions, combined, config, project, schema_name)
+            loaded = _load(kind, path, predictions, combined, config, project, schema_name, nan_ratings or "missing")
     except LoaderError as exc:
         _fail(str(exc))
     problems = problems_with_project(loaded["problems"], loaded["tasks"])
@@ -248,6 +293,7 @@ def _load(
     config: Path | None,
     project: str | None,
     schema_name: str | None,
+    nan_ratings: str = "missing",
 ) -> dict:
     """Run the loader of ``kind`` on ``path`` (a file, or a folder where the loader allows one)."""
     from judgelab.analysis import loaders
@@ -261,13 +307,10 @@ def _load(
         return loaders.load_evaluation_interface(file, combined=combined, **named)
     if kind == "basse":
         if not path.is_dir():
-            return loaders.load_basse(path, **named)
+            return loaders.load_basse(path, nan=nan_ratings, **named)
         if project:
-            _fail("--project needs a single BASSE file (a folder gives one project per file)")
-        files = sorted(path.glob("BASSE*.jsonl"))
-        if not files:
-            raise loaders.LoaderError(f"{path}: no BASSE*.jsonl files")
-        return loaders.concat_loaded([loaders.load_basse(file) for file in files])
+            _fail("--project needs a single BASSE file (a folder gives one project per language)")
+        return loaders.load_basse_folder(path, nan=nan_ratings)
     schema = {"schema": schema_name} if schema_name else {}
     if path.is_dir():
         if project or config:

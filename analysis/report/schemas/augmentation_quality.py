@@ -8,6 +8,7 @@ Shown for the ``augmentation_quality`` schema and for any schema whose metadata 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -19,6 +20,7 @@ from judgelab.analysis.qc.augmentation_quality import (
     pilot_agreement,
     resolve_disagreements,
 )
+from judgelab.analysis.qc.likert_rubric_es import numeric_ratings
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
@@ -30,7 +32,7 @@ from judgelab.analysis.report.data import (
     short_table,
     with_project,
 )
-from judgelab.analysis.report.plots import drift_png
+from judgelab.analysis.report.plots import drift_cells_png, drift_png
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 SCHEMA = "augmentation_quality"
@@ -60,13 +62,18 @@ def augmentation_section(data: ProjectData) -> Section | None:
     return section_or_none("Guideline checks", [intro], subsections)
 
 
+def _ratings(data: ProjectData) -> pd.DataFrame:
+    """The human numeric ratings (latest per task and annotator), computed once for the four checks."""
+    return data.cached("numeric_ratings", lambda: numeric_ratings(data.judgments, None))
+
+
 def pilot_section(data: ProjectData) -> Section | None:
     """The two pilot annotators' agreement against the targets, pass/fail per measure."""
     meta = data.schema_meta or {}
     if "agreement_targets" not in meta and data.schema_name != SCHEMA:
         return None
     try:
-        pilot = pilot_agreement(data.judgments, meta)
+        pilot = pilot_agreement(data.judgments, meta, ratings=_ratings(data))
     except ValueError as exc:
         return Section("Pilot agreement against the targets", [Paragraph(f"No pilot agreement yet: {exc}.")])
     table = pilot.table
@@ -125,7 +132,7 @@ def calibration_section(data: ProjectData) -> Section | None:
     markers = (data.schema_meta or {}).get("calibration_markers")
     if not markers:
         return None
-    check = calibration_check(data.judgments, data.tasks, data.schema_meta)
+    check = calibration_check(data.judgments, data.tasks, data.schema_meta, ratings=_ratings(data))
     if check.empty:
         return Section("Calibration markers", [Paragraph("No rating matches a calibration marker yet.")])
     shown = pd.DataFrame(
@@ -191,7 +198,7 @@ def _range_text(low: object, high: object) -> str:
 def disagreement_section(data: ProjectData) -> Section | None:
     """The guideline's rule: average the scores, or list the items to discuss."""
     try:
-        resolution = resolve_disagreements(data.judgments, data.schema_meta)
+        resolution = resolve_disagreements(data.judgments, data.schema_meta, ratings=_ratings(data))
     except ValueError:
         return None
     if resolution.action == "none":
@@ -243,7 +250,7 @@ def drift_section(data: ProjectData) -> Section | None:
     if "drift_block_size" not in meta and data.schema_name != SCHEMA:
         return None
     block_size = int(meta.get("drift_block_size") or DEFAULT_BLOCK_SIZE)
-    drift = annotator_drift(data.judgments, meta, block_size=block_size)
+    drift = annotator_drift(data.judgments, meta, block_size=block_size, ratings=_ratings(data))
     if drift.empty:
         return None
     blocks: list[Block] = [
@@ -275,9 +282,14 @@ def drift_section(data: ProjectData) -> Section | None:
                     f"{first_annotation + int(worst['n_annotations']) - 1}, {int(worst['n_ratings'])} ratings)."
                 )
             )
-        png = drift_png(drift, block_size)
-        if png is not None:
-            blocks.append(Figure(f"Mean score per block of {block_size} annotations", png))
+        blocks.append(
+            Figure(
+                f"Mean score per block of {block_size} annotations",
+                render=partial(drift_png, drift, block_size),
+                combine=drift_cells_png,
+                payload=(drift, block_size),
+            )
+        )
     shown = drift.drop(columns=["first_annotation", "last_annotation"]).assign(block=drift["block"] + 1)
     blocks += short_table(
         "annotator_drift", "Mean score per block", shown, data.options.max_rows, data=with_project(drift, data.project)

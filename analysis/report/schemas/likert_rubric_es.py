@@ -8,6 +8,8 @@ with the mean Relevance of summaries with and without one.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
 from judgelab.analysis.qc.likert_rubric_es import (
@@ -60,6 +62,14 @@ def likert_section(data: ProjectData) -> Section | None:
             "'Agreement per item' above; this section breaks it down by the model that wrote the summary."
         )
     ]
+    tasks = data.all_cells.tasks
+    if {"round", "doc_idx"} <= set(tasks.columns):  # BASSE's tasks
+        intro.append(
+            Paragraph(
+                "Rounds are the data's own: BASSE's paper calls rounds 0, 1 and 2 its rounds 1, 2 and 3 (its agreement "
+                "table), and has no agreement for round 3, which one rater annotated."
+            )
+        )
     annotators = data.usable_human["annotator"].astype(str)
     if len(annotators) and annotators.str.fullmatch(r"rater_\d+").all():
         intro.append(
@@ -148,9 +158,9 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
             "criterion (every rater counts)."
         )
     ]
-    png = score_distribution_png(block, criteria)
-    if png is not None:
-        blocks.append(Figure("Share of each score per criterion and model", png))
+    blocks.append(
+        Figure("Share of each score per criterion and model", render=partial(score_distribution_png, block, criteria))
+    )
     blocks.append(
         Table(
             "likert_mean_scores",

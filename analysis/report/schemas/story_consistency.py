@@ -10,10 +10,19 @@ for the evaluation-interface annotators).
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from judgelab.analysis.agreement import exact_agreement, fleiss_kappa
 from judgelab.analysis.krippendorff import krippendorff_alpha
+from judgelab.analysis.qc.score_judges import (
+    SIGNED,
+    judge_scores,
+    signed_confidences,
+    thresholded_verdicts,
+    tune_thresholds,
+)
 from judgelab.analysis.qc.story_consistency import (
     GOLD_SOURCE,
     LINE_ITEM,
@@ -30,6 +39,7 @@ from judgelab.analysis.qc.story_consistency import (
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    alpha_label,
     fragile,
     has_line_items,
     is_nan,
@@ -46,18 +56,24 @@ from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, usable_ju
 
 SCHEMA = "story_consistency"
 MIN_PAIR_UNITS = 10  # pairs of annotators sharing fewer lines are left off the page
+MIN_PAIR_UNITS_TRUSTED = 30  # a mean pairwise kappa with a pair sharing fewer lines is flagged
 MIN_JUDGE_UNITS = 10
 MIN_MAIN_TASKS = 10  # annotators judging fewer summaries are a pilot crowd for the 'main annotators' rows
 MAJORITY = "human majority"
 JUDGE_NAMES = {
+    "level": "level",
+    "judge": "judge",
     "n_units": "units",
     "n_gold_positive": "gold unfaithful",
-    "n_predicted_positive": "judged unfaithful",
     "cohen_kappa": "kappa",
+    "share_judged_faithful": "judged faithful",
+    "precision_faithful": "P faithful",
+    "recall_faithful": "R faithful",
+    "precision_unfaithful": "P unfaithful",
+    "recall_unfaithful": "R unfaithful",
     "balanced_accuracy": "balanced accuracy",
-    "precision_unfaithful": "precision",
-    "recall_unfaithful": "recall",
 }
+DIFFICULTY_COLUMN = "difficulty"  # StorySumm: easy / hard for the unfaithful summaries
 
 
 @SCHEMA_SECTIONS.register("story_consistency")
@@ -65,7 +81,12 @@ def story_section(data: ProjectData) -> Section | None:
     """Line-level agreement, summaries derived from lines, judges against gold."""
     if data.schema_name != SCHEMA and not has_line_items(data.judgments):
         return None
-    subsections = [line_agreement_section(data), derived_summary_section(data), judges_section(data)]
+    subsections = [
+        line_agreement_section(data),
+        derived_summary_section(data),
+        gold_raters_section(data),
+        judges_section(data),
+    ]
     intro = Paragraph(
         "Each summary is judged line by line: Consistent, Inconsistent (contradicts the story) or "
         "'N/A, just commentary'. A unit below is one line of one summary, or one summary."
@@ -112,6 +133,8 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             continue
         text = (
             f"{row.scheme}: {row.n_units} lines were judged by two or more of the {row.n_annotators} annotators; "
+            f"Krippendorff's nominal alpha is {number(row.krippendorff_alpha)} ({alpha_label(row.krippendorff_alpha)}) "
+            f"and every annotator gave the same verdict on {percent(row.share_all_agree)} of them; "
             f"{percent(row.exact_agreement)} of the pairs of verdicts on a line are identical "
             f"(exact agreement {number(row.exact_agreement)}), Fleiss' kappa is {number(row.fleiss_kappa)} "
             f"({kappa_label(row.fleiss_kappa)})"
@@ -120,7 +143,14 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             text += f", Cohen's kappa {number(row.cohen_kappa)}"
         if not is_nan(row.mean_pairwise_cohen_kappa):
             text += f" and the mean pairwise Cohen's kappa {number(row.mean_pairwise_cohen_kappa)}"
-        blocks.append(Paragraph(text + "." + fragile(int(row.n_units), "shared line")))
+        text += "." + fragile(int(row.n_units), "shared line")
+        if not is_nan(row.mean_pairwise_cohen_kappa) and 0 < row.min_pair_units < MIN_PAIR_UNITS_TRUSTED:
+            text += (
+                f" Caution: the mean pairwise kappa averages pairs of annotators of whom some share as few as "
+                f"{plural(int(row.min_pair_units), 'line')}; each pair weighs the same however little it shares, so "
+                "read alpha and Fleiss' kappa, which pool the lines, instead."
+            )
+        blocks.append(Paragraph(text))
     pairs = pairwise_line_kappa(line_matrix(rows))
     if len(pairs) > 1:
         kept = pairs[pairs["n_units"] >= MIN_PAIR_UNITS].sort_values("n_units", ascending=False)
@@ -139,20 +169,24 @@ def line_agreement_section(data: ProjectData) -> Section | None:
 
 
 LINE_NAMES = {
+    "scheme": "scheme",
     "n_units": "lines",
     "n_annotators": "annotators",
     "n_ratings": "verdicts",
+    "krippendorff_alpha": "alpha (nominal)",
+    "share_all_agree": "all agree",
     "exact_agreement": "exact",
     "fleiss_kappa": "Fleiss kappa",
     "cohen_kappa": "Cohen kappa",
     "mean_pairwise_cohen_kappa": "mean pairwise Cohen kappa",
+    "min_pair_units": "fewest lines of a pair",
     "reason": "note",
 }
 
 
 def _line_table_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The line agreement table with readable headers, without columns that are empty throughout."""
-    shown = table.rename(columns=LINE_NAMES)
+    shown = table[list(LINE_NAMES)].rename(columns=LINE_NAMES)
     if shown["Cohen kappa"].isna().all():
         shown = shown.drop(columns=["Cohen kappa"])
     if not shown["note"].fillna("").astype(str).str.strip().any():
@@ -243,6 +277,60 @@ def derived_summary_section(data: ProjectData) -> Section | None:
     return Section("Summary verdict derived from the lines", blocks)
 
 
+GOLD_ANNOTATIONS_COLUMN = "gold_annotations"  # evaluation_interface's combined.json: the gold's own raters
+
+
+def gold_raters_section(data: ProjectData) -> Section | None:
+    """The raters behind the gold labels (combined.json's ``gold_annotations``) as a rater set:
+    their agreement, which says how firm the gold is."""
+    if GOLD_ANNOTATIONS_COLUMN not in data.tasks.columns:
+        return None
+    lists = data.tasks[["task_id", GOLD_ANNOTATIONS_COLUMN]].dropna()
+    parsed = [_label_list(text) for text in lists[GOLD_ANNOTATIONS_COLUMN]]
+    parsed = [labels for labels in parsed if labels]
+    if not parsed:
+        return None
+    width = max(len(labels) for labels in parsed)
+    values = [[*labels, *([None] * (width - len(labels)))] for labels in parsed]
+    alpha = krippendorff_alpha(values, "nominal")
+    exact, fleiss = exact_agreement(values), fleiss_kappa(values)
+    complete = [labels for labels in parsed if len(labels) >= 2]
+    share = sum(len(set(labels)) == 1 for labels in complete) / len(complete) if complete else float("nan")
+    table = pd.DataFrame(
+        [
+            {
+                "rater_set": "gold annotations (combined.json)",
+                "n_summaries": exact.n_units,
+                "n_raters": width,
+                "krippendorff_alpha": alpha.value,
+                "share_all_agree": share,
+                "exact_agreement": exact.value,
+                "fleiss_kappa": fleiss.value,
+            }
+        ]
+    )
+    text = (
+        f"The gold summary labels here are the majority of {width} raters per summary (gold_annotations, a protocol "
+        f"of their own, not the line annotators above). Taken as a rater set, on {exact.n_units} summaries they reach "
+        f"Krippendorff's nominal alpha {number(alpha.value)} ({alpha_label(alpha.value)}); all {width} agree on "
+        f"{percent(share)} of the summaries, and Fleiss' kappa is {number(fleiss.value)}. The raters are named by "
+        "their position in each list."
+    )
+    return Section(
+        "Agreement of the gold labels' raters",
+        [Paragraph(text), Table("gold_rater_agreement", "The gold labels' raters as a rater set",
+                                table, data=with_project(table, data.project))],
+    )  # fmt: skip
+
+
+def _label_list(text: object) -> list[object]:
+    try:
+        value = json.loads(str(text))
+    except (TypeError, ValueError):
+        return []
+    return [str(v) for v in value if v is not None] if isinstance(value, list) else []
+
+
 def _gold_rows(data: ProjectData) -> tuple[pd.DataFrame, list[str]]:
     """Gold judgments for this project: its own, plus levels it lacks from peers; and notes."""
     own = data.judgments[data.judgments["source"] == GOLD_SOURCE]
@@ -319,34 +407,94 @@ def _judge_name(source: object, annotator: object) -> str:
     return f"{source}: {annotator}"
 
 
+def _task_groups(data: ProjectData) -> dict[object, object] | None:
+    tasks = data.all_cells.tasks
+    if DIFFICULTY_COLUMN not in tasks.columns or not tasks[DIFFICULTY_COLUMN].astype(str).str.strip().ne("").any():
+        return None
+    known = tasks.dropna(subset=[DIFFICULTY_COLUMN])
+    return dict(zip(known["task_id"], known[DIFFICULTY_COLUMN].astype(str), strict=True))
+
+
+def _gold_faithful(gold: pd.DataFrame) -> dict[object, bool]:
+    summary = gold[gold["item"] == SUMMARY_ITEM].drop_duplicates("task_id", keep="last")
+    return dict(zip(summary["task_id"], summary["value"].astype(str).str.strip() == "Faithful", strict=True))
+
+
+def score_thresholds(data: ProjectData) -> tuple[dict, str]:
+    """Thresholds of the score judges, tuned on the tasks the schema's ``analysis.tune_on`` names
+    (StorySumm: ``split = val``), on every cell's rows; and those tasks in words."""
+
+    def compute() -> tuple[dict, str]:
+        whole = data.all_cells
+        tune_on = dict((whole.schema_meta.get("analysis") or {}).get("tune_on") or {})
+        tasks = whole.tasks
+        if not tune_on or any(name not in tasks.columns for name in tune_on):
+            return {}, ""
+        mask = pd.Series(True, index=tasks.index)
+        for name, value in tune_on.items():
+            mask &= tasks[name].astype(str) == str(value)
+        tune_tasks = set(tasks.loc[mask, "task_id"])
+        gold, _ = _gold_rows(whole)
+        scores = judge_scores(whole.judgments)
+        if scores.empty or not tune_tasks:
+            return {}, ""
+        where = " and ".join(f"{name} = {value}" for name, value in tune_on.items())
+        return tune_thresholds(scores, _gold_faithful(gold), tune_tasks), where
+
+    return data.all_cells.cached("score_thresholds", compute)
+
+
 def judges_section(data: ProjectData) -> Section | None:
-    """Every judge (annotators, their majority, models) against the gold labels."""
+    """Every judge (annotators, their majority, models; score judges at a threshold tuned on one
+    split) against the gold labels."""
     gold, notes = _gold_rows(data)
     if gold.empty:
         return None
     judges = data.judgments[data.judgments["source"] != GOLD_SOURCE]
     if judges.empty:
         return None
-    frame = pd.concat([judges, _majority_rows(data), gold], ignore_index=True)
+    thresholds, tuned_on = score_thresholds(data)
+    scores = judge_scores(data.judgments)
+    verdicts = thresholded_verdicts(scores, thresholds, data.project) if thresholds else scores.iloc[0:0]
+    frame = pd.concat([judges, _majority_rows(data), verdicts, gold], ignore_index=True)
     try:
-        table = judges_vs_gold(frame, derive_summary_from_lines=True)
+        table = judges_vs_gold(frame, derive_summary_from_lines=True, task_groups=_task_groups(data))
     except ValueError as exc:
         return Section("Judges against the gold labels", [Paragraph(f"Not computed: {exc}.")])
     if table.empty:
         return None
+    flagged = [column for column in table.columns if column.startswith("flagged_")]
     blocks: list[Block] = [Paragraph(note) for note in notes]
     blocks.append(
         Paragraph(
             "Each judge's verdicts against the gold labels, at summary level (Faithful / Unfaithful; a judge "
             "without its own summary verdict gets the one derived from its lines) and at line level "
-            "(Inconsistent against the rest). The problem class (Unfaithful, Inconsistent) is the positive "
-            "one: precision is the share of the judge's 'unfaithful' calls that gold agrees with, recall the "
-            "share of gold's unfaithful units the judge caught, balanced accuracy the mean of the recall on "
-            "both classes (0.5 is guessing), kappa Cohen's kappa between judge and gold. 'units' counts the "
-            "summaries or lines judged by both, of which 'gold unfaithful' are problems for gold and 'judged "
-            "unfaithful' for the judge; 'human majority' is the answer most annotators gave (ties left out)."
+            "(Inconsistent against the rest). Precision (P) and recall (R) are given for both classes, named: "
+            "'P faithful' is the share of the judge's Faithful calls that gold agrees with, 'R faithful' the share "
+            "of gold's faithful units the judge calls Faithful (StorySumm's tables use this class); 'P unfaithful' "
+            "and 'R unfaithful' the same for the problem class. 'judged faithful' is the share of units the judge "
+            "calls Faithful, balanced accuracy the mean of the two recalls (0.5 is guessing), kappa Cohen's kappa "
+            "between judge and gold, 'units' the summaries or lines judged by both. 'human majority' is the answer "
+            "most annotators gave (ties left out)."
+            + (
+                " " + ", ".join(f"'{c.removeprefix('flagged_')} caught'" for c in flagged) + " give the share of "
+                "gold-unfaithful summaries of that difficulty the judge calls Unfaithful (StorySumm's '% easy' and "
+                "'% hard')."
+                if flagged
+                else ""
+            )
         )
     )
+    if thresholds:
+        chosen = "; ".join(f"{t.source} {t.threshold:.4f}" for t in thresholds.values())
+        blocks.append(
+            Paragraph(
+                f"Judges that give a score (no verdict) are turned into verdicts with a threshold chosen on the tasks "
+                f"with {tuned_on} only: the first of 150 evenly spaced values from 0 to 1 that maximises balanced "
+                f"accuracy there (as StorySumm does), then a summary scoring above it is Faithful. The same threshold "
+                f"is used on every other split, so those rows are a fair test: {chosen}."
+            )
+        )
     shown = table[table["n_units"] >= MIN_JUDGE_UNITS]
     if len(shown) < len(table):
         blocks.append(
@@ -355,15 +503,13 @@ def judges_section(data: ProjectData) -> Section | None:
                 "pilot annotators) are only in judges_vs_gold.csv."
             )
         )
-    columns = [
-        "level", "judge", "n_units", "n_gold_positive", "n_predicted_positive", "cohen_kappa",
-        "balanced_accuracy", "precision_unfaithful", "recall_unfaithful",
-    ]  # fmt: skip
+    names = {**JUDGE_NAMES, **{c: f"{c.removeprefix('flagged_')} caught" for c in flagged}}
+    names = {k: names[k] for k in [*list(JUDGE_NAMES)[:-1], *flagged, "balanced_accuracy"]}
     shown = shown.assign(judge=[_judge_name(s, a) for s, a in zip(shown["source"], shown["annotator"], strict=True)])
     shown = shown.sort_values(["level", "balanced_accuracy"], ascending=[False, False], kind="stable")
     shown = shown.assign(judge=shown["judge"].map(lambda name: str(name).replace(" ", "\u00a0")))  # one line
     blocks += short_table(
-        "judges_vs_gold", "Judges against the gold labels", shown[columns].rename(columns=JUDGE_NAMES),
+        "judges_vs_gold", "Judges against the gold labels", shown[list(names)].rename(columns=names),
         max(data.options.max_rows, 40),
         data=with_project(table, data.project),
     )  # fmt: skip
@@ -382,18 +528,40 @@ def judges_section(data: ProjectData) -> Section | None:
                 f"At {level} level the best judge is {best['judge']}: balanced accuracy "
                 f"{number(best['balanced_accuracy'])} on {units}, catching "
                 f"{percent(best['recall_unfaithful'])} of the {best['n_gold_positive']} gold problems with "
-                f"precision {number(best['precision_unfaithful'])}."
+                f"precision {number(best['precision_unfaithful'])} (faithful class: precision "
+                f"{number(best['precision_faithful'])}, recall {number(best['recall_faithful'])})."
             )
         )
-    scores = judge_scores_vs_gold(frame)
-    if not scores.empty:
+    auc = judge_scores_vs_gold(pd.concat([frame, _signed_rows(data)], ignore_index=True))
+    if not auc.empty:
         blocks.append(
             Paragraph(
-                "Judges that give a score instead of a verdict: auc_faithful is the chance that a summary gold "
-                "calls faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a "
-                "perfect ranking), over n_units summaries of which n_unfaithful are unfaithful."
+                "Score judges ranked without a threshold: auc_faithful is the chance that a summary gold calls "
+                "faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a perfect ranking), "
+                "over n_units summaries of which n_unfaithful are unfaithful. A judge's confidence in its own verdict "
+                "(GPT-4's probs) is not a faithfulness score: it appears here only signed by the verdict "
+                f"('{SIGNED}': the confidence for a Faithful verdict, one minus it for an Unfaithful one)."
             )
         )
-        blocks.append(Table("judge_scores_vs_gold", "Score judges against the gold labels", scores,
-                            data=with_project(scores, data.project)))  # fmt: skip
+        blocks.append(Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
+                            data=with_project(auc, data.project)))  # fmt: skip
     return Section("Judges against the gold labels", blocks)
+
+
+def _signed_rows(data: ProjectData) -> pd.DataFrame:
+    """Signed confidences as ``faithful_score`` judgment rows (for the ranking table)."""
+    signed = signed_confidences(data.judgments)
+    if signed.empty:
+        return signed
+    return pd.DataFrame(
+        {
+            "project": data.project,
+            "task_id": signed["task_id"],
+            "annotation_id": "signed:" + signed["annotator"].astype(str) + ":" + signed["task_id"].astype(str),
+            "annotator": signed["annotator"],
+            "source": signed["source"],
+            "item": f"{SUMMARY_ITEM}_score",
+            "value": signed["score"].map(repr),
+            "was_cancelled": False,
+        }
+    )

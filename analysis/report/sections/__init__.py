@@ -23,6 +23,7 @@ from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.cost import cost_section
+from judgelab.analysis.report.sections.directed import directed_span_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
     annotator_counts_section,
@@ -58,6 +59,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     schema_sections,
     span_section,
     span_agreement_section,
+    directed_span_section,
     clustering_section,
     source_counts_section,
     model_agreement_section,

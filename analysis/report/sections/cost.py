@@ -6,7 +6,7 @@ import pandas as pd
 
 from judgelab.analysis.cost import cost_per_model_version, cost_per_task
 from judgelab.analysis.report.blocks import Paragraph, Section, Table
-from judgelab.analysis.report.data import ProjectData
+from judgelab.analysis.report.data import ProjectData, whole_project
 
 
 def money(value: float) -> str:
@@ -18,6 +18,7 @@ def money(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.6g}"
 
 
+@whole_project  # the usage rows are the project's, not a facet cell's
 def cost_section(data: ProjectData) -> Section | None:
     """Tokens, requests, cache hits and cost per model version, when the tables hold usage."""
     usage = data.usage

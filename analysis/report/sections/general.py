@@ -8,13 +8,14 @@ for a reader who has never seen an agreement coefficient.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pandas as pd
 
-from judgelab.analysis.chance_agreement import light_kappa
 from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
+    FEW_UNITS,
     ProjectData,
     alpha_label,
     fragile,
@@ -26,10 +27,17 @@ from judgelab.analysis.report.data import (
     percent,
     plural,
     short_table,
+    whole_project,
 )
-from judgelab.analysis.report.plots import alpha_ci_png, pooled_distribution_png, rating_distribution_png
+from judgelab.analysis.report.plots import (
+    alpha_ci_cells_png,
+    alpha_ci_png,
+    pooled_distribution_png,
+    rating_distribution_png,
+    rating_share_cells_png,
+)
 from judgelab.analysis.spans import span_counts
-from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement, ratings_matrix
+from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
@@ -38,6 +46,7 @@ REASON_SPLIT = re.compile(
 )
 
 
+@whole_project
 def overview_section(data: ProjectData) -> Section:
     """What the project holds: tasks, annotations, annotators, spans, predictions."""
     title = str(data.schema_meta.get("title") or data.schema_name or "unknown schema")
@@ -80,26 +89,39 @@ def overview_section(data: ProjectData) -> Section:
     return Section("Overview", blocks)
 
 
+@whole_project
 def loading_notes_section(data: ProjectData) -> Section | None:
     """What the loader skipped or found odd in the source files of this project."""
     problems = data.problems
     if problems is None or problems.empty:
         return None
+    files = problems["file"].astype(str).map(lambda path: path.replace("\\", "/").rsplit("/", 1)[-1])
     kinds = (
-        problems.groupby("kind", sort=False)
+        problems.assign(file=files)
+        .groupby(["file", "kind"], sort=False)
         .agg(n=("kind", "size"), n_tasks=("task_id", "nunique"), example=("message", "first"))
         .reset_index()
-        .sort_values("n", ascending=False)
+        .sort_values("n", ascending=False, kind="stable")
     )
     sentence = (
-        f"While reading the files, the loader noted {plural(len(problems), 'problem')} of "
-        f"{plural(len(kinds), 'kind')}: one row per kind with how often it occurred (n), on how many "
-        "tasks, and one example message. Skipped data is missing from every figure below; "
-        "problems.csv beside the tables lists each one with its file and line."
+        f"While reading {plural(files.nunique(), 'file')} of this project ({', '.join(dict.fromkeys(files))}), the "
+        f"loader noted {plural(len(problems), 'problem')} of {plural(kinds['kind'].nunique(), 'kind')}: one row per "
+        "file and kind with how often it occurred (n), on how many tasks, and one example message. Skipped data is "
+        "missing from every figure below; problems.csv beside the tables lists each one with its file and line."
     )
-    return Section(
-        "Loading notes", [Paragraph(sentence), Table("loading_notes", "Loader notes per kind", kinds, data=problems)]
-    )
+    blocks: list[Block] = [Paragraph(sentence)]
+    if "project" in problems.columns:
+        unassigned = problems["project"].isna() | (problems["project"].astype(str).str.strip() == "")
+        if unassigned.any():
+            blocks.append(
+                Paragraph(
+                    f"{plural(int(unassigned.sum()), 'note')} could not be tied to one project (a problems.csv "
+                    "without a project column, whose task ids occur in several projects): they are shown in every "
+                    "report of the run."
+                )
+            )
+    blocks.append(Table("loading_notes", "Loader notes per file and kind", kinds, data=problems))
+    return Section("Loading notes", blocks)
 
 
 def annotator_counts_section(data: ProjectData) -> Section | None:
@@ -191,11 +213,18 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
     two annotators: ``weighted_kappa_pairs``) and ``alpha_ci`` (text). Cached per project."""
 
     def compute() -> pd.DataFrame:
+        kinds = data.kinds
         table = per_item_agreement(
-            data.judgments, data.meta, spans=data.spans, n_boot=data.options.n_boot, seed=data.options.seed
+            data.judgments,
+            data.meta,
+            spans=data.spans,
+            kinds={item: kind for item, (kind, _) in kinds.items()},
+            n_boot=data.options.n_boot,
+            seed=data.options.seed,
         )
         if table.empty:
             return table
+        table["kind_from"] = [kinds.get(str(item), ("", "default"))[1] for item in table["item"]]
         table["kappa"] = table["cohen_kappa"].where(table["cohen_kappa"].notna(), table["light_kappa"])
         table["kappa_kind"] = [
             "Cohen" if not is_nan(c) else ("Light" if not is_nan(light) else "")
@@ -205,9 +234,7 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
         for row in table.itertuples():
             value, averaged = row.cohen_kappa_quadratic, False
             if row.kind == "ordinal" and is_nan(value) and row.n_annotators > 2 and row.n_units > 0:
-                matrix = ratings_matrix(data.judgments, data.project, row.item, kind="ordinal")
-                numeric = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-                value, averaged = light_kappa(numeric, "quadratic").value, True
+                value, averaged = row.light_kappa_quadratic, True
             weighted.append(value)
             pairs.append(averaged)
         table["weighted_kappa"] = weighted
@@ -266,9 +293,16 @@ def agreement_section(data: ProjectData) -> Section | None:
         shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
         data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
         blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
-    png = alpha_ci_png(shown_rows)
-    if png is not None:
-        blocks.append(Figure("Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)", png))
+    if shown_rows["krippendorff_alpha"].notna().any():
+        plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
+        blocks.append(
+            Figure(
+                "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
+                render=lambda: alpha_ci_png(plotted),
+                combine=alpha_ci_cells_png,
+                payload=plotted,
+            )
+        )
         blocks.append(
             Paragraph(
                 "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
@@ -307,6 +341,48 @@ def agreement_section(data: ProjectData) -> Section | None:
     return Section("Agreement per item", blocks)
 
 
+def agreement_by_cell(sections: list[Section], by: tuple[str, ...]) -> None:
+    """After the cells are merged: a table with one row per cell and one column per item
+    ('alpha [95% interval]'), the paper-style view of a faceted agreement table."""
+    for section in sections:
+        found = section.find("agreement")
+        if found is None or found[0] is not section:
+            continue
+        data = found[1].csv_data
+        fields = [name for name in by if name in data.columns]
+        if len(fields) > 1:  # a field with one value (BASSE.es: language) says nothing per row
+            fields = [name for name in fields if data[name].astype(str).nunique() > 1] or fields[-1:]
+        rows = data[~data["item"].astype(str).str.match(r"^line_\d+$")]
+        if not fields or rows.empty or rows["item"].nunique() > MAX_WIDE_ITEMS:
+            return
+        text = [
+            "n/a" if is_nan(alpha) else f"{alpha:.2f}" + ("" if ci == "n/a" else f" [{ci.replace('–', ', ')}]")
+            for alpha, ci in zip(rows["krippendorff_alpha"], rows["alpha_ci"].fillna("n/a"), strict=True)
+        ]
+        wide = rows.assign(cell=text).pivot_table(index=fields, columns="item", values="cell", aggfunc="first")
+        wide = wide.reindex(columns=list(dict.fromkeys(rows["item"])))
+        units = rows.groupby(fields)["n_units"].max().rename("n_units")
+        shown = pd.concat([units, wide], axis=1).reset_index()
+        shown.columns.name = None
+        level = ", ".join(sorted(set(rows["alpha_level"].dropna().astype(str))))
+        position = next((i for i, b in enumerate(section.blocks) if isinstance(b, Table)), len(section.blocks))
+        section.blocks[position:position] = [
+            Paragraph(
+                f"Krippendorff's {level} alpha per cell (rows) and item (columns), with its 95% bootstrap interval; "
+                "n_units is the cell's tasks rated twice or more (the most for any item). The long table below has "
+                "every coefficient."
+            ),
+            Table("agreement_by_cell", "Alpha per cell and item", shown),
+        ]
+        return
+
+
+MAX_WIDE_ITEMS = 12  # more items than this: the long table only
+
+
+agreement_section.after_merge = agreement_by_cell  # type: ignore[attr-defined]
+
+
 def _without_empty_notes(shown: pd.DataFrame) -> pd.DataFrame:
     if "note" in shown.columns and not shown["note"].astype(str).str.strip().any():
         return shown.drop(columns=["note"])
@@ -319,11 +395,22 @@ def _scale_text(scale: object) -> str:
     return ""
 
 
+def _few_shared(row: object) -> bool:
+    """A kappa averaged over pairs of annotators (Light's) where some pair shares few tasks."""
+    averaged = getattr(row, "kappa_kind", "") == "Light" or bool(getattr(row, "weighted_kappa_pairs", False))
+    fewest = getattr(row, "min_pair_units", 0)
+    return averaged and not is_nan(fewest) and 0 < int(fewest) < FEW_UNITS
+
+
 def _note(row: object, kind: str) -> str:
-    """The reasons for the n/a cells of a shown row (the full list is in agreement.csv)."""
+    """The reasons for the n/a cells of a shown row (the full list is in agreement.csv), and a
+    warning on a kappa averaged over pairs that share few tasks."""
+    warning = ""
+    if _few_shared(row):
+        warning = f"mean over {row.n_pairs} pairs, some sharing only {int(row.min_pair_units)} tasks"
     reason = str(getattr(row, "reason", "") or "")
     if not reason:
-        return ""
+        return warning
     shown = set(SHOWN_COEFFICIENTS[kind])
     if not is_nan(getattr(row, "kappa", float("nan"))):
         shown -= {"Cohen's kappa", "Light's kappa"}
@@ -339,7 +426,7 @@ def _note(row: object, kind: str) -> str:
         relevant = [name for name in listed if name in shown]
         if relevant:
             kept.append(f"{', '.join(relevant)}: {why}")
-    return "; ".join(dict.fromkeys(kept))
+    return "; ".join(dict.fromkeys([warning, *kept] if warning else kept))
 
 
 def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str:
@@ -397,6 +484,12 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
             f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
             f"{alpha_label(row.krippendorff_alpha)}."
         )
+    if _few_shared(row):
+        parts.append(
+            f"Caution: that kappa is a mean over {row.n_pairs} pairs of annotators, some sharing only "
+            f"{plural(int(row.min_pair_units), 'task')}; every pair weighs the same however little it shares, so "
+            "Fleiss' kappa and alpha, which pool the tasks, are the firmer figures."
+        )
     gwet, name = (row.gwet_ac2, "AC2") if row.kind == "ordinal" else (row.gwet_ac1, "AC1")
     if not is_nan(gwet):
         parts.append(f"Gwet's {name} is {number(gwet)}.")
@@ -413,9 +506,10 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
     rated_scales = {item: scale for item, scale in scales.items() if item in set(rows["item"])}
     if not rated_scales:
         return None
-    n_annotators = rows[rows["item"].isin(list(rated_scales))]["annotator"].nunique()
+    rated = rows[rows["item"].isin(list(rated_scales))][["annotator", "item", "value"]]
+    n_annotators = rated["annotator"].nunique()
     if n_annotators <= MAX_ANNOTATORS_PER_PLOT:
-        png = rating_distribution_png(rows, rated_scales)
+        render = partial(rating_distribution_png, rated, rated_scales)
         text = (
             "For each rating scale, the share of each value in each annotator's answers "
             f"({plural(len(rows[rows['item'].isin(list(rated_scales))]), 'answer')} by "
@@ -423,14 +517,18 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
             "differently (one stricter, one more lenient), which lowers agreement."
         )
     else:
-        png = pooled_distribution_png(rows, rated_scales)
+        render = partial(pooled_distribution_png, rated, rated_scales)
         text = (
             f"For each rating scale, the share of each value among all answers, the "
             f"{n_annotators} annotators pooled (too many for one bar each)."
         )
-    if png is None:
-        return None
-    return Section("Rating distributions", [Paragraph(text), Figure("Share of each value per item", png)])
+    figure = Figure(
+        "Share of each value per item",
+        render=render,
+        combine=rating_share_cells_png,
+        payload=(rated, rated_scales),
+    )
+    return Section("Rating distributions", [Paragraph(text), figure])
 
 
 def span_section(data: ProjectData) -> Section | None:

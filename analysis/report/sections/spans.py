@@ -397,7 +397,12 @@ def votes_section(data: ProjectData) -> Section | None:
     if table.empty:
         return None
     any_rows = table[table["label"] == ANY_LABEL]
-    sizes = any_rows.groupby("n_annotators")["n_examples"].sum()
+    all_sizes = any_rows.groupby("n_annotators")["n_examples"].sum()
+    sizes = all_sizes[all_sizes.index > 0]  # texts nobody annotated say nothing about votes
+    if sizes.empty or sizes.max() == 0:
+        return None
+    n_unannotated = int(all_sizes.get(0, 0))
+    table = table[table["n_annotators"] > 0]
     n_annotators = int(sizes.idxmax())
     block = table[table["n_annotators"] == n_annotators]
     wide = format_vote_table(table, n_annotators)
@@ -414,7 +419,13 @@ def votes_section(data: ProjectData) -> Section | None:
             f"one span of the column's label ('(any)': any label at all), with the share of texts in brackets. "
             f"Texts are grouped by how many annotators annotated them; the table shows the largest group, "
             f"{plural(n_examples, 'text')} annotated by {plural(n_annotators, 'annotator')} "
-            f"(example_votes.csv has every group).{empty_rows}"
+            f"(example_votes.csv has every group of annotated texts).{empty_rows}"
+            + (
+                f" {plural(n_unannotated, 'text')} nobody has annotated yet {'is' if n_unannotated == 1 else 'are'} "
+                "left out."
+                if n_unannotated
+                else ""
+            )
         ),
         Paragraph(
             f"{percent(any_block.get(0, 0.0))} of these texts got no error from anyone and "
