@@ -68,9 +68,14 @@ def test_headline_names_the_model_and_the_shares(study):
     line = suggestion_headline(data)
     assert line.startswith("Suggestions (model judgelab-llm-A, ")
     assert "kept" in line and "deleted" in line and "reviewers added" in line
-    empty = ProjectData(1, "hotel_spans", SCHEMAS["hotel_spans"], study["tasks"], study["judgments"].iloc[0:0],
-                        study["spans"].iloc[0:0])  # fmt: skip
-    assert suggestion_headline(empty) is None
+    humans = {k: f[f["source"] == "human"].assign(parent_prediction=None) for k, f in study.items() if k != "tasks"}
+    human_only = ProjectData(1, "hotel_spans", SCHEMAS["hotel_spans"], study["tasks"], humans["judgments"],
+                             humans["spans"])  # fmt: skip
+    assert suggestion_headline(human_only).startswith("Suggestions: this project has no model predictions")
+    unreviewed = ProjectData(1, "hotel_spans", SCHEMAS["hotel_spans"], study["tasks"],
+                             study["judgments"].assign(parent_prediction=None),
+                             study["spans"].assign(parent_prediction=None))  # fmt: skip
+    assert "no annotation started from one" in suggestion_headline(unreviewed)
 
 
 def test_the_arms_are_compared_per_task_with_what_their_size_can_detect(report):

@@ -86,14 +86,25 @@ def _headline_parts(review: pd.DataFrame) -> list[tuple[str, dict[str, float]]]:
 
 
 def suggestion_headline(data: ProjectData) -> str | None:
-    """One line on how the suggestions were received, for a front page; None without suggestions.
+    """One line on how the suggestions were received, for a front page.
 
     For example: "Suggestions (model judgelab-llm-A, 1,024 suggested units in 300 reviewed
     annotations): 61% kept, 22% edited, 17% deleted; reviewers added 95 units of their own."
+    Without reviewed suggestions, a line saying why (None only for a project without any rows).
     """
     review = project_review(data)
     if review.empty:
-        return None
+        if data.judgments.empty and data.spans.empty:
+            return None
+        models = data.model_sources
+        if not models:
+            return "Suggestions: this project has no model predictions, so there is no acceptance rate."
+        return (
+            f"Suggestions: predictions from {', '.join(m.removeprefix('model:') for m in models)} are present, but no "
+            "annotation started from one (annotators worked without them, or the tables were written before "
+            "judgelab kept Label Studio's parent_prediction); see 'Model predictions against humans' for how close "
+            "they come to the annotators."
+        )
     parts = _headline_parts(review)
     model, row = parts[0]
     n_annotations = review.loc[review["suggestion_source"].map(_model) == model, "annotation_id"].nunique()
