@@ -44,6 +44,7 @@ class Item:
     lines: list[str]
     line_gold: list[int]
     faithful: int  # summary-level label: 1 faithful, 0 unfaithful
+    story_id: str = ""  # the story's id (three summaries per story)
 
 
 def load_items(path: Path) -> list[Item]:
@@ -70,6 +71,7 @@ def load_items(path: Path) -> list[Item]:
                 [str(x) for x in lines],
                 [int(e) for e in errors],
                 int(entry["label"]),
+                str(entry.get("story-id", "")),
             )
         )
     return items
