@@ -22,6 +22,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.configs.arms import is_blind
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
@@ -226,11 +227,20 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
     )
 
 
-def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
-    """Label Studio's own "Retrieve predictions" action on every task of the project."""
+def blind_task_ids(client: LabelStudio, project_id: int) -> list[int]:
+    """Ids of the project's tasks in the blind arm (data ``arm: blind``)."""
+    tasks = client.tasks.list(project=project_id, fields="all")
+    return [int(t.id) for t in tasks if is_blind(getattr(t, "data", None))]
+
+
+def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int] | None = None) -> None:
+    """Label Studio's own "Retrieve predictions" action on every task of the project but ``exclude``
+    (the blind arm's tasks: the backend would answer them without a prediction anyway)."""
     try:
         client.actions.create(
-            project=project_id, id="retrieve_tasks_predictions", selected_items={"all": True, "excluded": []}
+            project=project_id,
+            id="retrieve_tasks_predictions",
+            selected_items={"all": True, "excluded": [int(i) for i in exclude or []]},
         )
     except ApiError as exc:
         raise SyncError(f"retrieve predictions failed for project {project_id}: {api_error_message(exc)}") from None

@@ -24,6 +24,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.configs.arms import is_blind
 from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message
 
@@ -37,6 +38,7 @@ class PushReport:
     already: int = 0  # had a prediction of every version before the run
     pushed: int = 0  # predictions imported
     unfinished: int = 0  # still missing one at the end (failed or past the deadline every round)
+    blind: int = 0  # tasks of the blind arm: never predicted, by design
     rounds: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     model_versions: list[str] = field(default_factory=list)
@@ -83,13 +85,20 @@ def _as_versions(model_version: str | list[str]) -> list[str]:
     return [model_version] if isinstance(model_version, str) else list(model_version)
 
 
-def tasks_missing_version(client: LabelStudio, project_id: int, version: str | list[str]) -> tuple[list[Any], int]:
-    """(tasks without a prediction of ``version`` (of any of the versions), number of tasks)."""
+def tasks_missing_version(
+    client: LabelStudio, project_id: int, version: str | list[str], blind: list[Any] | None = None
+) -> tuple[list[Any], int]:
+    """(tasks without a prediction of ``version`` (of any of the versions), number of tasks).
+    Tasks of the blind arm (data ``arm: blind``) are never missing one: they go to ``blind``
+    when given."""
     wanted = set(_as_versions(version))
     missing, total = [], 0
     for task in client.tasks.list(project=project_id, fields="all"):
         total += 1
-        if not wanted <= _prediction_versions(task):
+        if is_blind(getattr(task, "data", None)):
+            if blind is not None:
+                blind.append(task)
+        elif not wanted <= _prediction_versions(task):
             missing.append(task)
     return missing, total
 
@@ -115,8 +124,10 @@ def push_predictions(
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
-    missing, report.tasks = tasks_missing_version(client, project_id, versions)
-    report.already = report.tasks - len(missing)
+    blind: list[Any] = []
+    missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
+    report.blind = len(blind)
+    report.already = report.tasks - len(missing) - report.blind
     http = httpx.Client(timeout=timeout, auth=auth)
     try:
         for _ in range(max_rounds):

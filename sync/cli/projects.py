@@ -272,6 +272,7 @@ def preannotate_cmd(
 
     from judgelab.sync.backend_link import (
         backend_usage,
+        blind_task_ids,
         connect_backend,
         judge_params,
         prediction_counts_by_version,
@@ -303,10 +304,13 @@ def preannotate_cmd(
             return backend_usage(backend_url, project_id, auth, after=since)  # type: ignore[arg-type]
 
         if not push:
-            retrieve_predictions(client, project.id)
+            blind = blind_task_ids(client, project.id)  # the backend would answer them without one anyway
+            retrieve_predictions(client, project.id, exclude=blind)
             total, counts = prediction_counts_by_version(client, project.id, link.model_versions)
             for version, done in counts.items():
                 click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {version}")
+            if blind:
+                click.echo(f"{schema.name}: {len(blind)} blind-arm task(s) left without one by design")
             if len(counts) > 1 and len(set(counts.values())) > 1:
                 click.echo(f"{schema.name}: some judges lack tasks; 'preannotate --push' completes them")
         else:
@@ -325,8 +329,9 @@ def preannotate_cmd(
                 )
             versions = ", ".join(report.model_versions)
             click.echo(
-                f"{schema.name}: {report.tasks - report.unfinished}/{report.tasks} tasks have a prediction of "
-                f"{versions} ({report.pushed} new, {report.unfinished} unfinished"
+                f"{schema.name}: {report.tasks - report.unfinished - report.blind}/{report.tasks} tasks have a "
+                f"prediction of {versions} ({report.pushed} new, {report.unfinished} unfinished"
+                + (f", {report.blind} blind-arm task(s) left without one by design" if report.blind else "")
                 + (f", failures {report.failures}" if report.failures else "")
                 + ")"
             )
