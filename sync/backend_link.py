@@ -284,11 +284,14 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
     )
 
 
-def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
-    """Label Studio's own "Retrieve predictions" action on every task of the project."""
+def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int] | None = None) -> None:
+    """Label Studio's own "Retrieve predictions" action on every task of the project but ``exclude``
+    (the blind arm's tasks: the backend would answer them without a prediction anyway)."""
     try:
         client.actions.create(
-            project=project_id, id="retrieve_tasks_predictions", selected_items={"all": True, "excluded": []}
+            project=project_id,
+            id="retrieve_tasks_predictions",
+            selected_items={"all": True, "excluded": [int(i) for i in exclude or []]},
         )
     except ApiError as exc:
         raise SyncError(f"retrieve predictions failed for project {project_id}: {api_error_message(exc)}") from None

@@ -24,10 +24,11 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.configs.arms import is_blind
 from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.prediction_status import missing_version, with_version
+from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
 
 log = logging.getLogger("judgelab.sync")
 
@@ -39,6 +40,7 @@ class PushReport:
     already: int = 0  # had a prediction of every version before the run
     pushed: int = 0  # predictions imported
     unfinished: int = 0  # still missing one at the end (failed or past the deadline every round)
+    blind: int = 0  # tasks of the blind arm: never predicted, by design
     rounds: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     model_versions: list[str] = field(default_factory=list)
@@ -78,15 +80,32 @@ def _as_versions(model_version: str | list[str]) -> list[str]:
     return [model_version] if isinstance(model_version, str) else list(model_version)
 
 
-def tasks_missing_version(client: LabelStudio, project_id: int, version: str | list[str]) -> tuple[list[int], int]:
+def tasks_missing_version(
+    client: LabelStudio, project_id: int, version: str | list[str], blind: list[int] | None = None
+) -> tuple[list[int], int]:
     """(ids of the tasks without a prediction of ``version`` (of any of the versions), in id order;
-    number of tasks): one filtered Data Manager listing per version."""
+    number of tasks): one filtered Data Manager listing per version.
+
+    Tasks of the blind arm (data ``arm: blind``) are never missing one: their ids go to ``blind``
+    when given. Only the data of the tasks lacking a prediction is read to find them."""
     missing: set[int] = set()
     total = 0
     for each in _as_versions(version):
         ids, total = missing_version(client, project_id, each)
         missing.update(ids)
-    return sorted(missing), total
+    blind_ids = blind_among(client, project_id, sorted(missing))
+    if blind is not None:
+        blind.extend(blind_ids)
+    return sorted(missing - set(blind_ids)), total
+
+
+def blind_among(client: Any, project_id: int, ids: list[int]) -> list[int]:
+    """Those of ``ids`` whose task is in the blind arm, in id order."""
+    blind: list[int] = []
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        data = task_data(client, project_id, ids[start : start + IDS_PER_QUERY])
+        blind += [task_id for task_id, each in data.items() if is_blind(each)]
+    return sorted(blind)
 
 
 def task_data(client: Any, project_id: int, ids: list[int]) -> dict[int, dict[str, Any]]:
@@ -130,8 +149,10 @@ def push_predictions(
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
-    missing, report.tasks = tasks_missing_version(client, project_id, versions)
-    report.already = report.tasks - len(missing)
+    blind: list[int] = []
+    missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
+    report.blind = len(blind)
+    report.already = report.tasks - len(missing) - report.blind
     http = httpx.Client(timeout=timeout, auth=auth)
     try:
         for _ in range(max_rounds):

@@ -50,13 +50,14 @@ class PreannotateReport:
     already: int = 0  # had a prediction of every version before the run
     added: int = 0  # predictions added (one per task and version)
     unfinished: int = 0  # tasks still lacking a prediction of some version at the end
+    blind: int = 0  # tasks of the blind arm (data arm: blind): never sent, by design
     per_version: dict[str, int] = field(default_factory=dict)  # tasks with a prediction of each version
     failures: dict[str, int] = field(default_factory=dict)
     budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
 
     @property
     def predicted(self) -> int:
-        return self.tasks - self.unfinished
+        return self.tasks - self.unfinished - self.blind
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,7 @@ class PreannotateReport:
             "already": self.already,
             "added": self.added,
             "unfinished": self.unfinished,
+            "blind": self.blind,
             "per_version": dict(self.per_version),
             "failures": dict(self.failures),
             "budget_stopped": self.budget_stopped,
@@ -107,8 +109,9 @@ def retrieve_for(client: Any, project_id: int, task_ids: list[int], timeout: flo
 
 
 def _incomplete(client: Any, report: PreannotateReport, sent: int, timeout: float) -> PreannotateIncomplete:
-    missing, total = _missing(client, report.project_id, report.model_versions)
-    done = total - len(missing)
+    blind: list[int] = []
+    missing, total = _missing(client, report.project_id, report.model_versions, blind)
+    done = total - len(missing) - len(blind)
     return PreannotateIncomplete(
         f"project {report.project_id}: Label Studio did not answer 'Retrieve predictions' for {sent} task(s) "
         f"within {timeout:g} s; {done}/{total} tasks have a prediction of {report.model_version} so far "
@@ -118,10 +121,14 @@ def _incomplete(client: Any, report: PreannotateReport, sent: int, timeout: floa
     )
 
 
-def _missing(client: Any, project_id: int, versions: list[str]) -> tuple[list[int], int]:
+def _missing(
+    client: Any, project_id: int, versions: list[str], blind: list[int] | None = None
+) -> tuple[list[int], int]:
+    """(tasks to pre-annotate: without a prediction of some version and not in the blind arm,
+    number of tasks); the blind arm's ids go to ``blind``."""
     from judgelab.sync.bulk_predict import tasks_missing_version
 
-    return tasks_missing_version(client, project_id, versions)
+    return tasks_missing_version(client, project_id, versions, blind)
 
 
 def preannotate_project(
@@ -152,8 +159,12 @@ def preannotate_project(
         raise ValueError(f"method must be one of {', '.join(METHODS)}")
     versions = [model_version] if isinstance(model_version, str) else list(model_version)
     timeout = retrieve_timeout() if timeout is None else timeout
-    missing, total = _missing(client, project_id, versions)
-    report = PreannotateReport(project_id, versions[0], method, versions, tasks=total, already=total - len(missing))
+    blind: list[int] = []
+    missing, total = _missing(client, project_id, versions, blind)
+    report = PreannotateReport(
+        project_id, versions[0], method, versions, tasks=total, already=total - len(missing) - len(blind)
+    )
+    report.blind = len(blind)
     before = _counts(client, project_id, versions)
     if method == "auto":
         if len(missing) <= SINGLE_REQUEST_MAX:

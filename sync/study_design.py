@@ -12,7 +12,9 @@ into the task *data*, because the data fields are what reaches the ``tasks`` tid
   reads them), ``reference_answer``: a readable form (``Incorrect: Hudson River``, ``no errors``),
 - ``qualification``: ``True`` for the examples of the qualification batch,
 - ``group``: ``A``/``B`` (the wording of the no-errors box, seed 004),
-- ``pilot``: ``True`` for the pilot subset (seed 001).
+- ``pilot``: ``True`` for the pilot subset (seed 001),
+- ``arm``: ``suggested`` or ``blind`` (the anchoring design: blind tasks never get a model
+  suggestion), and ``arm_of`` on the copies when every task is in both arms.
 
 Seed 004 (HotelCheckSpan, section 4.3): Stage 1 batches of ten examples, each with two
 attention checks (an error-free example and one with an obvious *Incorrect* error), groups A
@@ -36,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judgelab.configs.arms import ARM_FIELD, BLIND, PAIR_FIELD, SUGGESTED
 from judgelab.sync.importers import task_key
 
 ERROR_FREE = "error_free"
@@ -490,6 +493,73 @@ def pilot_subset(
     for key, indexes in by_stratum.items():
         chosen.update(rng.sample(indexes, alloc[key]))
     return [_updated(t, pilot=i in chosen) for i, t in enumerate(tasks)]
+
+
+# --- anchoring arms ---------------------------------------------------------------------
+
+
+def assign_arms(
+    tasks: Sequence[dict[str, Any]],
+    *,
+    strata: Sequence[str] = (),
+    blind_share: float = 0.5,
+    seed: int = 0,
+    both: bool = False,
+) -> list[dict[str, Any]]:
+    """Every task with its ``arm``: ``suggested`` (annotators see the model's suggestion) or
+    ``blind`` (no suggestion, ever: the backend and pre-annotation skip such tasks).
+
+    Stratified and seeded: within each stratum (the values of ``strata``), a seeded random
+    ``blind_share`` of the tasks goes to the blind arm, the numbers per stratum rounded by
+    largest remainder so that the whole is as close to the share as possible
+    (:func:`pilot_allocation`); the task order is kept. Attention checks are not assigned (they
+    keep no arm). ``both=True``: every task in both arms instead, as two copies with the ids
+    ``<id>@suggested`` and ``<id>@blind`` and ``arm_of`` = the task's id, which pairs them.
+
+    >>> tasks = [{"id": f"t{i}", "model": "ab"[i % 2]} for i in range(8)]
+    >>> [t["arm"] for t in assign_arms(tasks, strata=["model"])].count("blind")
+    4
+    >>> [t["id"] for t in assign_arms(tasks[:1], both=True)]
+    ['t0@suggested', 't0@blind']
+    """
+    if not 0.0 <= blind_share <= 1.0:
+        raise StudyDesignError(f"the blind share must be between 0 and 1, not {blind_share}")
+    _unique_ids(tasks)
+    if both:
+        out = []
+        for task in tasks:
+            if _check_kind(task):
+                out.append(task)
+                continue
+            key = task_id(task)
+            for arm in (SUGGESTED, BLIND):
+                out.append(_updated(task, id=f"{key}@{arm}", **{ARM_FIELD: arm, PAIR_FIELD: key}))
+        return out
+    by_stratum: dict[tuple[Any, ...], list[int]] = {}
+    for index, task in enumerate(tasks):
+        if not _check_kind(task):
+            by_stratum.setdefault(_stratum(task, strata), []).append(index)
+    counts = {key: len(indexes) for key, indexes in by_stratum.items()}
+    alloc = pilot_allocation(counts, round(blind_share * sum(counts.values())), seed)
+    rng = random.Random(seed)
+    blind: set[int] = set()
+    for key, indexes in by_stratum.items():
+        blind.update(rng.sample(indexes, alloc[key]))
+    return [
+        task if _check_kind(task) else _updated(task, **{ARM_FIELD: BLIND if i in blind else SUGGESTED})
+        for i, task in enumerate(tasks)
+    ]
+
+
+def split_by_arm(tasks: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``{arm: its tasks}`` (suggested first); a task without an arm is an error."""
+    out: dict[str, list[dict[str, Any]]] = {SUGGESTED: [], BLIND: []}
+    for task in tasks:
+        arm = task_data(task).get(ARM_FIELD)
+        if arm not in out:
+            raise StudyDesignError(f"task {task_id(task)} has no arm (run assign_arms first)")
+        out[str(arm)].append(task)
+    return out
 
 
 # --- Label Studio side ------------------------------------------------------------------

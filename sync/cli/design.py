@@ -1,4 +1,4 @@
-"""Study design: judgelab design batches|qualification|groups|pilot|overlap."""
+"""Study design: judgelab design batches|qualification|groups|pilot|arms|overlap."""
 
 from __future__ import annotations
 
@@ -103,12 +103,13 @@ def _checked_design(problem: str | None) -> None:
 
 @main.group("design", cls=_DesignCli)
 def design_group() -> None:
-    """Study design: attention checks, qualification, groups A/B, pilot, overlap.
+    """Study design: attention checks, qualification, groups A/B, pilot, anchoring arms, overlap.
 
     Task files are read as 'judgelab import' reads them (--format, --map, --schema) and checked
     against their schema first; each helper says what it does for that schema and refuses a
     schema it cannot serve. The design is written into each task's data (batch, position,
-    check, reference_*, qualification, group, pilot), which the tidy tables and the report read.
+    check, reference_*, qualification, group, pilot, arm), which the tidy tables and the report
+    read.
     """
 
 
@@ -292,6 +293,58 @@ def design_pilot_cmd(
         project_id = _import_design_project(ctx, schema, suffixed_title(title or schema.title, "pilot"), pilot)
         settings = set_overlap(connect(_connection(ctx)), project_id, annotations_per_task, 100)
         click.echo(f"project {project_id}: {settings.maximum_annotations} annotation(s) per task on 100% of tasks")
+
+
+@design_group.command("arms")
+@click.argument("tasks_file", type=click.Path(path_type=Path))
+@click.option("--strata", default="", help="Comma-separated fields to stratify by (e.g. model,split).")
+@click.option("--blind-share", default=0.5, show_default=True, help="Share of the tasks in the blind arm.")
+@click.option("--both", is_flag=True, help="Every task in both arms (copies <id>@suggested and <id>@blind).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--split-projects", is_flag=True, help="One project per arm: '<title> (suggested)', '<title> (blind)'.")
+@click.option("--title", help="Base project title (default: the schema's).")
+@design_input_options
+@click.pass_context
+def design_arms_cmd(
+    ctx: click.Context,
+    tasks_file: Path,
+    strata: str,
+    blind_share: float,
+    both: bool,
+    seed: int,
+    out: Path,
+    split_projects: bool,
+    title: str | None,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
+) -> None:
+    """Anchoring study: tasks in a 'suggested' and a 'blind' arm (stratified, seeded).
+
+    Any schema. The arm is written into each task's data (arm: suggested|blind). Blind tasks
+    never get a model suggestion: 'judgelab preannotate' skips them and the backend answers them
+    without one, also when Label Studio asks on its own. The report compares the arms.
+    """
+    from judgelab.sync.study_design import assign_arms, split_by_arm, suffixed_title
+
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    fields = [f.strip() for f in strata.split(",") if f.strip()]
+    unknown = [f for f in fields if tasks and all(f not in t["data"] for t in tasks)]
+    if unknown:
+        raise SyncError(f"{tasks_file}: --strata {', '.join(unknown)}: no task has such a field")
+    tasks = assign_arms(tasks, strata=fields, blind_share=blind_share, seed=seed, both=both)
+    _write_design_tasks(out, tasks)
+    by_arm = split_by_arm(t for t in tasks if t["data"].get("arm"))
+    click.echo(
+        f"{out}: {schema.name} tasks, "
+        + ", ".join(f"{arm}: {len(ts)} task(s)" for arm, ts in by_arm.items())
+        + (f" (stratified by {' x '.join(fields)})" if fields else "")
+    )
+    if split_projects:
+        for arm, arm_tasks in by_arm.items():
+            _import_design_project(ctx, schema, suffixed_title(title or schema.title, arm), arm_tasks)
 
 
 @design_group.command("overlap")

@@ -508,6 +508,8 @@ def _say_preannotated(out: Output, project, report, budget: float | None) -> Non
             out.line(f"{name}: {done}/{report.tasks} tasks have a prediction of {version} {how}")
         if len(set(report.per_version.values())) > 1:
             out.line(f"{name}: some judges lack tasks; 'preannotate --push' completes them")
+    if report.blind:
+        out.line(f"{name}: {report.blind} blind-arm task(s) left without one by design")
     if report.budget_stopped:
         out.line(
             f"{name}: stopped before passing the budget of {budget:g}; {report.unfinished} task(s) left for a later run"
