@@ -27,6 +27,7 @@ from judgelab.backend.draft import Draft
 from judgelab.backend.ls_files import LabelStudioFiles, url_fields
 from judgelab.backend.results import build_results
 from judgelab.backend.settings import DEFAULT_PREDICT_DEADLINE
+from judgelab.configs.arms import BLIND_REASON, is_blind
 from judgelab.configs.detect import Detection, detect_schema
 from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import all_schemas
@@ -310,10 +311,18 @@ class JudgelabModel:
         ``deadline_s`` from now). The server measures it from the request's arrival."""
         started = time.monotonic()
         deadline_at = started + self.deadline_s if deadline_at is None else deadline_at
+        # a task of the blind arm never gets a suggestion: an answer without ``result`` (Label Studio stores none)
+        blind = [i for i, task in enumerate(tasks) if isinstance(task, dict) and is_blind(task.get("data"))]
+        if blind:
+            self.stats["blind"] += len(blind)
+            skipped = set(blind)
+            tasks = [task for i, task in enumerate(tasks) if i not in skipped]
         if callable(getattr(self.annotator, "annotate_batch", None)):
             predictions = self.predict_batch(tasks, deadline_at)
         else:
             predictions = self.predict_each(tasks, deadline_at)
+        for i in blind:
+            predictions.insert(i, {"model_version": self.model_version, "error": BLIND_REASON})
         log.info(
             "project %s (%s): %d tasks in %.2fs",
             self.project_id,

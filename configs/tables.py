@@ -2,6 +2,23 @@
 reads them), defined once: the columns every ``tasks``, ``judgments`` and ``spans`` table has.
 
 See ``../shared/design.md``: one row per judgment, offsets in Python code points.
+
+What Label Studio records about suggestions travels with every judgment and span row:
+
+- ``region_id``: the id of the Label Studio result the row comes from. Label Studio keeps a
+  prediction's result ids when an annotator starts from the prediction, so a human row and the
+  model row it came from share it (all results of one region share one id).
+- ``origin``: Label Studio's own mark on a human result, as recorded: ``prediction`` (copied
+  from the prediction), ``prediction-changed`` (the region was edited after the copy) or
+  ``manual`` (made by the annotator); empty in tables written before judgelab kept it. It is a
+  hint, not an audit: ``analysis.review`` decides kept / edited / deleted / added by comparing
+  with the parent prediction.
+- ``parent_prediction``: the id of the prediction the annotation started from (Label Studio's
+  ``parent_prediction``); empty when the annotator started from a blank task. The model rows of
+  that prediction have ``annotation_id`` ``prediction:<id>``.
+
+Older tables lack these columns (and ``spans`` its ``lead_time``); the analysis treats them as
+empty (no review, no suggestions).
 """
 
 from __future__ import annotations
@@ -27,6 +44,10 @@ JUDGMENT_COLUMNS = [
     "lead_time",
     "was_cancelled",
     "ground_truth",
+    # what Label Studio records about suggestions (added later, after the original columns)
+    "region_id",
+    "origin",
+    "parent_prediction",
 ]
 SPAN_COLUMNS = [
     "project",
@@ -40,7 +61,18 @@ SPAN_COLUMNS = [
     "text",
     "label",
     "note",
+    "region_id",
+    "origin",
+    "parent_prediction",
+    "lead_time",
 ]
+PREDICTION_PREFIX = "prediction:"  # annotation_id of a model row: prediction:<Label Studio prediction id>
+
+
+def prediction_annotation_id(prediction_id: object) -> str:
+    """The ``annotation_id`` of the rows of a prediction (``prediction:<id>``)."""
+    return f"{PREDICTION_PREFIX}{prediction_id}"
+
 
 #: LLM token usage per task and model version, from the ML backend's usage log (``judgelab sync``
 #: stores it as ``usage`` next to the tables): ``requests`` that carried the task's tokens,

@@ -2,8 +2,15 @@
 
 Label Studio shows only predictions whose ``model_version`` matches the project's, and it
 sets the project's to the ML backend's *title* on connection. So judgelab names the ML
-backend after the model version its ``/setup`` reports, and renames it (which updates the
+backend after the model version the backend reports, and renames it (which updates the
 project too) whenever that version changes.
+
+Label Studio connects the backend itself: it calls ``/health`` and ``/setup`` when an ML backend
+is added or updated and keeps the ``model_version`` the backend reported. So the URL given to
+Label Studio is the URL *Label Studio* reaches, which need not resolve where judgelab runs
+(``http://judgelab-backend:9090`` inside a Docker network). judgelab asks the backend itself only
+for what Label Studio does not keep, at the URL *judgelab* reaches (when it can): each judge's
+model version, and the LLM's token usage.
 
 A project's judges (which models, how many samples, their prices) are the ML backend's
 ``extra_params`` in Label Studio: Label Studio sends them with every ``/setup``, so its own
@@ -25,6 +32,11 @@ from label_studio_sdk.core.api_error import ApiError
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
+OUR_PREFIX = "judgelab"  # the titles judgelab gives its ML backends (then their model version)
+
+
+class BackendUnreachable(SyncError):
+    """judgelab gets no answer from the backend at the URL it was given (Label Studio may)."""
 
 
 @dataclass
@@ -35,12 +47,14 @@ class BackendLink:
     model_versions: list[str] = field(default_factory=list)  # one per judge (the first is model_version)
     judges: list[dict[str, Any]] = field(default_factory=list)  # {"model", "samples", "model_version"}
     extra_params: dict[str, Any] | None = None  # the project's judge settings, as stored in Label Studio
+    url: str = ""  # the backend as Label Studio reaches it
+    judges_known: bool = True  # False: judgelab could not ask the backend; model_versions is the first only
 
 
 def _setup(
     url: str, project_id: int, label_config: str, auth: tuple[str, str] | None, extra_params: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The backend's ``/setup`` answer (``model_version``, and per judge with the LLM)."""
+    """The backend's ``/setup`` answer (``model_version``, and per judge with the LLM), asked by judgelab."""
     try:
         response = httpx.post(
             f"{url.rstrip('/')}/setup",
@@ -49,7 +63,7 @@ def _setup(
             timeout=10,
         )
     except httpx.HTTPError as exc:
-        raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
+        raise BackendUnreachable(f"ML backend at {url} did not answer /setup: {exc}") from None
     if response.status_code == 400:
         try:
             said = response.json().get("error")
@@ -65,6 +79,29 @@ def _setup(
     return answer
 
 
+def _same_url(a: str | None, b: str | None) -> bool:
+    return (a or "").rstrip("/") == (b or "").rstrip("/")
+
+
+def linked_backend(client: LabelStudio, project_id: int) -> Any | None:
+    """The ML backend judgelab connected to the project (the first one when there are several)."""
+    backends = list(client.ml.list(project=project_id))
+    ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
+    return (ours or backends or [None])[0]
+
+
+def _refused(project_id: int, url: str, exc: ApiError) -> SyncError:
+    said = api_error_message(exc)
+    if "valid ML backend" in said:  # Label Studio reached it, and its /setup refused
+        return SyncError(f"the ML backend at {url} refused project {project_id}'s settings: {said}")
+    return SyncError(
+        f"Label Studio could not connect project {project_id} to the ML backend at {url}: {said}. "
+        "That URL is the one Label Studio must reach: in Docker, the backend's service name "
+        "(--ls-backend-url http://judgelab-backend:9090); a backend on 127.0.0.1 needs Label Studio started "
+        "with USE_DEFAULT_BANNED_SUBNETS=false"
+    )
+
+
 def connect_backend(
     client: LabelStudio,
     project_id: int,
@@ -72,33 +109,38 @@ def connect_backend(
     auth: tuple[str, str] | None = None,
     timeout: float = 100,
     extra_params: dict[str, Any] | None = None,
+    judgelab_url: str | None = None,
 ) -> BackendLink:
-    """Attach the backend at ``url`` to the project (reused if attached) and align versions.
+    """Attach the backend Label Studio reaches at ``url`` to the project and align versions.
 
-    ``extra_params`` (the project's judges: see :func:`judge_params`) are stored with the ML
-    backend in Label Studio; ``None`` keeps what is stored there."""
-    project = client.projects.get(id=project_id)
-    existing = [ml for ml in client.ml.list(project=project_id) if (ml.url or "").rstrip("/") == url.rstrip("/")]
-    stored = getattr(existing[0], "extra_params", None) if existing else None
+    An ML backend already attached at that URL is reused, one judgelab attached earlier at another
+    URL is moved to this one (never a second one); Label Studio checks the backend and asks it for
+    its model version in both cases. ``extra_params`` (the project's judges: see
+    :func:`judge_params`) are stored with the ML backend in Label Studio; ``None`` keeps what is
+    stored there. ``judgelab_url``: the backend as judgelab reaches it (default ``url``), asked
+    for each judge's version; when judgelab cannot reach it, ``judges_known`` is False.
+    """
+    backends = list(client.ml.list(project=project_id))
+    same = [ml for ml in backends if _same_url(ml.url, url)]
+    ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
+    chosen = (same or ours or [None])[0]
+    stored = getattr(chosen, "extra_params", None) if chosen is not None else None
     params = extra_params if extra_params is not None else (stored if isinstance(stored, dict) else None)
-    answer = _setup(url, project_id, project.label_config, auth, params)
-    version = str(answer["model_version"])
     extra: dict[str, Any] = {}
     if auth:
         extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
     if extra_params is not None:
         extra["extra_params"] = extra_params
     try:
-        if existing:
-            ml = existing[0]
-            if ml.title != version or (extra_params is not None and extra_params != stored):
-                client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
+        if chosen is not None:
+            # an update makes Label Studio call /health and /setup again: the version is fresh
+            ml = client.ml.update(id=chosen.id, url=url, project=project_id, title=chosen.title, **extra)
             created = False
         else:
             ml = client.ml.create(
                 url=url,
                 project=project_id,
-                title=version,
+                title=OUR_PREFIX,
                 is_interactive=False,
                 auto_update=True,
                 timeout=timeout,
@@ -106,15 +148,31 @@ def connect_backend(
             )
             created = True
     except ApiError as exc:
+        raise _refused(project_id, url, exc) from None
+    if not getattr(ml, "model_version", None):  # the answer carries what /setup reported; else ask again
+        ml = client.ml.get(id=ml.id)
+    version = str(getattr(ml, "model_version", None) or "")
+    if not version:
+        state = getattr(ml, "readable_state", None) or getattr(ml, "state", None)
         raise SyncError(
-            f"Label Studio could not connect project {project_id} to the ML backend at {url}: {api_error_message(exc)}"
-            " (a backend on 127.0.0.1 needs Label Studio started with USE_DEFAULT_BANNED_SUBNETS=false)"
-        ) from None
-    if client.projects.get(id=project_id).model_version != version:
+            f"the ML backend at {url} reported no model version to Label Studio (state {state}): "
+            f"{getattr(ml, 'error_message', None) or 'is it the judgelab backend?'}"
+        )
+    if ml.title != version:
+        client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
+    project = client.projects.get(id=project_id)
+    if project.model_version != version:
         client.projects.update(id=project_id, model_version=version)
-    versions = [str(v) for v in answer.get("model_versions") or [version]]
-    judges = [j for j in answer.get("judges") or [] if isinstance(j, dict)]
-    return BackendLink(ml.id, version, created, versions, judges, params)
+    link = BackendLink(ml.id, version, created, [version], [], params, url)
+    try:
+        answer = _setup(judgelab_url or url, project_id, project.label_config, auth, params)
+    except BackendUnreachable as exc:
+        log.info("judges of project %s unknown: %s", project_id, exc)
+        link.judges_known = False
+        return link
+    link.model_versions = [str(v) for v in answer.get("model_versions") or [version]]
+    link.judges = [j for j in answer.get("judges") or [] if isinstance(j, dict)]
+    return link
 
 
 def _price_option(values: tuple[str, ...], option: str) -> float | dict[str, float] | None:
@@ -203,7 +261,7 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
             f"{url.rstrip('/')}/usage", params={"project": str(project_id), "after": after}, auth=auth, timeout=30
         )
     except httpx.HTTPError as exc:
-        raise SyncError(f"ML backend at {url} did not answer /usage: {exc}") from None
+        raise BackendUnreachable(f"ML backend at {url} did not answer /usage: {exc}") from None
     if response.status_code == 404:
         return None
     try:
@@ -226,11 +284,14 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
     )
 
 
-def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
-    """Label Studio's own "Retrieve predictions" action on every task of the project."""
+def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int] | None = None) -> None:
+    """Label Studio's own "Retrieve predictions" action on every task of the project but ``exclude``
+    (the blind arm's tasks: the backend would answer them without a prediction anyway)."""
     try:
         client.actions.create(
-            project=project_id, id="retrieve_tasks_predictions", selected_items={"all": True, "excluded": []}
+            project=project_id,
+            id="retrieve_tasks_predictions",
+            selected_items={"all": True, "excluded": [int(i) for i in exclude or []]},
         )
     except ApiError as exc:
         raise SyncError(f"retrieve predictions failed for project {project_id}: {api_error_message(exc)}") from None
@@ -245,15 +306,11 @@ def prediction_counts(client: LabelStudio, project_id: int, model_version: str) 
 def prediction_counts_by_version(
     client: LabelStudio, project_id: int, model_versions: list[str]
 ) -> tuple[int, dict[str, int]]:
-    """(tasks, per version the number of tasks with a prediction of it), in one listing."""
-    tasks = 0
-    counts = dict.fromkeys(model_versions, 0)
-    for task in client.tasks.list(project=project_id, fields="all"):
-        tasks += 1
-        predictions = getattr(task, "predictions", None) or []
-        versions = {
-            p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None) for p in predictions
-        }
-        for version in counts:
-            counts[version] += version in versions
+    """(tasks, per version the number of tasks with a prediction of it): one filtered listing each."""
+    from judgelab.sync.prediction_status import missing_version
+
+    counts, tasks = {}, 0
+    for version in model_versions:
+        missing, tasks = missing_version(client, project_id, version)
+        counts[version] = tasks - len(missing)
     return tasks, counts

@@ -24,8 +24,11 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.configs.arms import is_blind
 from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.ls_api import as_api
+from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
 
 log = logging.getLogger("judgelab.sync")
 
@@ -37,6 +40,7 @@ class PushReport:
     already: int = 0  # had a prediction of every version before the run
     pushed: int = 0  # predictions imported
     unfinished: int = 0  # still missing one at the end (failed or past the deadline every round)
+    blind: int = 0  # tasks of the blind arm: never predicted, by design
     rounds: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     model_versions: list[str] = field(default_factory=list)
@@ -72,26 +76,56 @@ class Budget:
         return min(wanted, int((self.limit - spent) // dearest))
 
 
-def _prediction_versions(task: Any) -> set[str]:
-    predictions = getattr(task, "predictions", None) or []
-    return {
-        str(p.get("model_version") if isinstance(p, dict) else getattr(p, "model_version", None)) for p in predictions
-    }
-
-
 def _as_versions(model_version: str | list[str]) -> list[str]:
     return [model_version] if isinstance(model_version, str) else list(model_version)
 
 
-def tasks_missing_version(client: LabelStudio, project_id: int, version: str | list[str]) -> tuple[list[Any], int]:
-    """(tasks without a prediction of ``version`` (of any of the versions), number of tasks)."""
-    wanted = set(_as_versions(version))
-    missing, total = [], 0
-    for task in client.tasks.list(project=project_id, fields="all"):
-        total += 1
-        if not wanted <= _prediction_versions(task):
-            missing.append(task)
-    return missing, total
+def tasks_missing_version(
+    client: LabelStudio, project_id: int, version: str | list[str], blind: list[int] | None = None
+) -> tuple[list[int], int]:
+    """(ids of the tasks without a prediction of ``version`` (of any of the versions), in id order;
+    number of tasks): one filtered Data Manager listing per version.
+
+    Tasks of the blind arm (data ``arm: blind``) are never missing one: their ids go to ``blind``
+    when given. Only the data of the tasks lacking a prediction is read to find them."""
+    missing: set[int] = set()
+    total = 0
+    for each in _as_versions(version):
+        ids, total = missing_version(client, project_id, each)
+        missing.update(ids)
+    blind_ids = blind_among(client, project_id, sorted(missing))
+    if blind is not None:
+        blind.extend(blind_ids)
+    return sorted(missing - set(blind_ids)), total
+
+
+def blind_among(client: Any, project_id: int, ids: list[int]) -> list[int]:
+    """Those of ``ids`` whose task is in the blind arm, in id order."""
+    blind: list[int] = []
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        data = task_data(client, project_id, ids[start : start + IDS_PER_QUERY])
+        blind += [task_id for task_id, each in data.items() if is_blind(each)]
+    return sorted(blind)
+
+
+def task_data(client: Any, project_id: int, ids: list[int]) -> dict[int, dict[str, Any]]:
+    """``task id -> data`` of some tasks of the project (one Data Manager page; never calls the backend)."""
+    if not ids:
+        return {}
+    query = json.dumps(
+        {"filters": {"conjunction": "and", "items": []}, "selectedItems": {"all": False, "included": ids}}
+    )
+    params = {
+        "project": project_id,
+        "page": 1,
+        "page_size": len(ids),
+        "review": "true",
+        "include": "id,data",
+        "fields": "all",
+        "query": query,
+    }
+    payload = as_api(client).get_json("api/tasks/", params)
+    return {int(t["id"]): t.get("data") or {} for t in payload.get("tasks") or []}
 
 
 def push_predictions(
@@ -99,7 +133,7 @@ def push_predictions(
     project_id: int,
     backend_url: str,
     model_version: str | list[str],
-    chunk_size: int = 50,
+    chunk_size: int = 100,
     max_rounds: int = 3,
     auth: tuple[str, str] | None = None,
     timeout: float = 120.0,
@@ -115,8 +149,10 @@ def push_predictions(
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
-    missing, report.tasks = tasks_missing_version(client, project_id, versions)
-    report.already = report.tasks - len(missing)
+    blind: list[int] = []
+    missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
+    report.blind = len(blind)
+    report.already = report.tasks - len(missing) - report.blind
     http = httpx.Client(timeout=timeout, auth=auth)
     try:
         for _ in range(max_rounds):
@@ -129,7 +165,9 @@ def push_predictions(
                 if size <= 0:
                     report.budget_stopped = True
                     break
-                chunk, queue = queue[:size], queue[size:]
+                ids, queue = queue[:size], queue[size:]
+                data = task_data(client, project_id, ids)
+                chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
                 predictions = _predict_chunk(http, backend_url, project, chunk, report, extra_params)
                 fresh = _not_yet_predicted(client, project_id, versions, predictions)
                 if fresh:
@@ -154,11 +192,12 @@ def _predict_chunk(
     http: httpx.Client,
     backend_url: str,
     project: Any,
-    chunk: list[Any],
+    chunk: list[tuple[int, dict[str, Any]]],
     report: PushReport,
     extra_params: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    tasks = [{"id": t.id, "data": t.data, "project": project.id} for t in chunk]
+    """The predictions the backend gives for ``chunk`` (``(task id, data)`` pairs)."""
+    tasks = [{"id": task_id, "data": data, "project": project.id} for task_id, data in chunk]
     body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
     if extra_params is not None:
         body["params"] = {"extra_params": extra_params}
@@ -169,6 +208,11 @@ def _predict_chunk(
         )
         response.raise_for_status()
         results = response.json().get("results")
+    except httpx.ConnectError as exc:
+        raise SyncError(
+            f"judgelab cannot reach the ML backend at {backend_url} ({exc}): give --backend-url as judgelab "
+            f"reaches it (Label Studio's URL for it may differ); {report.pushed} prediction(s) were imported before"
+        ) from None
     except (httpx.HTTPError, ValueError) as exc:
         report.failures["backend request failed"] = report.failures.get("backend request failed", 0) + 1
         log.warning("backend /predict failed for %d tasks: %s", len(chunk), exc)
@@ -177,14 +221,14 @@ def _predict_chunk(
         report.failures["backend answer malformed"] = report.failures.get("backend answer malformed", 0) + 1
         return []
     out = []
-    for task, answer in zip(chunk, results, strict=True):
+    for (task_id, _data), answer in zip(chunk, results, strict=True):
         for prediction in answer if isinstance(answer, list) else [answer]:  # several judges: a list
             if not isinstance(prediction, dict) or "result" not in prediction:
                 report.failures["placeholder"] = report.failures.get("placeholder", 0) + 1
                 continue
             out.append(
                 {
-                    "task": task.id,
+                    "task": task_id,
                     "result": prediction["result"],
                     "score": prediction.get("score"),
                     "model_version": prediction.get("model_version") or report.model_version,
@@ -203,6 +247,9 @@ def _not_yet_predicted(
     if not predictions:
         return []
     have: set[tuple[int, str]] = set()
-    for task_id in {p["task"] for p in predictions}:
-        have |= {(task_id, str(p.model_version)) for p in client.predictions.list(task=task_id)}
+    for version in {p["model_version"] for p in predictions}:
+        have |= {
+            (task_id, version)
+            for task_id in with_version(client, project_id, version, [p["task"] for p in predictions])
+        }
     return [p for p in predictions if (p["task"], p["model_version"]) not in have]

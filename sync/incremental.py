@@ -105,6 +105,7 @@ class ProjectReport:
     tasks_listed: int = 0
     tasks_exported: int = 0
     tasks_deleted: int = 0
+    tasks_planned: int = 0  # task ids asked for (in "ranges" mode some may be other projects')
     batches: int = 0
     mode: str = ""
     prediction_requests: int = 0
@@ -349,6 +350,7 @@ def sync_project(
     stored = dict(db.execute("SELECT task_id, signature FROM sync_tasks WHERE project=?", (project_id,)))
     plan = plan_project(client, db, project_id, batch_size, stored, margin_seconds)
     report.mode = plan.mode
+    report.tasks_planned = len(plan.candidates)
     if warm and (plan.batches or plan.gone):  # the tables will change: Parquet will be written
         _warm_imports()
     log.info(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -159,13 +159,30 @@ def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None
     return EnsuredProject(project.id, project.title, schema.name, created=True)
 
 
-def existing_keys(client: LabelStudio, project_id: int) -> set[str]:
-    keys = set()
-    for task in client.tasks.list(project=project_id, fields="all"):
-        meta = getattr(task, "meta", None) or {}
-        if isinstance(meta, dict) and meta.get(KEY_FIELD):
-            keys.add(str(meta[KEY_FIELD]))
-    return keys
+LIST_PAGE = 1000
+
+
+def task_keys(client: Any, project_id: int) -> dict[int, str | None]:
+    """``task id -> judgelab key`` (None for a task imported by other means) of every task of the
+    project: a Data Manager listing of ids and ``meta`` only (``review=1``: never calls the backend)."""
+    from judgelab.sync.ls_api import as_api
+
+    api, keys, page = as_api(client), {}, 1
+    while True:
+        params = {"project": project_id, "page": page, "page_size": LIST_PAGE, "review": "true", "include": "id,meta"}
+        payload = api.get_json("api/tasks/", params)
+        tasks = payload.get("tasks") or []
+        for task in tasks:
+            meta = task.get("meta")
+            key = meta.get(KEY_FIELD) if isinstance(meta, dict) else None
+            keys[int(task["id"])] = str(key) if key not in (None, "") else None
+        if not tasks or len(keys) >= int(payload.get("total") or 0):
+            return keys
+        page += 1
+
+
+def existing_keys(client: Any, project_id: int) -> set[str]:
+    return {key for key in task_keys(client, project_id).values() if key is not None}
 
 
 @dataclass
@@ -199,13 +216,22 @@ def import_batches(rows: Iterable[TaskRow], have: set[str]) -> Iterator[tuple[li
         yield batch, first, last
 
 
-def import_rows(client: LabelStudio, project_id: int, rows: Iterable[TaskRow]) -> ImportReport:
-    """Import the rows whose key the project does not have yet, in batches (rows are read once,
-    as they come: a :class:`~judgelab.sync.importers.generic.FileRows` is never held whole)."""
+def import_rows(
+    client: LabelStudio,
+    project_id: int,
+    rows: Iterable[TaskRow],
+    *,
+    have: set[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import the rows whose key the project does not have yet (``have``: its keys, when the
+    caller already listed them), in batches; rows are read once, as they come (a
+    :class:`~judgelab.sync.importers.generic.FileRows` is never held whole). ``progress`` is
+    told how many rows were settled (imported or found there) after each batch."""
     import httpx
     from label_studio_sdk.core.api_error import ApiError
 
-    have = existing_keys(client, project_id)
+    have = existing_keys(client, project_id) if have is None else have
     ids: list[int] = []
     imported = 0
     counted = _Counting(rows)
@@ -221,6 +247,11 @@ def import_rows(client: LabelStudio, project_id: int, rows: Iterable[TaskRow]) -
             ) from None
         imported += len(batch)
         ids.extend(response.task_ids or [])
+        if progress:
+            progress(counted.count - counted.reported)
+            counted.reported = counted.count
+    if progress and counted.count > counted.reported:
+        progress(counted.count - counted.reported)
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
 
 
@@ -228,7 +259,7 @@ class _Counting:
     """Counts the rows an iteration goes through."""
 
     def __init__(self, rows: Iterable[TaskRow]) -> None:
-        self.rows, self.count = rows, 0
+        self.rows, self.count, self.reported = rows, 0, 0
 
     def __iter__(self) -> Iterator[TaskRow]:
         for row in self.rows:

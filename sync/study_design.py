@@ -12,7 +12,9 @@ into the task *data*, because the data fields are what reaches the ``tasks`` tid
   reads them), ``reference_answer``: a readable form (``Incorrect: Hudson River``, ``no errors``),
 - ``qualification``: ``True`` for the examples of the qualification batch,
 - ``group``: ``A``/``B`` (the wording of the no-errors box, seed 004),
-- ``pilot``: ``True`` for the pilot subset (seed 001).
+- ``pilot``: ``True`` for the pilot subset (seed 001),
+- ``arm``: ``suggested`` or ``blind`` (the anchoring design: blind tasks never get a model
+  suggestion), and ``arm_of`` on the copies when every task is in both arms.
 
 Seed 004 (HotelCheckSpan, section 4.3): Stage 1 batches of ten examples, each with two
 attention checks (an error-free example and one with an obvious *Incorrect* error), groups A
@@ -36,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judgelab.configs.arms import ARM_FIELD, BLIND, PAIR_FIELD, SUGGESTED
 from judgelab.sync.importers import task_key
 
 ERROR_FREE = "error_free"
@@ -44,6 +47,7 @@ CHECK_KINDS = (ERROR_FREE, OBVIOUS_INCORRECT)
 INCORRECT = "Incorrect"
 NO_ERRORS = "no errors"
 GROUPS = ("A", "B")
+DEFAULT_STRATA = ("model", "augmentation_type")
 MAX_TITLE = 50  # Label Studio refuses longer project titles
 
 
@@ -168,6 +172,82 @@ def _all_checks(
     if not_checks:
         raise StudyDesignError(f"check {task_id(not_checks[0])} has no 'check' kind ({' or '.join(CHECK_KINDS)})")
     return regular, {kind: [*given[kind], *flagged[kind]] for kind in CHECK_KINDS}
+
+
+# --- what a schema supports ------------------------------------------------------------
+
+
+def checks_span(schema: Any) -> tuple[str, str] | None:
+    """``(text field, span control)`` where an attention check's reference error is marked, or
+    None when the schema cannot carry attention checks: that needs a ``check`` data field
+    allowing both kinds and a span control with an ``Incorrect`` label (seed 004's design)."""
+    allowed = set((schema.data_fields.get("check") or {}).get("allowed") or [])
+    if not set(CHECK_KINDS) <= allowed:
+        return None
+    for name, spec in schema.span_controls.items():
+        if INCORRECT in (spec.get("labels") or []) and spec.get("field"):
+            return str(spec["field"]), str(name)
+    return None
+
+
+def checks_problem(schema: Any) -> str | None:
+    """Why ``batches``/``qualification`` cannot serve ``schema`` (None when they can)."""
+    if checks_span(schema) is not None:
+        return None
+    able = [s for s in _all_schemas() if checks_span(s) is not None]
+    return (
+        f"schema {schema.name} cannot carry attention checks: they need a 'check' data field "
+        f"({' / '.join(CHECK_KINDS)}) and an error-span label '{INCORRECT}' to score them by"
+        + (f" (as {', '.join(s.name for s in able)} has)" if able else "")
+    )
+
+
+def has_groups(schema: Any) -> bool:
+    """Whether ``schema``'s tasks change with the annotator group (a ``group`` field allowing A and B)."""
+    return set(GROUPS) <= set((schema.data_fields.get("group") or {}).get("allowed") or [])
+
+
+def groups_problem(schema: Any) -> str | None:
+    """Why ``groups`` cannot serve ``schema``: it needs a ``group`` data field allowing A and B."""
+    if has_groups(schema):
+        return None
+    able = [s.name for s in _all_schemas() if has_groups(s)]
+    return (
+        f"schema {schema.name} has no 'group' data field with {' and '.join(GROUPS)}: its tasks look the same "
+        "to every annotator group" + (f" (groups change the wording in {', '.join(able)})" if able else "")
+    )
+
+
+def pilot_strata(schema: Any, requested: Sequence[str] | None) -> list[str]:
+    """The strata of a pilot: ``requested`` (each must be a data field of the schema), else those of
+    the seed-001 default (model, augmentation type) that the schema has."""
+    if requested:
+        unknown = [f for f in requested if f not in schema.data_fields]
+        if unknown:
+            raise StudyDesignError(
+                f"--strata {', '.join(unknown)}: not data fields of schema {schema.name} "
+                f"(its fields: {', '.join(schema.data_fields)})"
+            )
+        return list(requested)
+    return [f for f in DEFAULT_STRATA if f in schema.data_fields]
+
+
+def schemas_fitting(record: Any) -> list[Any]:
+    """The schemas whose required data fields a record (flat or ``{"data": ...}``) all has."""
+    if not isinstance(record, dict):
+        return []
+    data = task_data(record)
+    return [
+        schema
+        for schema in _all_schemas()
+        if all(data.get(f) not in (None, "") for f, spec in schema.data_fields.items() if spec.get("required"))
+    ]
+
+
+def _all_schemas() -> list[Any]:
+    from judgelab.configs.schema import all_schemas
+
+    return list(all_schemas().values())
 
 
 # --- batches with attention checks ------------------------------------------------------
@@ -413,6 +493,73 @@ def pilot_subset(
     for key, indexes in by_stratum.items():
         chosen.update(rng.sample(indexes, alloc[key]))
     return [_updated(t, pilot=i in chosen) for i, t in enumerate(tasks)]
+
+
+# --- anchoring arms ---------------------------------------------------------------------
+
+
+def assign_arms(
+    tasks: Sequence[dict[str, Any]],
+    *,
+    strata: Sequence[str] = (),
+    blind_share: float = 0.5,
+    seed: int = 0,
+    both: bool = False,
+) -> list[dict[str, Any]]:
+    """Every task with its ``arm``: ``suggested`` (annotators see the model's suggestion) or
+    ``blind`` (no suggestion, ever: the backend and pre-annotation skip such tasks).
+
+    Stratified and seeded: within each stratum (the values of ``strata``), a seeded random
+    ``blind_share`` of the tasks goes to the blind arm, the numbers per stratum rounded by
+    largest remainder so that the whole is as close to the share as possible
+    (:func:`pilot_allocation`); the task order is kept. Attention checks are not assigned (they
+    keep no arm). ``both=True``: every task in both arms instead, as two copies with the ids
+    ``<id>@suggested`` and ``<id>@blind`` and ``arm_of`` = the task's id, which pairs them.
+
+    >>> tasks = [{"id": f"t{i}", "model": "ab"[i % 2]} for i in range(8)]
+    >>> [t["arm"] for t in assign_arms(tasks, strata=["model"])].count("blind")
+    4
+    >>> [t["id"] for t in assign_arms(tasks[:1], both=True)]
+    ['t0@suggested', 't0@blind']
+    """
+    if not 0.0 <= blind_share <= 1.0:
+        raise StudyDesignError(f"the blind share must be between 0 and 1, not {blind_share}")
+    _unique_ids(tasks)
+    if both:
+        out = []
+        for task in tasks:
+            if _check_kind(task):
+                out.append(task)
+                continue
+            key = task_id(task)
+            for arm in (SUGGESTED, BLIND):
+                out.append(_updated(task, id=f"{key}@{arm}", **{ARM_FIELD: arm, PAIR_FIELD: key}))
+        return out
+    by_stratum: dict[tuple[Any, ...], list[int]] = {}
+    for index, task in enumerate(tasks):
+        if not _check_kind(task):
+            by_stratum.setdefault(_stratum(task, strata), []).append(index)
+    counts = {key: len(indexes) for key, indexes in by_stratum.items()}
+    alloc = pilot_allocation(counts, round(blind_share * sum(counts.values())), seed)
+    rng = random.Random(seed)
+    blind: set[int] = set()
+    for key, indexes in by_stratum.items():
+        blind.update(rng.sample(indexes, alloc[key]))
+    return [
+        task if _check_kind(task) else _updated(task, **{ARM_FIELD: BLIND if i in blind else SUGGESTED})
+        for i, task in enumerate(tasks)
+    ]
+
+
+def split_by_arm(tasks: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``{arm: its tasks}`` (suggested first); a task without an arm is an error."""
+    out: dict[str, list[dict[str, Any]]] = {SUGGESTED: [], BLIND: []}
+    for task in tasks:
+        arm = task_data(task).get(ARM_FIELD)
+        if arm not in out:
+            raise StudyDesignError(f"task {task_id(task)} has no arm (run assign_arms first)")
+        out[str(arm)].append(task)
+    return out
 
 
 # --- Label Studio side ------------------------------------------------------------------

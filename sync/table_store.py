@@ -56,6 +56,9 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("lead_time", "float"),
         ("was_cancelled", "bool"),
         ("ground_truth", "bool"),
+        ("region_id", "text"),
+        ("origin", "text"),
+        ("parent_prediction", "Int"),
     ],
     "spans": [
         ("project", "int"),
@@ -69,6 +72,10 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("text", "text"),
         ("label", "text"),
         ("note", "text"),
+        ("region_id", "text"),
+        ("origin", "text"),
+        ("parent_prediction", "Int"),
+        ("lead_time", "float"),
     ],
     "predictions": [
         ("project", "int"),
@@ -95,14 +102,29 @@ def columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
     return [(row[1], kinds.get(row[1], "text")) for row in db.execute(f"PRAGMA table_info({_q(table)})")]
 
 
+def _current(db: sqlite3.Connection) -> bool:
+    """Whether the tables are this module's and have every fixed column of this version (the
+    tasks table's ``extra_fields`` aside: :func:`ensure_tables` adds it in place)."""
+    if not db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone():
+        return False
+    for table in TABLES:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({_q(table)})")}
+        if not have or any(column not in have for column, _ in _COLUMNS[table] if column != EXTRA):
+            return False
+    return True
+
+
 def ensure_tables(db: sqlite3.Connection) -> bool:
-    """Create the tables (dropping tables an earlier judgelab materialised with pandas).
-    Returns True when they were (re)created empty."""
+    """Create the tables (dropping tables an earlier judgelab materialised with pandas, or kept
+    with fewer judgment or span columns: their rows lack what this version records, so the caller
+    forgets the sync state and the next sync exports every task again). Returns True when they
+    were (re)created empty."""
     db.execute("CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT)")
-    if db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone():
+    if _current(db):
         if EXTRA.casefold() not in {c.casefold() for c, _ in columns(db, "tasks")}:  # a store of an earlier judgelab
             db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(EXTRA)} TEXT")
         return False
+    db.execute("DELETE FROM sync_meta WHERE key=?", (_MARKER,))
     for table in TABLES:
         db.execute(f"DROP TABLE IF EXISTS {_q(table)}")
         body = ", ".join(f"{_q(c)} {_SQL_TYPE[k]}" for c, k in _COLUMNS[table])

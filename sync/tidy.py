@@ -4,9 +4,12 @@
   (``PROJECT_COLUMNS``), the task's data fields, its meta fields.
 - ``judgments``: one row per judgment: project, task_id, annotation_id, annotator, source
   (``human`` or ``model:<version>``), item, value, created_at, updated_at, lead_time,
-  was_cancelled, ground_truth.
+  was_cancelled, ground_truth, region_id, origin, parent_prediction.
 - ``spans``: project, task_id, annotation_id, annotator, source, field, start, end, text, label,
-  note.
+  note, region_id, origin, parent_prediction, lead_time.
+
+``region_id`` is the Label Studio result's id and ``origin`` its ``origin`` as recorded;
+``parent_prediction`` is the annotation's (see :mod:`judgelab.configs.tables`).
 
 Items are named by the schema's ``items`` table (``verdict_{i}`` -> ``line_{i}``), else by the
 control's name. A per-region TextArea becomes the ``note`` of its span.
@@ -20,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.items import ItemNamer
 from judgelab.configs.schema import Schema
-from judgelab.configs.tables import JUDGMENT_COLUMNS, PROJECT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS, TASK_EXTRA_COLUMN
+from judgelab.configs.tables import (
+    JUDGMENT_COLUMNS,
+    PROJECT_COLUMNS,
+    SPAN_COLUMNS,
+    TASK_COLUMNS,
+    TASK_EXTRA_COLUMN,
+    prediction_annotation_id,
+)
 
 if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path does not need it
     import pandas as pd
@@ -53,6 +63,16 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _prediction_id(value: Any) -> int | None:
+    """Label Studio's ``parent_prediction``: an id (or, in some exports, the prediction itself)."""
+    if isinstance(value, dict):
+        value = value.get("id")
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _result_rows(
     result: list[dict[str, Any]], base: dict[str, Any], name_item: ItemNamer
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -64,11 +84,14 @@ def _result_rows(
     for region in result or []:
         kind, value = region.get("type"), region.get("value") or {}
         control = str(region.get("from_name", ""))
+        rid = region.get("id")
+        recorded = {"region_id": None if rid is None else str(rid), "origin": region.get("origin")}
         if kind in SPAN_TYPES:
             for label in value.get(kind) or [None]:
                 spans.append(
                     {
                         **base,
+                        **recorded,
                         "field": region.get("to_name"),
                         "start": value.get("start"),
                         "end": value.get("end"),
@@ -79,15 +102,15 @@ def _result_rows(
                 )
         elif kind == "choices":
             for choice in value.get("choices") or []:
-                judgments.append({**base, "item": name_item(control), "value": str(choice)})
+                judgments.append({**base, **recorded, "item": name_item(control), "value": str(choice)})
         elif kind == "rating":
-            judgments.append({**base, "item": name_item(control), "value": str(value.get("rating"))})
+            judgments.append({**base, **recorded, "item": name_item(control), "value": str(value.get("rating"))})
         elif kind == "number":
-            judgments.append({**base, "item": name_item(control), "value": str(value.get("number"))})
+            judgments.append({**base, **recorded, "item": name_item(control), "value": str(value.get("number"))})
         elif kind == "textarea" and "start" not in value:
             text = " ".join(map(str, value.get("text") or []))
             if text.strip():
-                judgments.append({**base, "item": name_item(control), "value": text})
+                judgments.append({**base, **recorded, "item": name_item(control), "value": text})
     return judgments, spans
 
 
@@ -131,6 +154,7 @@ def tidy_rows_from_export(
                 "lead_time": ann.get("lead_time"),
                 "was_cancelled": bool(ann.get("was_cancelled")),
                 "ground_truth": bool(ann.get("ground_truth")),
+                "parent_prediction": _prediction_id(ann.get("parent_prediction")),
             }
             j, s = _result_rows(ann.get("result") or [], base, name_item)
             if not j and not s:  # a skipped (cancelled) or empty annotation still counts as one
@@ -144,7 +168,7 @@ def tidy_rows_from_export(
             base = {
                 "project": project_id,
                 "task_id": task_id,
-                "annotation_id": f"prediction:{pred.get('id')}",
+                "annotation_id": prediction_annotation_id(pred.get("id")),
                 "annotator": version,
                 "source": f"model:{version}",
                 "created_at": pred.get("created_at"),
@@ -181,6 +205,8 @@ def tidy_from_export(
     spans = pd.DataFrame(span_rows, columns=SPAN_COLUMNS)
     spans["start"] = spans["start"].astype("Int64")
     spans["end"] = spans["end"].astype("Int64")
+    judgments["parent_prediction"] = judgments["parent_prediction"].astype("Int64")
+    spans["parent_prediction"] = spans["parent_prediction"].astype("Int64")
     return TidyTables(tasks=tasks, judgments=judgments, spans=spans)
 
 

@@ -276,3 +276,17 @@ def test_health_and_setup_answer_while_a_big_batch_is_predicted(backend):
     assert setup.status_code == 200
     response = done["response"]
     assert response.status_code == 200 and len(response.json()["results"]) == len(tasks)
+
+
+def test_a_blind_arm_task_never_gets_a_prediction(backend):
+    """The anchoring design's blind tasks (data arm=blind) are answered without a result, in
+    their place in the batch, whoever asks (preannotate, or Label Studio when a task is opened)."""
+    tasks = sample_tasks("augmentation_quality")[:3]
+    tasks[1] = {**tasks[1], "data": {**tasks[1]["data"], "arm": "blind"}}
+    tasks[2] = {**tasks[2], "data": {**tasks[2]["data"], "arm": "suggested"}}
+    response = predict(backend, "augmentation_quality", tasks)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert len(results) == 3
+    assert "result" in results[0] and "result" in results[2]
+    assert "result" not in results[1] and "blind" in results[1]["error"]

@@ -236,7 +236,7 @@ def test_sync_writes_tidy_tables_with_annotations_and_predictions(study, annotat
         "Incorrect",
         "contradicts the description",
     )
-    impressions = human[(human.item == "impression")].sort_values("annotator")
+    impressions = human[(human.item == "impression") & (human.project == hotel)].sort_values("annotator")
     assert sorted(impressions.value) == ["2", "3"]
 
     predicted = j[j.source.str.startswith("model:")]

@@ -204,7 +204,7 @@ def test_preannotate_push_sends_a_chunk_holding_a_lone_surrogate(closing):
 
     good = dubai()
     bad = dict(good, summary=good["summary"] + " \ud800")
-    chunk = [SimpleNamespace(id=i, data=data) for i, data in enumerate([good, bad, good])]
+    chunk = list(enumerate([good, bad, good]))  # (task id, data)
     project = SimpleNamespace(id=3, label_config=HOTEL_XML)
     with LLMSim(answer=VALID) as sim:
         annotator = llm(closing, sim, cache=None, cache_path="off")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from itertools import product
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -31,6 +32,7 @@ from judgelab.sync.study_design import (
     with_reference,
 )
 
+FIXTURES = Path(__file__).parent / "fixtures"
 HUDSON = "Enjoy sweeping views across the Hudson River to the Manhattan skyline."
 NO_ERRORS_A = "I did not find any errors in the summary"
 
@@ -317,7 +319,7 @@ def test_cli_batches_qualification_groups_pilot(tmp_path):
 
     result = run("design", "batches", str(tasks_file), "--checks", str(checks_file), "--out", str(tmp_path / "b.json"))
     assert result.exit_code == 0, result.output
-    assert "26 task(s) in 3 batch(es)" in result.output
+    assert "26 task(s) of hotel_spans in 3 batch(es)" in result.output
     batched = json.loads((tmp_path / "b.json").read_text())
     assert Counter(t["data"]["check"] for t in batched) == {"": 20, ERROR_FREE: 3, OBVIOUS_INCORRECT: 3}
 
@@ -360,7 +362,53 @@ def test_cli_design_errors_are_messages(tmp_path):
     assert result.exit_code == 1
     assert "no attention check of kind error_free, obvious_incorrect" in result.output
     result = CliRunner().invoke(main, ["design", "groups", str(tasks_file), "--split-projects", "--out", "x.json"])
-    assert result.exit_code == 1 and "--split-projects needs --schema" in result.output
+    assert result.exit_code == 1 and "unit 'batch' needs every task's 'batch'" in result.output
+
+
+def likert_tasks(n: int = 12) -> list[dict]:
+    return [
+        {"id": f"n{i}", "article": f"Noticia {i}.", "summary": f"Resumen {i}.", "model": "gpt-4o"} for i in range(n)
+    ]
+
+
+def test_design_helpers_say_what_they_cannot_do_for_a_schema(tmp_path):
+    """batches/qualification need attention checks the schema can score, groups a 'group' field:
+    on a Likert file they refuse with the reason instead of writing files no one can use."""
+    tasks_file = tmp_path / "noticias.csv"
+    pd.DataFrame(likert_tasks()).to_csv(tasks_file, index=False)
+    for command in (["batches"], ["qualification"]):
+        result = CliRunner().invoke(main, ["design", *command, str(tasks_file), "--out", str(tmp_path / "o.json")])
+        assert result.exit_code == 1, result.output
+        assert "schema likert_rubric_es cannot carry attention checks" in result.output
+        assert "as hotel_spans has" in result.output
+    result = CliRunner().invoke(main, ["design", "groups", str(tasks_file), "--unit", "task", "--out", "g.json"])
+    assert result.exit_code == 1 and "schema likert_rubric_es has no 'group' data field" in result.output
+    assert not (tmp_path / "o.json").exists()
+    # the pilot serves any schema: stratified by the strata fields the schema has
+    result = run("design", "pilot", str(tasks_file), "--size", "4", "--only", "--out", str(tmp_path / "p.json"))
+    assert result.exit_code == 0, result.output
+    assert "pilot of 4 of 12 likert_rubric_es task(s), stratified by model" in result.output
+    result = CliRunner().invoke(main, ["design", "pilot", str(tasks_file), "--strata", "genre", "--out", "p.json"])
+    assert result.exit_code == 1 and "--strata genre: not data fields of schema likert_rubric_es" in result.output
+
+
+def test_design_reads_seed_formats_like_import(tmp_path):
+    """A BASSE file is one task per (document, summary), a StorySumm file one per story: the pilot
+    counts those, not the file's raw records (it said "pilot of 30 from 10 tasks" before)."""
+    basse = tmp_path / "basse.jsonl"
+    basse.write_text((FIXTURES / "basse_mini.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    result = run("design", "pilot", str(basse), "--size", "2", "--only", "--out", str(tmp_path / "p.json"))
+    assert result.exit_code == 0, result.output
+    assert "pilot of 2 of 3 likert_rubric_es task(s)" in result.output
+    written = json.loads((tmp_path / "p.json").read_text())
+    assert {t["data"]["id"] for t in written} <= {"doc-1#claude-base", "doc-1#llama3-tldr", "doc-2#subhead"}
+    result = CliRunner().invoke(main, ["design", "pilot", str(basse), "--schema", "hotel_spans", "--out", "x.json"])
+    assert result.exit_code == 1 and "format basse makes likert_rubric_es tasks, not hotel_spans" in result.output
+    story = tmp_path / "stories.json"
+    story.write_text((FIXTURES / "storysumm_alternates.json").read_text(encoding="utf-8"), encoding="utf-8")
+    result = run("design", "pilot", str(story), "--size", "2", "--out", str(tmp_path / "s.json"))
+    assert result.exit_code == 0, result.output
+    assert "pilot of 2 of 2 story_consistency task(s)" in result.output
 
 
 # --- live Label Studio ---------------------------------------------------------------------

@@ -195,3 +195,32 @@ def test_state_of_an_earlier_judgelab_moves_into_the_tables(tmp_path):
     tables = tables_from_state(tmp_path)
     assert tables.tasks["task_id"].tolist() == [1, 2]
     assert tables.judgments["value"].tolist() == ["1", "2"]
+
+
+def test_tables_kept_before_the_review_columns_are_rebuilt_and_every_task_exported_again(tmp_path):
+    """A store written by a judgelab whose judgments/spans lacked region_id, origin and
+    parent_prediction: keeping its rows would leave those empty for every unchanged task, so the
+    tables are recreated and the signatures forgotten (the next sync exports everything)."""
+    db = open_state(tmp_path)
+    table_store.insert_rows(db, task_rows(1, 5, 4))
+    db.execute("INSERT INTO sync_tasks (project, task_id, signature) VALUES (1, 5, 'sig')")
+    db.execute("INSERT INTO sync_state (project, schema) VALUES (1, 'hotel_spans')")
+    db.execute("ALTER TABLE judgments DROP COLUMN region_id")  # as an earlier judgelab created it
+    db.commit()
+    db.close()
+    db = open_state(tmp_path)
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(judgments)")}
+        assert {"region_id", "origin", "parent_prediction"} <= columns
+        assert db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0] == 0
+        assert db.execute("SELECT COUNT(*) FROM sync_tasks").fetchone()[0] == 0
+        assert db.execute("SELECT COUNT(*) FROM sync_state").fetchone()[0] == 0
+    finally:
+        db.close()
+    db = open_state(tmp_path)  # a current store is left alone
+    try:
+        table_store.insert_rows(db, task_rows(1, 6, 2))
+        db.commit()
+    finally:
+        db.close()
+    assert len(tables_from_state(tmp_path).judgments) == 1

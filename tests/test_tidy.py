@@ -150,6 +150,8 @@ HUMAN_501 = {
     "lead_time": 180.5,
     "was_cancelled": False,
     "ground_truth": True,
+    "origin": "manual",
+    "parent_prediction": None,
 }
 
 
@@ -164,11 +166,11 @@ def test_story_judgments_use_the_schema_item_names():
     assert list(judgments.columns) == JUDGMENT_COLUMNS
     rows = records(judgments)
     assert rows[:5] == [
-        {**HUMAN_501, "item": "line_0", "value": "Consistent"},
-        {**HUMAN_501, "item": "line_3", "value": "Inconsistent"},
-        {**HUMAN_501, "item": "line_3.explanation", "value": "The fog came from the west."},
-        {**HUMAN_501, "item": "alternate_0.swap", "value": "Yes"},
-        {**HUMAN_501, "item": "alternate_0.explanation", "value": "More precise."},
+        {**HUMAN_501, "region_id": "r1", "item": "line_0", "value": "Consistent"},
+        {**HUMAN_501, "region_id": "r2", "item": "line_3", "value": "Inconsistent"},
+        {**HUMAN_501, "region_id": "r3", "item": "line_3.explanation", "value": "The fog came from the west."},
+        {**HUMAN_501, "region_id": "r4", "item": "alternate_0.swap", "value": "Yes"},
+        {**HUMAN_501, "region_id": "r5", "item": "alternate_0.explanation", "value": "More precise."},
     ]
 
 
@@ -181,6 +183,25 @@ def test_a_cancelled_annotation_is_one_row_without_item():
     assert row["was_cancelled"] is True and row["ground_truth"] is False
     assert row["lead_time"] == 4.0
     assert row["item"] is None and row["value"] is None
+    assert row["region_id"] is None and row["origin"] is None
+
+
+def test_an_annotation_started_from_a_prediction_keeps_its_parent_and_the_result_ids():
+    task = json.loads(json.dumps(HOTEL_TASK))
+    annotation = task["annotations"][0]
+    annotation["parent_prediction"] = 12
+    annotation["result"][-1].update(id="n", origin="prediction-changed")  # the predicted rating, changed
+    tables = tidy_from_export(4, "hotel_spans", get_schema("hotel_spans"), [task])
+    human = tables.judgments[tables.judgments["source"] == "human"]
+    assert records(human[["region_id", "origin", "parent_prediction", "value"]]) == [
+        {"region_id": "n", "origin": "prediction-changed", "parent_prediction": 12, "value": "3"}
+    ]
+    assert str(tables.judgments["parent_prediction"].dtype) == "Int64"
+    model = tables.judgments[tables.judgments["source"] == "model:m2"]
+    assert list(model["region_id"]) == ["c", "n"] and model["parent_prediction"].isna().all()
+    assert list(tables.spans["parent_prediction"]) == [12, 12]
+    assert list(tables.spans["region_id"]) == ["s1", "s2"]
+    assert list(tables.spans["lead_time"]) == [30, 30]
 
 
 def test_predictions_are_judgments_of_the_model():
@@ -199,6 +220,9 @@ def test_predictions_are_judgments_of_the_model():
         "lead_time": None,
         "was_cancelled": False,
         "ground_truth": False,
+        "region_id": "p1",
+        "origin": "prediction",
+        "parent_prediction": None,
     }
     assert len(rows) == 7  # 5 human + 1 cancelled + 1 prediction
 
@@ -219,6 +243,10 @@ def test_a_labelled_span_gets_its_per_region_note():
             "text": "the east.",
             "label": "Ambiguous",
             "note": "which east?",
+            "region_id": "span9",
+            "origin": "manual",
+            "parent_prediction": None,
+            "lead_time": 180.5,
         }
     ]
     assert LINES[3]["text"][19:28] == "the east."

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -171,12 +171,14 @@ def build_reports(
     title: str = REPORT_TITLE,
     options: ReportOptions | None = None,
     section_builders: list[SectionBuilder] | None = None,
+    on_report: Callable[[int, int], None] | None = None,
 ) -> ReportIndex:
     """One report per project (``per="project"``) or per schema (``per="schema"``), each in
     ``out_dir/<name>/`` (``report.html``, ``report.md``, CSVs; a project's name is its Label
     Studio title, see :func:`project_title`), and ``out_dir/index.html``
     linking them with their counts. Every report sees the whole run as context, so a project
-    can use the gold labels of another project of its schema."""
+    can use the gold labels of another project of its schema. ``on_report(done, total)`` is
+    called as the reports are written (a progress bar)."""
     if per not in PER_CHOICES:
         raise ValueError(f"per must be one of {', '.join(PER_CHOICES)}, got {per!r}")
     frames = normalised_tables(tables)
@@ -217,6 +219,8 @@ def build_reports(
             context=frames,
         )
         entries.append(ReportEntry(name, schema_names, projects, paths, _counts(subset)))
+        if on_report:
+            on_report(len(entries), len(groups))
     index = out_dir / "index.html"
     index.write_text(render_index(title, entries, out_dir), encoding="utf-8")
     return ReportIndex(index=index, reports=entries)

@@ -115,7 +115,7 @@ class ProjectData:
 
     @property
     def sources(self) -> list[str]:
-        values = set(self.judgments["source"].dropna()) | set(self.spans["source"].dropna())
+        values = set(self.judgments["source"].dropna().unique()) | set(self.spans["source"].dropna().unique())
         return sorted((str(v) for v in values), key=natural_key)
 
     @property

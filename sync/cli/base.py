@@ -1,15 +1,19 @@
-"""The ``judgelab`` command group and what its commands share (connection, errors).
+"""The ``judgelab`` command group and what its commands share: the connection, error messages,
+project naming options, progress bars and ``--json`` output.
 
-Library code raises :class:`~sync.client.SyncError` (and friends); only this module turns
+Library code raises :class:`~sync.client.SyncError` (and friends); only this package turns
 them into messages and exit codes (1 for a problem the user must fix).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import click
 import httpx
@@ -18,6 +22,7 @@ from judgelab.configs.schema import Schema, SchemaError, all_schemas, get_schema
 from judgelab.sync.client import Connection, SyncError
 
 DEFAULT_HOME = Path(os.environ.get("JUDGELAB_HOME", ".judgelab"))
+DEFAULT_BACKEND_URL = "http://127.0.0.1:9090"
 
 
 def _fail(message: str) -> None:
@@ -75,7 +80,119 @@ def _schemas(names: tuple[str, ...]) -> list[Schema]:
     return [get_schema(n) for n in names] if names else list(all_schemas().values())
 
 
+def judgelab_version() -> str:
+    """The installed distribution's version (importlib.metadata), or ``unknown`` from a bare checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judgelab")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"judgelab {judgelab_version()}")
+        ctx.exit()
+
+
+# --- project naming (see judgelab.sync.project_ref) -------------------------------------------
+
+
+def project_options(*, multiple: bool, schema_help: str | None = None) -> Callable:
+    """``--project ID``, ``--title TITLE`` and ``--schema NAME``, the same on every command.
+
+    ``multiple``: repeatable (commands that may work on several projects); the parameters are
+    then ``project_ids``, ``titles`` and ``schema_names`` (tuples), else ``project_id``,
+    ``title`` and ``schema_name``.
+    """
+    suffix = " (repeatable)" if multiple else ""
+    options = [
+        click.option(
+            "--project",
+            "project_ids" if multiple else "project_id",
+            type=int,
+            multiple=multiple,
+            metavar="ID",
+            help=f"Label Studio project id{suffix}.",
+        ),
+        click.option(
+            "--title",
+            "titles" if multiple else "title",
+            multiple=multiple,
+            metavar="TITLE",
+            help=f"Project title{suffix}.",
+        ),
+        click.option(
+            "--schema",
+            "schema_names" if multiple else "schema_name",
+            multiple=multiple,
+            metavar="NAME",
+            help=schema_help or f"Schema of the project(s), checked against their label config{suffix}.",
+        ),
+    ]
+
+    def decorate(func: Callable) -> Callable:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+# --- output ----------------------------------------------------------------------------------
+
+
+def json_option(func: Callable) -> Callable:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text (see the README)."
+    )(func)
+
+
+class Output:
+    """What a command prints: text lines as it goes, or (``--json``) one JSON object at the end."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def line(self, text: str) -> None:
+        if not self.as_json:
+            click.echo(text)
+
+    def note(self, text: str) -> None:
+        """A remark for the person at the terminal (stderr, also with --json)."""
+        click.echo(text, err=True)
+
+    def result(self, data: dict[str, Any]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=1, default=str))
+
+
+def progress_bar(total: int | None, desc: str, unit: str = "task"):
+    """A tqdm bar on stderr, silent when stderr is not a terminal (pipes, logs, CI)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None, dynamic_ncols=True, leave=False)
+
+
+def advance(bar: Any) -> Callable[[int], None]:
+    """``bar.update`` as a plain callback for library code."""
+    return lambda n=1: bar.update(n)
+
+
+def names(items: Iterable[Any]) -> str:
+    return ", ".join(str(i) for i in items)
+
+
 @click.group(cls=_Cli)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print judgelab's version and exit.",
+)
 @click.option("--url", envvar="JUDGELAB_LS_URL", help="Label Studio URL (default http://127.0.0.1:8080).")
 @click.option("--token", envvar="JUDGELAB_LS_TOKEN", help="Legacy token or personal access token.")
 @click.option(

@@ -1,4 +1,4 @@
-"""Study design: judgelab design batches|qualification|groups|pilot|overlap."""
+"""Study design: judgelab design batches|qualification|groups|pilot|arms|overlap."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.cli.base import _Cli, _connection, _fail, main
+from judgelab.sync.cli.base import _Cli, _connection, _fail, main, project_options
+from judgelab.sync.cli.projects import _FormatChoice
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
@@ -24,18 +25,46 @@ class _DesignCli(_Cli):
             _fail(str(exc))
 
 
-def _read_design_tasks(path: Path | None) -> list[dict]:
-    """Tasks of a JSON/JSONL/CSV file as dicts (unchecked: the schema checks them at import)."""
+def design_input_options(func):
+    """``--schema``, ``--format`` and ``--map``: a task file is read as ``judgelab import`` reads it."""
+    func = click.option(
+        "--map", "maps", multiple=True, metavar="FIELD=COLUMN", help="Schema field from a column (as for import)."
+    )(func)
+    func = click.option(
+        "--format",
+        "fmt",
+        type=_FormatChoice(),
+        default="auto",
+        show_default=True,
+        help="File layout, as for import (seed formats imply their schema).",
+    )(func)
+    return click.option(
+        "--schema", "schema_name", help="Schema of the tasks (default: implied by the format, or by the fields)."
+    )(func)
+
+
+def _design_tasks(
+    path: Path | None, schema: Schema | None, fmt: str = "auto", maps: tuple[str, ...] = ()
+) -> tuple[Schema | None, list[dict]]:
+    """The tasks of a file read as ``judgelab import`` reads it (checked against the schema) as
+    ``{"data": ...}`` dicts, derived fields left out (the import derives them again)."""
+    from judgelab.sync.importers import detect_format, parse_mapping, read_tasks
     from judgelab.sync.importers.records import iter_records
+    from judgelab.sync.study_design import schemas_fitting
 
     if path is None:
-        return []
-    tasks = []
-    for where, record in iter_records(Path(path)):
-        if not isinstance(record, dict):
-            raise SyncError(f"{where}: expected an object, got {type(record).__name__}")
-        tasks.append(record)
-    return tasks
+        return schema, []
+    mapping = parse_mapping(maps)
+    if schema is None and (fmt == "generic" or (fmt == "auto" and (mapping or detect_format(path) == "generic"))):
+        first = next(iter_records(Path(path)), None)
+        fitting = schemas_fitting(first[1]) if first else []
+        if len(fitting) != 1:
+            fits = f"its fields fit {', '.join(s.name for s in fitting)}" if fitting else "its fields fit no schema"
+            raise SyncError(f"{Path(path).name}: give --schema ({fits})")
+        schema = fitting[0]
+    schema, rows = read_tasks(Path(path), schema, fmt, mapping)  # held in memory: the design reorders them
+    derived = set(schema.meta.get("derived_fields") or {})
+    return schema, [{"data": {k: v for k, v in row.data.items() if k not in derived}} for row in rows]
 
 
 def _write_design_tasks(path: Path, tasks: list[dict]) -> None:
@@ -47,11 +76,12 @@ def _write_design_tasks(path: Path, tasks: list[dict]) -> None:
 
 def _import_design_project(ctx: click.Context, schema: Schema, title: str, tasks: list[dict]) -> int:
     """Ensure the project ``title`` of ``schema`` and import ``tasks`` (idempotent); its id."""
-    from judgelab.sync.projects import ensure_project, import_rows
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project
+    from judgelab.sync.projects import import_rows
 
     rows = rows_from_records([(f"task {i}", t) for i, t in enumerate(tasks)], schema)
     client = connect(_connection(ctx))
-    project = ensure_project(client, schema, title=title)
+    project = ensure_named_project(client, ProjectRef(title=title, schema=schema))
     report = import_rows(client, project.id, rows)
     click.echo(
         f"project {project.id} {title!r} {'created' if project.created else 'exists'}: "
@@ -60,12 +90,26 @@ def _import_design_project(ctx: click.Context, schema: Schema, title: str, tasks
     return project.id
 
 
+def _schema_of(name: str | None) -> Schema | None:
+    return get_schema(name) if name else None
+
+
+def _checked_design(problem: str | None) -> None:
+    from judgelab.sync.study_design import StudyDesignError
+
+    if problem:
+        raise StudyDesignError(problem)
+
+
 @main.group("design", cls=_DesignCli)
 def design_group() -> None:
-    """Study design: attention checks, qualification, groups A/B, pilot, overlap.
+    """Study design: attention checks, qualification, groups A/B, pilot, anchoring arms, overlap.
 
-    The design is written into each task's data (batch, position, check, reference_*,
-    qualification, group, pilot), which the tidy tables and analysis.qc_hotel read.
+    Task files are read as 'judgelab import' reads them (--format, --map, --schema) and checked
+    against their schema first; each helper says what it does for that schema and refuses a
+    schema it cannot serve. The design is written into each task's data (batch, position,
+    check, reference_*, qualification, group, pilot, arm), which the tidy tables and the report
+    read.
     """
 
 
@@ -77,23 +121,40 @@ def design_group() -> None:
 @click.option("--shuffle", is_flag=True, help="Shuffle the tasks (seeded) before batching.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
+@design_input_options
 def design_batches_cmd(
-    tasks_file: Path, checks_file: Path | None, batch_size: int, by: str | None, shuffle: bool, seed: int, out: Path
+    tasks_file: Path,
+    checks_file: Path | None,
+    batch_size: int,
+    by: str | None,
+    shuffle: bool,
+    seed: int,
+    out: Path,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
 ) -> None:
-    """Batches with one error-free and one obvious-Incorrect attention check each."""
-    from judgelab.sync.study_design import make_batches
+    """Batches with one error-free and one obvious-Incorrect attention check each (seed 004).
 
-    tasks = make_batches(
-        _read_design_tasks(tasks_file),
-        _read_design_tasks(checks_file),
-        batch_size=batch_size,
-        seed=seed,
-        by=by,
-        shuffle=shuffle,
+    Needs a schema with a 'check' field and an 'Incorrect' error-span label (hotel_spans).
+    """
+    from judgelab.sync.study_design import checks_problem, checks_span, make_batches
+
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    _checked_design(checks_problem(schema))
+    _, checks = _design_tasks(checks_file, schema, "generic")
+    field, control = checks_span(schema) or ("", "")
+    if by and by not in schema.data_fields:
+        raise SyncError(f"--by {by}: not a data field of schema {schema.name} ({', '.join(schema.data_fields)})")
+    batched = make_batches(tasks, checks, batch_size=batch_size, seed=seed, by=by, shuffle=shuffle, text_field=field)
+    _write_design_tasks(out, batched)
+    n_batches = len({t.get("data", t)["batch"] for t in batched})
+    click.echo(
+        f"{out}: {len(batched)} task(s) of {schema.name} in {n_batches} batch(es), 2 attention checks each "
+        f"(one error_free, one obvious_incorrect whose reference is an 'Incorrect' span of {control!r} in "
+        f"{field!r}; the report scores them per annotator)"
     )
-    _write_design_tasks(out, tasks)
-    n_batches = len({t.get("data", t)["batch"] for t in tasks})
-    click.echo(f"{out}: {len(tasks)} task(s) in {n_batches} batch(es), 2 attention checks each")
 
 
 @design_group.command("qualification")
@@ -103,20 +164,35 @@ def design_batches_cmd(
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The qualification examples.")
 @click.option("--rest", type=click.Path(path_type=Path), help="The tasks left after setting the new examples aside.")
+@design_input_options
 def design_qualification_cmd(
-    tasks_file: Path, checks_file: Path | None, n_new: int, seed: int, out: Path, rest: Path | None
+    tasks_file: Path,
+    checks_file: Path | None,
+    n_new: int,
+    seed: int,
+    out: Path,
+    rest: Path | None,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
 ) -> None:
-    """Qualification batch: the two attention checks and new examples with reference answers."""
-    from judgelab.sync.study_design import qualification_batch, task_data
+    """Qualification batch: the two attention checks and new examples with reference answers.
 
-    result = qualification_batch(
-        _read_design_tasks(tasks_file), _read_design_tasks(checks_file), n_new=n_new, seed=seed
-    )
+    Needs a schema with a 'check' field and an 'Incorrect' error-span label (hotel_spans).
+    """
+    from judgelab.sync.study_design import checks_problem, checks_span, qualification_batch, task_data
+
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    _checked_design(checks_problem(schema))
+    _, checks = _design_tasks(checks_file, schema, "generic")
+    field, _control = checks_span(schema) or ("", "")
+    result = qualification_batch(tasks, checks, n_new=n_new, seed=seed, text_field=field)
     _write_design_tasks(out, result.tasks)
     if rest is not None:
         _write_design_tasks(rest, result.remaining)
     answers = ", ".join(f"{task_data(t).get('id')}={task_data(t).get('reference_answer')}" for t in result.tasks)
-    click.echo(f"{out}: {len(result.tasks)} qualification example(s): {answers}")
+    click.echo(f"{out}: {len(result.tasks)} qualification example(s) of {schema.name}, scored 0-5: {answers}")
 
 
 @design_group.command("groups")
@@ -126,9 +202,9 @@ def design_qualification_cmd(
 @click.option("--both", is_flag=True, help="Every task once per group (one annotator of each group per task).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-@click.option("--schema", "schema_name", help="Schema of the tasks (needed for --split-projects).")
 @click.option("--split-projects", is_flag=True, help="One Label Studio project per group, with its tasks.")
 @click.option("--title", help="Base project title (default: the schema's).")
+@design_input_options
 @click.pass_context
 def design_groups_cmd(
     ctx: click.Context,
@@ -138,33 +214,34 @@ def design_groups_cmd(
     both: bool,
     seed: int,
     out: Path,
-    schema_name: str | None,
     split_projects: bool,
     title: str | None,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
 ) -> None:
-    """Assign tasks to groups A/B (the wording of the no-errors box).
+    """Assign tasks to groups A/B (the wording of the no-errors box, seed 004).
 
-    Label Studio's community edition cannot assign tasks to users: with --split-projects each
-    group gets its own project "<title> (group A)" / "(group B)"; give each annotator the
-    project of their group.
+    Needs a schema with a 'group' field (hotel_spans). Label Studio's community edition cannot
+    assign tasks to users: with --split-projects each group gets its own project
+    "<title> (group A)" / "(group B)"; give each annotator the project of their group.
     """
-    from judgelab.sync.study_design import assign_groups, split_by_group, suffixed_title
+    from judgelab.sync.study_design import assign_groups, groups_problem, split_by_group, suffixed_title
 
-    if split_projects and not schema_name:
-        raise SyncError("--split-projects needs --schema")
-    schema = get_schema(schema_name) if schema_name else None
-    stale = ["no_errors_options"]
-    if schema is not None:
-        derived = schema.meta.get("derived_fields") or {}
-        stale = [name for name, rule in derived.items() if rule.get("from") == "group"]
-    tasks = assign_groups(
-        _read_design_tasks(tasks_file), unit=unit, alternate=alternate, both=both, seed=seed, stale_fields=stale
-    )
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    _checked_design(groups_problem(schema))
+    derived = schema.meta.get("derived_fields") or {}
+    stale = [name for name, rule in derived.items() if rule.get("from") == "group"]
+    tasks = assign_groups(tasks, unit=unit, alternate=alternate, both=both, seed=seed, stale_fields=stale)
     _write_design_tasks(out, tasks)
     by_group = split_by_group(tasks)
-    click.echo(f"{out}: " + ", ".join(f"group {g}: {len(ts)} task(s)" for g, ts in by_group.items()))
+    click.echo(
+        f"{out}: {schema.name} tasks, "
+        + ", ".join(f"group {g}: {len(ts)} task(s)" for g, ts in by_group.items())
+        + (f" (the group decides {', '.join(stale)})" if stale else "")
+    )
     if split_projects:
-        assert schema is not None
         for group, group_tasks in by_group.items():
             _import_design_project(ctx, schema, suffixed_title(title or schema.title, f"group {group}"), group_tasks)
 
@@ -172,61 +249,115 @@ def design_groups_cmd(
 @design_group.command("pilot")
 @click.argument("tasks_file", type=click.Path(path_type=Path))
 @click.option("--size", type=int, help="Pilot size (default: the schema's agreement_targets.pilot_size, else 30).")
-@click.option("--strata", default="model,augmentation_type", show_default=True, help="Comma-separated fields.")
+@click.option("--strata", help="Comma-separated fields (default: those of model, augmentation_type the schema has).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
 @click.option("--only", is_flag=True, help="Write only the pilot tasks (default: all, marked pilot true/false).")
-@click.option("--schema", "schema_name", help="Schema of the tasks (needed for --pilot-project).")
 @click.option("--pilot-project", is_flag=True, help="Import the pilot into its own project '<title> (pilot)'.")
 @click.option("--annotations-per-task", default=2, show_default=True, help="Overlap of the pilot project.")
 @click.option("--title", help="Base project title (default: the schema's).")
+@design_input_options
 @click.pass_context
 def design_pilot_cmd(
     ctx: click.Context,
     tasks_file: Path,
     size: int | None,
-    strata: str,
+    strata: str | None,
     seed: int,
     out: Path,
     only: bool,
-    schema_name: str | None,
     pilot_project: bool,
     annotations_per_task: int,
     title: str | None,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
 ) -> None:
-    """Seeded pilot subset, stratified (seed 001: 30 samples rated by both annotators)."""
-    from judgelab.sync.study_design import pilot_subset, set_overlap, suffixed_title, task_data
+    """Seeded pilot subset, stratified (seed 001: 30 samples rated by both annotators); any schema."""
+    from judgelab.sync.study_design import pilot_strata, pilot_subset, set_overlap, suffixed_title, task_data
 
-    if pilot_project and not schema_name:
-        raise SyncError("--pilot-project needs --schema")
-    schema = get_schema(schema_name) if schema_name else None
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
     if size is None:
-        size = int(((schema.meta.get("agreement_targets") or {}) if schema else {}).get("pilot_size", 30))
-    fields = [f.strip() for f in strata.split(",") if f.strip()]
-    tasks = pilot_subset(_read_design_tasks(tasks_file), size=size, strata=fields, seed=seed)
+        size = int((schema.meta.get("agreement_targets") or {}).get("pilot_size", 30))
+    requested = [f.strip() for f in strata.split(",") if f.strip()] if strata else None
+    fields = pilot_strata(schema, requested)
+    tasks = pilot_subset(tasks, size=size, strata=fields, seed=seed)
     pilot = [t for t in tasks if task_data(t).get("pilot")]
     _write_design_tasks(out, pilot if only else tasks)
-    click.echo(f"{out}: pilot of {len(pilot)} task(s) stratified by {' x '.join(fields) or 'nothing'}")
+    click.echo(
+        f"{out}: pilot of {len(pilot)} of {len(tasks)} {schema.name} task(s), "
+        f"stratified by {' x '.join(fields) or 'nothing (no strata fields in the schema)'}"
+    )
     if pilot_project:
-        assert schema is not None
         project_id = _import_design_project(ctx, schema, suffixed_title(title or schema.title, "pilot"), pilot)
         settings = set_overlap(connect(_connection(ctx)), project_id, annotations_per_task, 100)
         click.echo(f"project {project_id}: {settings.maximum_annotations} annotation(s) per task on 100% of tasks")
 
 
+@design_group.command("arms")
+@click.argument("tasks_file", type=click.Path(path_type=Path))
+@click.option("--strata", default="", help="Comma-separated fields to stratify by (e.g. model,split).")
+@click.option("--blind-share", default=0.5, show_default=True, help="Share of the tasks in the blind arm.")
+@click.option("--both", is_flag=True, help="Every task in both arms (copies <id>@suggested and <id>@blind).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--split-projects", is_flag=True, help="One project per arm: '<title> (suggested)', '<title> (blind)'.")
+@click.option("--title", help="Base project title (default: the schema's).")
+@design_input_options
+@click.pass_context
+def design_arms_cmd(
+    ctx: click.Context,
+    tasks_file: Path,
+    strata: str,
+    blind_share: float,
+    both: bool,
+    seed: int,
+    out: Path,
+    split_projects: bool,
+    title: str | None,
+    schema_name: str | None,
+    fmt: str,
+    maps: tuple[str, ...],
+) -> None:
+    """Anchoring study: tasks in a 'suggested' and a 'blind' arm (stratified, seeded).
+
+    Any schema. The arm is written into each task's data (arm: suggested|blind). Blind tasks
+    never get a model suggestion: 'judgelab preannotate' skips them and the backend answers them
+    without one, also when Label Studio asks on its own. The report compares the arms.
+    """
+    from judgelab.sync.study_design import assign_arms, split_by_arm, suffixed_title
+
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    fields = [f.strip() for f in strata.split(",") if f.strip()]
+    unknown = [f for f in fields if tasks and all(f not in t["data"] for t in tasks)]
+    if unknown:
+        raise SyncError(f"{tasks_file}: --strata {', '.join(unknown)}: no task has such a field")
+    tasks = assign_arms(tasks, strata=fields, blind_share=blind_share, seed=seed, both=both)
+    _write_design_tasks(out, tasks)
+    by_arm = split_by_arm(t for t in tasks if t["data"].get("arm"))
+    click.echo(
+        f"{out}: {schema.name} tasks, "
+        + ", ".join(f"{arm}: {len(ts)} task(s)" for arm, ts in by_arm.items())
+        + (f" (stratified by {' x '.join(fields)})" if fields else "")
+    )
+    if split_projects:
+        for arm, arm_tasks in by_arm.items():
+            _import_design_project(ctx, schema, suffixed_title(title or schema.title, arm), arm_tasks)
+
+
 @design_group.command("overlap")
-@click.option("--schema", "schema_name", required=True, help="Schema of the project.")
-@click.option("--title", help="Project title (default: the schema's).")
-@click.option("--project", "project_id", type=int, help="Project id (instead of schema/title).")
-@click.option("--pilot-project", is_flag=True, help="The '<title> (pilot)' project.")
+@project_options(multiple=False)
+@click.option("--pilot-project", is_flag=True, help="The '<title> (pilot)' project (with --title or --schema).")
 @click.option("--annotations-per-task", default=2, show_default=True)
 @click.option("--percent", default=100, show_default=True, help="Share of tasks that get the overlap.")
 @click.pass_context
 def design_overlap_cmd(
     ctx: click.Context,
-    schema_name: str,
-    title: str | None,
     project_id: int | None,
+    title: str | None,
+    schema_name: str | None,
     pilot_project: bool,
     annotations_per_task: int,
     percent: int,
@@ -236,20 +367,22 @@ def design_overlap_cmd(
     Label Studio applies the overlap to a percentage of a project's tasks, not to chosen
     ones: for a pilot rated by everyone, use its own project (--pilot-project).
     """
-    from judgelab.sync.projects import find_project
+    from judgelab.sync.project_ref import ProjectRef, require_project
     from judgelab.sync.study_design import set_overlap, suffixed_title
 
-    schema = get_schema(schema_name)
+    schema = _schema_of(schema_name)
+    if pilot_project:
+        if project_id is not None:
+            raise SyncError("--pilot-project names the project by its title: give --title or --schema, not --project")
+        base = title or (schema.title if schema else None)
+        if base is None:
+            raise SyncError("--pilot-project needs --title or --schema (the pilot's base title)")
+        title = suffixed_title(base, "pilot")
     client = connect(_connection(ctx))
-    if project_id is None:
-        wanted = suffixed_title(title or schema.title, "pilot") if pilot_project else title
-        project = find_project(client, schema, wanted)
-        if project is None:
-            raise SyncError(f"no project {wanted or schema.title!r} of schema {schema.name}")
-        project_id = project.id
-    settings = set_overlap(client, project_id, annotations_per_task, percent)
+    project = require_project(client, ProjectRef(project_id=project_id, title=title, schema=schema))
+    settings = set_overlap(client, project.id, annotations_per_task, percent)
     click.echo(
-        f"project {project_id}: {settings.maximum_annotations} annotation(s) per task "
+        f"{project.label()}: {settings.maximum_annotations} annotation(s) per task "
         f"on {settings.overlap_cohort_percentage}% of tasks"
     )
 

@@ -1,4 +1,8 @@
-"""Commands on a study's projects: schemas, create, import, connect, preannotate."""
+"""Commands on a study's projects: schemas, create, import, connect, preannotate.
+
+Projects are named the same way everywhere (:mod:`judgelab.sync.project_ref`): ``--project ID``,
+``--title TITLE``, ``--schema NAME``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,17 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import all_schemas, get_schema
-from judgelab.sync.cli.base import _connection, _schemas, main
+from judgelab.sync.cli.base import (
+    DEFAULT_BACKEND_URL,
+    Output,
+    _connection,
+    _schemas,
+    advance,
+    json_option,
+    main,
+    progress_bar,
+    project_options,
+)
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
@@ -31,37 +45,76 @@ class _FormatChoice(click.Choice):
 
 
 @main.command("schemas")
-def schemas_cmd() -> None:
+@json_option
+def schemas_cmd(as_json: bool) -> None:
     """List the study schemas in configs/."""
+    out = Output(as_json)
+    listed = []
     for schema in all_schemas().values():
-        click.echo(f"{schema.name:22} seed {schema.meta.get('seed', '?')}  {schema.language}  {schema.title}")
+        seed = schema.meta.get("seed", "?")
+        out.line(f"{schema.name:22} seed {seed}  {schema.language}  {schema.title}")
+        listed.append({"name": schema.name, "seed": seed, "language": schema.language, "title": schema.title})
+    out.result({"schemas": listed})
+
+
+def _sample_rows(schema):
+    return rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
 
 
 @main.command("create")
-@click.option("--schema", "names", multiple=True, help="Schema name (repeatable); default: all.")
+@project_options(multiple=True, schema_help="Schema (repeatable; default: all five, each its own project).")
 @click.option("--samples/--no-samples", default=False, help="Also import the schema's sample tasks.")
+@json_option
 @click.pass_context
-def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> None:
-    """Create a project per schema (idempotent)."""
-    from judgelab.sync.projects import ensure_project, import_rows
+def create_cmd(
+    ctx: click.Context,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    samples: bool,
+    as_json: bool,
+) -> None:
+    """Create the schemas' projects, or the projects named by --title (idempotent).
 
-    schemas = _schemas(names)  # an unknown name is reported before connecting
+    Without --title or --project, each schema gets its own project (its default title);
+    --title TITLE --schema NAME creates a project of that title; --project ID checks an
+    existing one (and imports the samples of its schema into it with --samples).
+    """
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
+    from judgelab.sync.projects import import_rows
+
+    schemas = _schemas(schema_names)  # an unknown name is reported before connecting
+    if (project_ids or titles) and len(schema_names) > 1:
+        raise SyncError("with --title or --project, give at most one --schema (the projects' schema)")
+    schema = get_schema(schema_names[0]) if schema_names else None
     client = connect(_connection(ctx))
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        line = f"{schema.name}: project {project.id} {'created' if project.created else 'exists'}"
+    if project_ids or titles:
+        found = [require_project(client, ProjectRef(project_id=i, schema=schema)) for i in project_ids]
+        found += [ensure_named_project(client, ProjectRef(title=t, schema=schema)) for t in titles]
+    else:
+        found = [ensure_named_project(client, ProjectRef(schema=s)) for s in schemas]
+    out, listed = Output(as_json), []
+    for project in found:
+        entry = project.as_json()
+        state = "created" if project.created else "exists"
+        line = f"{project.schema_name}: project {project.id} {project.title!r} {state}"
         if samples:
-            rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
-            report = import_rows(client, project.id, rows)
+            if project.schema is None:
+                raise SyncError(f"{project.label()}: its label config is none of the schemas, which have the samples")
+            report = import_rows(client, project.id, _sample_rows(project.schema))
             line += f", {report.imported} sample task(s) imported, {report.skipped_existing} already there"
-        click.echo(line)
+            entry["samples"] = {"imported": report.imported, "already": report.skipped_existing}
+        out.line(line)
+        listed.append(entry)
+    out.result({"projects": listed})
 
 
 @main.command("import")
-@click.option(
-    "--schema", "name", help="Schema of the tasks (required for --format generic; seed formats imply theirs)."
+@project_options(
+    multiple=False,
+    schema_help="Schema of the tasks (required for --format generic unless the project is named; "
+    "seed formats imply theirs).",
 )
-@click.option("--title", help="Project title (default: the schema's).")
 @click.option(
     "--format",
     "fmt",
@@ -85,41 +138,115 @@ def create_cmd(ctx: click.Context, names: tuple[str, ...], samples: bool) -> Non
     type=click.Path(path_type=Path),
     help="Earlier-round annotations (task,annotator,item,value rows or a Label Studio JSON export).",
 )
+@json_option
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.pass_context
 def import_cmd(
     ctx: click.Context,
-    name: str | None,
+    project_id: int | None,
     title: str | None,
+    schema_name: str | None,
     fmt: str,
     maps: tuple[str, ...],
     skip_bad: bool,
     with_annotations: bool,
     annotations_file: Path | None,
+    as_json: bool,
     files: tuple[Path, ...],
 ) -> None:
-    """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first)."""
-    from judgelab.sync.importers import parse_mapping, read_tasks
+    """Import tasks from JSON, JSONL, CSV or TSV files (each file checked whole first).
+
+    Into --project ID, or the project --title TITLE (created when absent), else the schema's own
+    project. Re-running imports nothing twice: tasks are known by their key, annotations by
+    their rater and result.
+    """
+    from judgelab.sync.importers import parse_mapping
     from judgelab.sync.importers.annotations import (
-        attach_annotations,
-        ensure_annotators,
-        post_annotations,
+        AnnotationOutcome,
+        add_missing_annotations,
+        annotations_for_existing_tasks,
+        ensure_users,
         read_annotations,
     )
-    from judgelab.sync.projects import ensure_project, existing_keys, import_rows
+    from judgelab.sync.importers.rows import annotator_emails
+    from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
+    from judgelab.sync.projects import import_rows, task_keys
 
     mapping = parse_mapping(maps)
-    schema = get_schema(name) if name else None
+    given = get_schema(schema_name) if schema_name else None
+    ref = ProjectRef(project_id=project_id, title=title, schema=given)
+    schema, client = given, None
+    if schema is None and ref.named and _generic(files, fmt, mapping):
+        # the schema of a generic file is the named project's: ask Label Studio first
+        client = connect(_connection(ctx))
+        schema = require_project(client, ref, needed_for="importing tasks").schema
+    # annotations are attached to rows held in memory; other files are read as a stream
+    checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations, annotations_file is None)
+    annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
+    client = client or connect(_connection(ctx))
+    existing = find_project(client, ProjectRef(project_id, title, given or schema), needed_for="importing tasks")
+    keys = task_keys(client, existing.id) if existing else {}
+    have = {key for key in keys.values() if key is not None}
+    annotated = annotations is not None or any(rows.annotators for _, rows in checked)
+    later: dict[str, list[dict]] = {}
+    where: dict[str, str] = {}
+    outcome = AnnotationOutcome()
+    if annotated:
+        all_rows = [row for _, rows in checked for row in rows]
+        # annotations naming no task are refused here, before a project or a task is created
+        later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+    project = existing or ensure_named_project(client, ref, schema)
+    if annotated:
+        ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
+    out = Output(as_json)
+    files_json = []
+    total = sum(len(rows) for _, rows in checked)
+    with progress_bar(total, f"import into project {project.id}") as bar:
+        for index, (path, rows) in enumerate(checked):
+            if annotated:
+                outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
+            report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
+            if report.imported and index < len(checked) - 1:  # a later file may repeat a key
+                have |= {row.key for row in rows}
+            out.line(
+                f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
+                f"{project.id} {project.title!r}"
+            )
+            files_json.append(
+                {
+                    "path": str(path),
+                    "tasks": len(rows),
+                    "skipped_bad": len(rows.skipped),
+                    "imported": report.imported,
+                    "already": report.skipped_existing,
+                }
+            )
+    if later:
+        outcome.merge(add_missing_annotations(client, project.id, later, where))
+    if annotated:
+        source = f"{annotations_file}: " if annotations_file else "annotations: "
+        skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
+        out.line(source + outcome.summary() + skipped)
+    out.result({"project": project.as_json(), "files": files_json, "annotations": outcome.as_json()})
+
+
+def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:
+    """Whether the files are read in the generic format (which needs a schema)."""
+    from judgelab.sync.importers import detect_format
+
+    if fmt != "auto":
+        return fmt == "generic"
+    return bool(mapping) or any(detect_format(path) == "generic" for path in files)
+
+
+def _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations, stream):
+    """Every file read and checked (before anything is imported); the schema they share."""
+    from judgelab.sync.importers import read_tasks
+
     checked = []
-    for path in files:  # every file is checked before anything is imported
+    for path in files:
         file_schema, rows = read_tasks(
-            path,
-            schema,
-            fmt,
-            mapping,
-            skip_bad=skip_bad,
-            with_annotations=with_annotations,
-            stream=annotations_file is None,  # annotations are attached to rows held in memory
+            path, schema, fmt, mapping, skip_bad=skip_bad, with_annotations=with_annotations, stream=stream
         )
         if schema is not None and file_schema.name != schema.name:
             raise SyncError(f"{path}: {file_schema.name} tasks, but the other files are {schema.name} tasks")
@@ -128,35 +255,25 @@ def import_cmd(
         if rows.skipped:
             click.echo(f"{path}: skipped {len(rows.skipped)} bad row(s), e.g. {rows.skipped[0]}", err=True)
     assert schema is not None
-    annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
-    client = connect(_connection(ctx))
-    project = ensure_project(client, schema, title)
-    later: list[str] = []
-    if annotations is not None:
-        have = existing_keys(client, project.id)
-        new_rows = [row for _, rows in checked for row in rows if row.key not in have]
-        unmatched = attach_annotations(new_rows, annotations)
-        missing = [ref for ref in unmatched if ref not in have and not ref.isdigit()]
-        if missing:
-            raise SyncError(
-                f"{annotations_file}: annotations for task(s) in neither the files nor project {project.id}: "
-                + ", ".join(missing[:10])
-            )
-        later = unmatched
-    ensure_annotators(client, set().union(*(rows.annotators for _, rows in checked)))
-    for path, rows in checked:
-        report = import_rows(client, project.id, rows)
-        annotated = sum(len(row.annotations or []) for row in rows)
-        click.echo(
-            f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
-            f"{project.id}" + (f"; {annotated} annotation(s) in the file" if annotated else "")
-        )
-    if annotations is not None:
-        posted = post_annotations(client, project.id, annotations, later)
-        click.echo(
-            f"{annotations_file}: {annotations.count} annotation(s), {posted} added to existing tasks"
-            + (f", {len(annotations.skipped)} bad row(s) skipped" if annotations.skipped else "")
-        )
+    return checked, schema
+
+
+def _auth(basic_auth: str | None) -> tuple[str, str] | None:
+    if not basic_auth:
+        return None
+    user, sep, password = basic_auth.partition(":")
+    if not sep:
+        raise SyncError("--basic-auth expects user:password")
+    return user, password
+
+
+_BACKEND_URL_HELP = (
+    "The ML backend's URL as judgelab reaches it (env JUDGELAB_BACKEND_URL; default " + DEFAULT_BACKEND_URL + ")."
+)
+_LS_BACKEND_URL_HELP = (
+    "The backend's URL as Label Studio reaches it, when that differs (Docker: http://judgelab-backend:9090); "
+    "default: --backend-url."
+)
 
 
 def _judge_options(command):
@@ -193,55 +310,93 @@ def _judge_options(command):
     return command
 
 
-def _show_judges(schema_name: str, link) -> None:
+def _show_judges(out: Output, project, link) -> None:
     if len(link.judges) > 1 or any(j.get("samples", 1) > 1 for j in link.judges):
         for judge in link.judges:
-            click.echo(
-                f"{schema_name}: judge {judge['model']} ({judge['samples']} sample(s)) -> {judge['model_version']}"
-            )
+            samples = f"{judge['samples']} sample(s)"
+            out.line(f"{project.schema_name}: judge {judge['model']} ({samples}) -> {judge['model_version']}")
+    if not link.judges_known:
+        out.note(
+            f"note: judgelab cannot reach the backend at {link.url} (only Label Studio does): judges other than the "
+            f"first and the LLM's usage are not shown; give --backend-url as judgelab reaches it"
+        )
+
+
+def _usage(url: str, project_id: int, auth, after: int = 0):
+    """The backend's LLM usage for the project since ``after``, or None (no usage kept, or unreachable)."""
+    from judgelab.sync.backend_link import BackendUnreachable, backend_usage
+
+    try:
+        return backend_usage(url, project_id, auth, after=after)
+    except BackendUnreachable:
+        return None
 
 
 @main.command("connect")
-@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", default="http://127.0.0.1:9090", show_default=True)
-@click.option("--schema", "names", multiple=True)
+@project_options(multiple=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
+@click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
 @_judge_options
+@json_option
 @click.pass_context
 def connect_cmd(
     ctx: click.Context,
-    backend_url: str,
-    names: tuple[str, ...],
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    backend_url: str | None,
+    ls_backend_url: str | None,
     basic_auth: str | None,
     models: tuple[str, ...],
     samples: int | None,
     price_in: tuple[str, ...],
     price_out: tuple[str, ...],
+    as_json: bool,
 ) -> None:
-    """Connect the ML backend to the schemas' projects (with --model/--samples/--price-*: their judges)."""
+    """Connect the ML backend to projects (with --model/--samples/--price-*: their judges).
+
+    Default: the schemas' own projects that exist (--schema NAME: that schema's own project). Label Studio checks
+    the backend and asks it for its model version itself: judgelab does not need to reach the
+    URL Label Studio is given.
+    """
     from judgelab.sync.backend_link import connect_backend, judge_params
-    from judgelab.sync.projects import ensure_project
+    from judgelab.sync.project_ref import resolve_projects
 
     params = judge_params(models, samples, price_in, price_out)
-    schemas = _schemas(names)
+    schemas = [get_schema(n) for n in schema_names]
+    auth = _auth(basic_auth)
     client = connect(_connection(ctx))
-    auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        link = connect_backend(client, project.id, backend_url, auth=auth, extra_params=params)  # type: ignore[arg-type]
-        click.echo(f"{schema.name}: project {project.id} -> {backend_url} ({link.model_version})")
-        _show_judges(schema.name, link)
+    ls_url = ls_backend_url or backend_url or DEFAULT_BACKEND_URL
+    out, listed = Output(as_json), []
+    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
+        link = connect_backend(
+            client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=backend_url or ls_url
+        )
+        out.line(f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})")
+        _show_judges(out, project, link)
+        listed.append(
+            {
+                **project.as_json(),
+                "backend_url": ls_url,
+                "model_version": link.model_version,
+                "model_versions": link.model_versions,
+            }
+        )
+    out.result({"projects": listed})
 
 
 @main.command("preannotate")
-@click.option("--schema", "names", multiple=True)
-@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", default="http://127.0.0.1:9090", show_default=True)
+@project_options(multiple=True)
+@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
+@click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
 @click.option(
     "--push",
     is_flag=True,
-    help="Big projects: call the backend in chunks and import the predictions "
-    "through the SDK (resumable) instead of Label Studio's one-request 'Retrieve predictions'.",
+    help="Call the backend from judgelab in chunks and import the predictions (resumable); "
+    "the default does so by itself for projects too big for one 'Retrieve predictions'.",
 )
-@click.option("--chunk-size", default=50, show_default=True, help="Tasks per backend request with --push.")
+@click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks.")
 @click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
 @_judge_options
 @click.option(
@@ -250,11 +405,15 @@ def connect_cmd(
     help="With --push: stop before the run would cost more than this (at --price-in/--price-out); "
     "the tasks left are for a later run.",
 )
+@json_option
 @click.pass_context
 def preannotate_cmd(
     ctx: click.Context,
-    names: tuple[str, ...],
-    backend_url: str,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    backend_url: str | None,
+    ls_backend_url: str | None,
     push: bool,
     chunk_size: int,
     basic_auth: str | None,
@@ -263,22 +422,20 @@ def preannotate_cmd(
     price_in: tuple[str, ...],
     price_out: tuple[str, ...],
     budget: float | None,
+    as_json: bool,
 ) -> None:
-    """Pre-annotate every task that has no prediction of the backend's current model version(s).
+    """Pre-annotate every task without a prediction of the backend's current model version(s).
 
+    Projects as for connect. A project already connected keeps the URL Label Studio has for its
+    backend unless --ls-backend-url is given; one that is not is connected as 'connect' would.
+    Up to 200 tasks go in one Label Studio "Retrieve predictions"; more are sent in chunks with
+    a progress bar (--push, or Label Studio in chunks when judgelab cannot reach the backend).
     Prints the tokens the LLM used in this run and, with prices, what they cost.
     """
-    from tqdm import tqdm
-
-    from judgelab.sync.backend_link import (
-        backend_usage,
-        connect_backend,
-        judge_params,
-        prediction_counts_by_version,
-        retrieve_predictions,
-    )
-    from judgelab.sync.bulk_predict import Budget, push_predictions, tasks_missing_version
-    from judgelab.sync.projects import ensure_project
+    from judgelab.sync.backend_link import connect_backend, judge_params, linked_backend
+    from judgelab.sync.bulk_predict import Budget
+    from judgelab.sync.preannotate import preannotate_project
+    from judgelab.sync.project_ref import resolve_projects
 
     if budget is not None and not push:
         raise SyncError(
@@ -287,55 +444,73 @@ def preannotate_cmd(
     if budget is not None and budget <= 0:
         raise SyncError("--budget must be more than 0")
     params = judge_params(models, samples, price_in, price_out)
-    schemas = _schemas(names)
+    schemas = [get_schema(n) for n in schema_names]
+    auth = _auth(basic_auth)
     client = connect(_connection(ctx))
-    auth = tuple(basic_auth.split(":", 1)) if basic_auth else None
-    for schema in schemas:
-        project = ensure_project(client, schema)
-        link = connect_backend(client, project.id, backend_url, auth=auth, extra_params=params)  # type: ignore[arg-type]
-        _show_judges(schema.name, link)
+    out, listed = Output(as_json), []
+    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
+        current = linked_backend(client, project.id)
+        # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
+        ls_url = ls_backend_url or (current.url if current else None) or backend_url or DEFAULT_BACKEND_URL
+        judgelab_url = backend_url or ls_url
+        link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=judgelab_url)
+        _show_judges(out, project, link)
         stored = link.extra_params or {}
         if budget is not None and ("price_in" not in stored or "price_out" not in stored):
             raise SyncError("--budget needs --price-in and --price-out (per million tokens)")
-        before = backend_usage(backend_url, project.id, auth)  # type: ignore[arg-type]
+        before = _usage(judgelab_url, project.id, auth)
 
-        def spent(project_id=project.id, since=before.last_id if before else 0):
-            return backend_usage(backend_url, project_id, auth, after=since)  # type: ignore[arg-type]
+        def spent(project_id=project.id, since=before.last_id if before else 0, url=judgelab_url):
+            return _usage(url, project_id, auth, after=since)
 
-        if not push:
-            retrieve_predictions(client, project.id)
-            total, counts = prediction_counts_by_version(client, project.id, link.model_versions)
-            for version, done in counts.items():
-                click.echo(f"{schema.name}: {done}/{total} tasks have a prediction of {version}")
-            if len(counts) > 1 and len(set(counts.values())) > 1:
-                click.echo(f"{schema.name}: some judges lack tasks; 'preannotate --push' completes them")
-        else:
-            missing, total = tasks_missing_version(client, project.id, link.model_versions)
-            with tqdm(total=len(missing), desc=schema.name, unit="task") as bar:
-                report = push_predictions(
-                    client,
-                    project.id,
-                    backend_url,
-                    link.model_versions,
-                    chunk_size=chunk_size,
-                    auth=auth,  # type: ignore[arg-type]
-                    progress=bar.update,
-                    extra_params=link.extra_params,
-                    budget=Budget(budget, spent) if budget is not None else None,
-                )
-            versions = ", ".join(report.model_versions)
-            click.echo(
-                f"{schema.name}: {report.tasks - report.unfinished}/{report.tasks} tasks have a prediction of "
-                f"{versions} ({report.pushed} new, {report.unfinished} unfinished"
-                + (f", failures {report.failures}" if report.failures else "")
-                + ")"
+        with progress_bar(None, f"project {project.id}") as bar:
+            report = preannotate_project(
+                client,
+                project.id,
+                link.model_versions,
+                method="push" if push else "auto",
+                backend_url=judgelab_url,
+                chunk_size=chunk_size,
+                auth=auth,
+                extra_params=link.extra_params,
+                budget=Budget(budget, spent) if budget is not None else None,
+                on_plan=lambda n, bar=bar: bar.reset(total=n),
+                progress=advance(bar),
             )
-            if report.budget_stopped:
-                click.echo(
-                    f"{schema.name}: stopped before passing the budget of {budget:g}; "
-                    f"{report.unfinished} task(s) left for a later run"
-                )
-        if before is not None:
-            usage = spent()
-            if usage is not None:
-                click.echo(f"{schema.name}: LLM usage of this run: {usage.describe()}")
+        _say_preannotated(out, project, report, budget)
+        entry = {**project.as_json(), **report.as_json()}
+        if before is not None and (usage := spent()) is not None:
+            out.line(f"{project.schema_name}: LLM usage of this run: {usage.describe()}")
+            entry["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+            entry["usage"] |= {"requests": usage.requests, "cached": usage.cached, "cost": usage.cost}
+        listed.append(entry)
+    out.result({"projects": listed})
+
+
+HOW = {
+    "retrieve": "via Label Studio's 'Retrieve predictions'",
+    "push": "pushed by judgelab in chunks",
+    "chunks": "via 'Retrieve predictions' in chunks",
+}
+
+
+def _say_preannotated(out: Output, project, report, budget: float | None) -> None:
+    name = f"{project.schema_name}: project {project.id} {project.title!r}"
+    failures = f", failures {report.failures}" if report.failures else ""
+    how = HOW[report.method]
+    if report.method == "push" or len(report.model_versions) == 1:
+        out.line(
+            f"{name}: {report.predicted}/{report.tasks} tasks have a prediction of {', '.join(report.model_versions)} "
+            f"({report.added} new, {report.unfinished} unfinished{failures}) {how}"
+        )
+    else:  # Label Studio's own action: one line per judge
+        for version, done in report.per_version.items():
+            out.line(f"{name}: {done}/{report.tasks} tasks have a prediction of {version} {how}")
+        if len(set(report.per_version.values())) > 1:
+            out.line(f"{name}: some judges lack tasks; 'preannotate --push' completes them")
+    if report.blind:
+        out.line(f"{name}: {report.blind} blind-arm task(s) left without one by design")
+    if report.budget_stopped:
+        out.line(
+            f"{name}: stopped before passing the budget of {budget:g}; {report.unfinished} task(s) left for a later run"
+        )

@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import all_schemas
-from judgelab.sync.cli.base import _connection, _fail, main
+from judgelab.sync.cli.base import Output, _connection, _fail, json_option, main, progress_bar, project_options
 
 
 @main.command("sync")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("judgelab-data"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
-@click.option("--project", "project_ids", type=int, multiple=True, help="Project id (default: all judgelab projects).")
+@project_options(multiple=True)
 @click.option("--full", is_flag=True, help="Pull every task again instead of only what changed since the last sync.")
 @click.option(
     "--batch-size",
@@ -24,48 +24,104 @@ from judgelab.sync.cli.base import _connection, _fail, main
     show_default=True,
     help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900).",
 )
+@json_option
 @click.pass_context
 def sync_cmd(
-    ctx: click.Context, out: Path, fmt: str, project_ids: tuple[int, ...], full: bool, batch_size: int
+    ctx: click.Context,
+    out: Path,
+    fmt: str,
+    project_ids: tuple[int, ...],
+    titles: tuple[str, ...],
+    schema_names: tuple[str, ...],
+    full: bool,
+    batch_size: int,
+    as_json: bool,
 ) -> None:
     """Export annotations and predictions into tidy tables.
 
-    Incremental when the --out folder holds the state of an earlier sync (only changed tasks
-    are exported; deleted tasks and annotations are removed); --full pulls everything again.
-    The SQLite file always holds the tables and the state; --format parquet also writes Parquet.
+    Every judgelab project by default, or the projects named by --project/--title/--schema.
+    Incremental when the --out folder holds the state of an earlier sync (only changed tasks are
+    exported; deleted tasks and annotations are removed); --full pulls everything again. The
+    SQLite file always holds the tables and the state; --format parquet also writes Parquet.
     """
+    from judgelab.configs.schema import get_schema
     from judgelab.sync.incremental import sync_tables
     from judgelab.sync.ls_api import connect_api
+    from judgelab.sync.project_ref import resolve_projects
 
+    schemas = [get_schema(n) for n in schema_names]
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
+    selected = None
+    if project_ids or titles or schemas:
+        # an id Label Studio no longer has goes to the sync as it is: its rows leave the tables
+        # (or, never synced, it is an error there)
+        there = {int(p["id"]) for p in client.projects()}
+        live, gone = [i for i in project_ids if i in there], [i for i in project_ids if i not in there]
+        named = live or titles or not gone
+        found = resolve_projects(client, live, titles, schemas, default="schemas") if named else []
+        selected = [p.id for p in found] + gone
+    verbose = logging.getLogger().isEnabledFor(logging.INFO)
+    bars: dict[int, object] = {}
 
     def progress(report) -> None:
-        click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+        if verbose:
+            click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+        bar = bars.get(report.project)
+        if bar is None:
+            bar = bars[report.project] = progress_bar(report.tasks_planned or None, f"sync project {report.project}")
+        bar.update(report.tasks_exported - bar.n)
 
-    report = sync_tables(
-        client,
-        out,
-        list(project_ids) or None,
-        full=full,
-        batch_size=max(1, batch_size),
-        write_parquet=fmt == "parquet",
-        on_batch=progress if logging.getLogger().isEnabledFor(logging.INFO) else None,
-        on_wait=lambda message: click.echo(message, err=True),
-    )
+    try:
+        report = sync_tables(
+            client,
+            out,
+            selected,
+            full=full,
+            batch_size=max(1, batch_size),
+            write_parquet=fmt == "parquet",
+            on_batch=progress,
+            on_wait=lambda message: click.echo(message, err=True),
+        )
+    finally:
+        for bar in bars.values():
+            bar.close()
+    output = Output(as_json)
     for project in report.removed_projects:
-        click.echo(f"project {project} no longer exists in Label Studio: its rows were removed from the tables")
+        output.line(f"project {project} no longer exists in Label Studio: its rows were removed from the tables")
     counts = report.counts
-    click.echo(
+    written = [str(p) for p in report.paths] if report.tables_written else []
+    output.line(
         f"{'full' if report.full else 'incremental'} sync: {report.tasks_exported} tasks exported, "
         f"{report.tasks_deleted} deleted{_modes(report)}; {counts.get('tasks', 0)} tasks, "
         f"{counts.get('judgments', 0)} judgments, "
-        f"{counts.get('spans', 0)} spans -> "
-        + (", ".join(map(str, report.paths)) if report.tables_written else f"{out} (unchanged)")
+        f"{counts.get('spans', 0)} spans -> " + (", ".join(written) if written else f"{out} (unchanged)")
     )
-    _sync_usage(client, out, report, fmt)
+    usage = _sync_usage(client, out, report, fmt, output)
+    output.result(
+        {
+            "mode": "full" if report.full else "incremental",
+            "tasks_exported": report.tasks_exported,
+            "tasks_deleted": report.tasks_deleted,
+            "counts": {name: counts.get(name, 0) for name in ("tasks", "judgments", "spans", "predictions")},
+            "written": written,
+            "out": str(out),
+            "projects": [
+                {
+                    "id": p.project,
+                    "schema": p.schema,
+                    "how": p.mode,
+                    "tasks_exported": p.tasks_exported,
+                    "tasks_deleted": p.tasks_deleted,
+                }
+                for p in report.projects
+            ],
+            "removed_projects": list(report.removed_projects),
+            "usage": usage,
+        }
+    )
 
 
-def _sync_usage(client, out: Path, report, fmt: str) -> None:
+def _sync_usage(client, out: Path, report, fmt: str, output: Output) -> dict:
     """The LLM's token usage per task and model version, from the projects' ML backends."""
     from judgelab.sync.usage import sync_usage
 
@@ -73,7 +129,8 @@ def _sync_usage(client, out: Path, report, fmt: str) -> None:
     for warning in usage.warnings:
         click.secho(f"warning: {warning}", err=True)
     if usage.backends:
-        click.echo(f"LLM usage: {usage.rows} rows (per task and model version) from {', '.join(usage.backends)}")
+        output.line(f"LLM usage: {usage.rows} rows (per task and model version) from {', '.join(usage.backends)}")
+    return {"rows": usage.rows, "backends": list(usage.backends)}
 
 
 _MODE_TEXT = {
@@ -186,10 +243,16 @@ def report_cmd(
         by=None if by is None else split_by(by),
         where=None if where is None else ("" if where.strip().lower() == "none" else where),
     )
-    try:
-        index = build_reports(combined, schemas, out, per=per, options=options)
-    except ValueError as exc:  # FacetError included: it names the unknown field or the bad expression
-        _fail(str(exc))
+    with progress_bar(None, "reports", unit="report") as bar:
+
+        def advanced(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        try:
+            index = build_reports(combined, schemas, out, per=per, options=options, on_report=advanced)
+        except ValueError as exc:  # FacetError included: it names the unknown field or the bad expression
+            _fail(str(exc))
     for entry in index.reports:
         click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
     click.echo(f"index: {index.index}")
@@ -207,7 +270,8 @@ LOAD_OPTIONS = {"predictions": "storysumm", "combined": "evaluation_interface", 
 @click.option("--predictions", type=click.Path(path_type=Path), help="storysumm: folder (or file) of judges' outputs.")
 @click.option("--combined", type=click.Path(path_type=Path), help="evaluation_interface: combined.json (gold labels).")
 @click.option("--config", type=click.Path(path_type=Path), help="span_annotation: the .config.yaml (default: beside).")
-@click.option("--project", help="Project name (default: from the file name).")
+@click.option("--project-name", "project", help="The project's name in the tables (default: from the file name).")
+@click.option("--project", "old_project", hidden=True, help="Deprecated: --project-name.")
 @click.option("--schema", "schema_name", help="span_annotation: schema of the tasks (default hotel_spans).")
 @click.option(
     "--nan-ratings",
@@ -223,6 +287,7 @@ def load_cmd(
     combined: Path | None,
     config: Path | None,
     project: str | None,
+    old_project: str | None,
     schema_name: str | None,
     nan_ratings: str | None,
 ) -> None:
@@ -243,6 +308,13 @@ def load_cmd(
     from judgelab.sync.export import write_tables
     from judgelab.sync.tidy import TidyTables
 
+    if old_project is not None:
+        click.secho(
+            "warning: load --project is deprecated, use --project-name (elsewhere --project is a Label Studio "
+            "project id)",
+            err=True,
+        )
+        project = project or old_project
     given = {"predictions": predictions, "combined": combined, "config": config}
     for option, value in given.items():
         if value is not None and LOAD_OPTIONS[option] != kind:
@@ -309,11 +381,11 @@ def _load(
         if not path.is_dir():
             return loaders.load_basse(path, nan=nan_ratings, **named)
         if project:
-            _fail("--project needs a single BASSE file (a folder gives one project per language)")
+            _fail("--project-name needs a single BASSE file (a folder gives one project per language)")
         return loaders.load_basse_folder(path, nan=nan_ratings)
     schema = {"schema": schema_name} if schema_name else {}
     if path.is_dir():
         if project or config:
-            _fail("--project and --config need a single .jsonl file (a folder gives one project per file)")
+            _fail("--project-name and --config need a single .jsonl file (a folder gives one project per file)")
         return loaders.load_span_annotation_dir(path, **schema)
     return loaders.load_span_annotation(path, config=config, **named, **schema)

@@ -22,6 +22,7 @@ ones (no password: they cannot log in until one is set) so that ``completed_by``
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,45 +223,179 @@ def attach_annotations(rows: list[TaskRow], annotations: AnnotationSet) -> list[
     return unmatched
 
 
-def post_annotations(client: Any, project_id: int, annotations: AnnotationSet, refs: Iterable[str]) -> int:
-    """Create the annotations of ``refs`` on tasks already in the project (matched by key or id).
+def annotations_for_existing_tasks(
+    rows: list[TaskRow], annotations: AnnotationSet | None, task_keys: Mapping[int, str | None], project_id: int
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Split the annotations of an import: those of tasks new to the project go with their rows
+    (attached here), the others are returned (``reference -> annotations``, and where each came
+    from) for :func:`add_missing_annotations`. ``task_keys``: the project's ``task id -> key``.
+    One naming a task in neither the files nor the project raises :class:`SyncError` now,
+    before anything is imported."""
+    have = {key for key in task_keys.values() if key is not None}
+    refs = task_refs(task_keys)
+    later: dict[str, list[dict[str, Any]]] = {}
+    where: dict[str, str] = {}
+    if annotations is not None:
+        unmatched = attach_annotations([row for row in rows if row.key not in have], annotations)
+        missing = [ref for ref in unmatched if ref not in refs]
+        if missing:
+            raise SyncError(
+                "annotations for task(s) in neither the imported files nor "
+                + (f"project {project_id}: " if project_id else "the project: ")
+                + ", ".join(f"{ref} ({annotations.where.get(ref, '?')})" for ref in missing[:10])
+            )
+        later.update({ref: annotations.by_task[ref] for ref in unmatched})
+        where.update({ref: annotations.where.get(ref, "?") for ref in unmatched})
+    for row in rows:
+        if row.key in have and row.annotations:
+            later.setdefault(row.key, []).extend(row.annotations)
+            where.setdefault(row.key, row.where)
+    return later, where
 
-    Returns how many were created; a reference matching no task raises :class:`SyncError`
-    before anything is created.
+
+def task_refs(task_keys: Mapping[int, str | None]) -> dict[str, int]:
+    """``reference -> task id``: a task's judgelab key and its Label Studio id both name it."""
+    refs = {str(task_id): task_id for task_id in task_keys}
+    refs.update({key: task_id for task_id, key in task_keys.items() if key is not None})
+    return refs
+
+
+def result_signature(result: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """An annotation's result without region ids and origins, order-free: two annotations with the
+    same signature say the same thing."""
+    parts = []
+    for region in result or []:
+        if not isinstance(region, Mapping):
+            continue
+        parts.append(
+            json.dumps(
+                [region.get("from_name"), region.get("to_name"), region.get("type"), region.get("value")],
+                sort_keys=True,
+                ensure_ascii=False,
+                default=str,
+            )
+        )
+    return tuple(sorted(parts))
+
+
+@dataclass
+class AnnotationOutcome:
+    """What an import did with the annotations it was given."""
+
+    added: int = 0  # created now (with new tasks, or on tasks already in the project)
+    already: int = 0  # the same rater's same annotation was already on the task
+    differ: int = 0  # the rater already has another annotation on the task: Label Studio's is kept
+    users_created: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)  # where the differing ones are
+
+    def merge(self, other: AnnotationOutcome) -> None:
+        self.added += other.added
+        self.already += other.already
+        self.differ += other.differ
+        self.users_created += other.users_created
+        self.examples += other.examples
+
+    def summary(self) -> str:
+        text = f"{self.added} annotation(s) added, {self.already} already there"
+        if self.differ:
+            text += (
+                f", {self.differ} not added because their rater already has a different annotation on the task "
+                f"(Label Studio's is kept; e.g. {self.examples[0]})"
+            )
+        if self.users_created:
+            text += f"; {len(self.users_created)} rater account(s) created"
+        return text
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "already": self.already,
+            "differ": self.differ,
+            "users_created": list(self.users_created),
+        }
+
+
+def _users(client: Any) -> dict[str, int]:
+    return {str(getattr(u, "email", "") or ""): int(u.id) for u in client.users.list()}
+
+
+def ensure_users(client: Any, emails: Iterable[str], outcome: AnnotationOutcome) -> dict[str, int]:
+    """:func:`ensure_annotators`, recording the accounts it had to create in ``outcome``."""
+    wanted = sorted(set(emails))
+    if not wanted:
+        return {}
+    known = _users(client)
+    outcome.users_created += [email for email in wanted if email not in known]
+    return ensure_annotators(client, wanted)
+
+
+def _existing_annotations(client: Any, project_id: int, task_ids: list[int]) -> dict[int, dict[int, set]]:
+    """``task id -> {user id -> result signatures}`` of the tasks' annotations (quick export, by ids)."""
+    from judgelab.sync.sync_reads import MAX_EXPORT_IDS, export_tasks
+
+    out: dict[int, dict[int, set]] = {}
+    for start in range(0, len(task_ids), MAX_EXPORT_IDS):
+        for task in export_tasks(client, project_id, task_ids[start : start + MAX_EXPORT_IDS]):
+            per_user = out.setdefault(int(task["id"]), {})
+            for annotation in task.get("annotations") or []:
+                who = annotation.get("completed_by")
+                user = who.get("id") if isinstance(who, Mapping) else who
+                if user is not None:
+                    per_user.setdefault(int(user), set()).add(result_signature(annotation.get("result") or []))
+    return out
+
+
+def add_missing_annotations(
+    client: Any, project_id: int, annotations: Mapping[str, list[dict[str, Any]]], where: Mapping[str, str]
+) -> AnnotationOutcome:
+    """Create, on tasks already in the project, the annotations their raters do not have there yet.
+
+    ``annotations`` maps a task reference (judgelab key, or Label Studio id) to annotations in
+    import form (``completed_by`` an ``{"email"}`` or a user id). An annotation whose rater
+    already has one with the same result on the task is "already there"; one whose rater has a
+    different one is not added (nothing stored is replaced). A reference matching no task
+    raises :class:`SyncError` before anything is created; rater accounts are created only for
+    annotations that are added.
     """
-    refs = list(refs)
+    outcome = AnnotationOutcome()
+    refs = [ref for ref, items in annotations.items() if items]
     if not refs:
-        return 0
-    tasks = {}
-    for task in client.tasks.list(project=project_id, fields="all"):
-        meta = getattr(task, "meta", None) or {}
-        tasks[str(task.id)] = task.id
-        if isinstance(meta, dict) and meta.get(KEY_FIELD):
-            tasks[str(meta[KEY_FIELD])] = task.id
+        return outcome
+    from judgelab.sync.projects import task_keys
+
+    tasks = task_refs(task_keys(client, project_id))
     missing = [ref for ref in refs if ref not in tasks]
     if missing:
         raise SyncError(
             f"annotations for task(s) not in project {project_id} nor in the imported files: "
-            + ", ".join(f"{ref} ({annotations.where.get(ref, '?')})" for ref in missing[:10])
+            + ", ".join(f"{ref} ({where.get(ref, '?')})" for ref in missing[:10])
         )
-    emails = {
-        a["completed_by"]["email"]
-        for ref in refs
-        for a in annotations.by_task[ref]
-        if isinstance(a["completed_by"], dict)
-    }
-    ids = ensure_annotators(client, emails)
-    created = 0
+    existing = _existing_annotations(client, project_id, sorted({tasks[ref] for ref in refs}))
+    known = _users(client)
+    pending: list[tuple[int, dict[str, Any]]] = []
     for ref in refs:
-        for annotation in annotations.by_task[ref]:
+        task_id = tasks[ref]
+        for annotation in annotations[ref]:
             who = annotation["completed_by"]
-            user = ids[who["email"]] if isinstance(who, dict) else who
-            client.annotations.create(
-                id=tasks[ref],
-                result=annotation["result"],
-                completed_by=user,
-                was_cancelled=annotation.get("was_cancelled", False),
-                ground_truth=annotation.get("ground_truth", False),
-            )
-            created += 1
-    return created
+            user = known.get(who["email"]) if isinstance(who, Mapping) else int(who)
+            have = existing.get(task_id, {}).get(user, set()) if user is not None else set()
+            if result_signature(annotation["result"]) in have:
+                outcome.already += 1
+            elif have:
+                outcome.differ += 1
+                outcome.examples.append(f"task {ref} ({where.get(ref, '?')}), rater {who}")
+            else:
+                pending.append((task_id, annotation))
+    emails = [a["completed_by"]["email"] for _, a in pending if isinstance(a["completed_by"], Mapping)]
+    ids = ensure_users(client, emails, outcome)
+    for task_id, annotation in pending:
+        who = annotation["completed_by"]
+        client.annotations.create(
+            id=task_id,
+            result=annotation["result"],
+            completed_by=ids[who["email"]] if isinstance(who, Mapping) else who,
+            was_cancelled=annotation.get("was_cancelled", False),
+            ground_truth=annotation.get("ground_truth", False),
+        )
+        outcome.added += 1
+    return outcome

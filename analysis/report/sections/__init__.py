@@ -20,6 +20,7 @@ from collections.abc import Callable
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
+from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.cost import cost_section
 from judgelab.analysis.report.sections.directed import directed_span_section
@@ -33,8 +34,10 @@ from judgelab.analysis.report.sections.general import (
     source_counts_section,
     span_section,
 )
+from judgelab.analysis.report.sections.judges import judges_section
 from judgelab.analysis.report.sections.models import model_agreement_section
 from judgelab.analysis.report.sections.spans import span_agreement_section
+from judgelab.analysis.report.sections.suggestions import suggestions_section
 
 SectionBuilder = Callable[[ProjectData], "Section | list[Section] | None"]
 
@@ -60,7 +63,12 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     clustering_section,
     source_counts_section,
     model_agreement_section,
+    suggestions_section,
+    arms_section,
+    judges_section,
     cost_section,
 ]
+# the review loop's sections (issue 11): what reviewers did with suggestions, anchoring, judge calibration
+REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, arms_section, judges_section]
 
-__all__ = ["SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
+__all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]

@@ -1,0 +1,501 @@
+"""Judge calibration: can a model (a judge) replace one of the human annotators?
+
+Every model source (``model:<version>``) in the tables is a judge. Its answers are compared with
+the human annotators' on the same units, per *group* of units:
+
+- a rated item (``impression``, ``SP``...), one unit per task; line verdicts (``line_<i>``) are
+  pooled into one group ``line_*``, one unit per (task, line), compared as inconsistent against
+  the rest (StorySumm's question);
+- for span schemas, whether a rater marked any span on a task (``spans: any``) and whether they
+  marked a span of each label (``spans: <label>``): the decisions spans make, as yes/no units.
+
+For each judge and group (:func:`calibrate_group`):
+
+- Krippendorff's alpha (nominal for choices and yes/no units, ordinal for rating scales) of the
+  judge with each annotator and with the human majority (strict majority of choices, median of
+  ratings), and the human ceiling: the alpha of every pair of annotators on the units the judge
+  answered. All pairs share one unit bootstrap (:mod:`analysis.pair_alpha`), so the mean
+  judge-human and mean human-human alphas get seeded percentile intervals from the same draws,
+  and so does their difference;
+- the Alternative Annotator Test (:mod:`analysis.alt_test`) at several epsilons;
+- with several judges: the majority of the judges as one more judge, and the alpha between judges;
+- the units where the judge and the human majority disagree most.
+
+Humans who started from a judge's own suggestion (their annotation's ``parent_prediction`` is one
+of the judge's predictions) are not independent of it. When enough units remain without them
+(``MIN_INDEPENDENT_UNITS``), the judge is compared with the independent answers only; otherwise
+with all, and ``anchored_share`` says how many of the human answers had seen its suggestion.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from judgelab.analysis.alt_test import AltTestResult, alt_tests
+from judgelab.analysis.krippendorff import value_codes
+from judgelab.analysis.pair_alpha import interval, mean_of_pairs, pair_alphas
+from judgelab.analysis.qc.story_consistency import INCONSISTENT
+from judgelab.analysis.review import joined_values, prediction_sources
+from judgelab.analysis.tables import (
+    FLAG_CHECKED,
+    FLAG_UNCHECKED,
+    HUMAN_SOURCE,
+    MODEL_SOURCE_PREFIX,
+    cancelled_mask,
+    latest_annotations,
+    normalised_values,
+)
+from judgelab.configs.items import item_kind
+from judgelab.configs.tables import PREDICTION_PREFIX
+
+LINE_GROUP = "line_*"
+GOLD = "gold"
+REST = "rest"
+MARKED, NOT_MARKED = "marked", "none"
+SPANS_ANY = "spans: any"
+JUDGE_MAJORITY = "majority of judges"
+EPSILONS = (0.1, 0.15, 0.2)
+MIN_INDEPENDENT_UNITS = 30
+MAX_DISAGREEMENTS = 10
+_LINE = r"^line_\d+$"
+
+
+@dataclass(frozen=True)
+class GroupAnswers:
+    """One group's answers: ``values`` is units (``task_id``, ``item``) x raters, NaN where a rater
+    gave none; ``anchored`` (units x humans) names the model source whose suggestion the human's
+    annotation started from (None when it did not)."""
+
+    group: str
+    kind: str  # "nominal" or "ordinal"
+    values: pd.DataFrame
+    humans: list[str]
+    judges: list[str]
+    anchored: pd.DataFrame
+
+
+@dataclass
+class JudgeCalibration:
+    group: str
+    kind: str
+    judge: str
+    pairs: pd.DataFrame  # one row per compared pair
+    summary: dict[str, Any]
+    alt_tests: dict[float, AltTestResult] = field(default_factory=dict)
+    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+# -- answers per group ------------------------------------------------------------------------
+
+
+def _rater(frame: pd.DataFrame, gold: bool = False) -> pd.Series:
+    """A human's name, a model's source; with ``gold``, ``gold`` for reference rows (source
+    ``gold``, or a Label Studio annotation marked as ground truth)."""
+    source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
+    rater = frame["annotator"].astype(str).where(source == HUMAN_SOURCE, source)
+    if gold and "ground_truth" in frame.columns:
+        truth = frame["ground_truth"].fillna(False).astype(bool) & (source == HUMAN_SOURCE)
+        rater = rater.where(~truth, GOLD)
+    return rater
+
+
+def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
+    """Rows of humans and models (and with ``gold`` the reference rows), not cancelled, of each
+    rater's latest annotation of a task."""
+    if frame.empty:
+        return frame.assign(rater=pd.Series(dtype=str))
+    source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
+    wanted = (source == HUMAN_SOURCE) | source.str.startswith(MODEL_SOURCE_PREFIX) | (gold & (source == GOLD))
+    frame = frame[wanted & ~cancelled_mask(frame)]
+    frame = frame.assign(rater=_rater(frame, gold))
+    columns = [c for c in ("task_id", "rater", "annotation_id", "created_at", "updated_at") if c in frame.columns]
+    annotations = frame[columns].drop_duplicates("annotation_id").rename(columns={"rater": "annotator"})
+    latest = latest_annotations(annotations)
+    if len(latest) == len(annotations):  # nobody annotated a task twice
+        return frame
+    return frame[frame["annotation_id"].isin(latest["annotation_id"])]
+
+
+def _anchors(rows: pd.DataFrame, sources: Mapping[str, str]) -> pd.DataFrame:
+    """``task_id, rater, anchored_to`` for human annotations that started from a prediction."""
+    if "parent_prediction" not in rows.columns or rows.empty:
+        return pd.DataFrame(columns=["task_id", "rater", "anchored_to"])
+    humans = rows[rows["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE]
+    parent = pd.to_numeric(humans["parent_prediction"], errors="coerce")
+    humans = humans[parent.notna()]
+    key = PREDICTION_PREFIX + parent[parent.notna()].astype("int64").astype(str)
+    return pd.DataFrame(
+        {"task_id": humans["task_id"], "rater": humans["rater"], "anchored_to": key.map(sources)}
+    ).drop_duplicates(["task_id", "rater"])
+
+
+def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame) -> pd.DataFrame:
+    """``task_id, item, group, kind, rater, value`` for the rated items (text items left out)."""
+    columns = ["task_id", "item", "group", "kind", "rater", "value"]
+    rows = judgments[judgments["item"].notna()]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    rows = rows.assign(item=rows["item"].astype(str))
+    lines = rows["item"].str.match(_LINE)
+    kinds = {item: item_kind(meta, item) for item in rows["item"].unique()}
+    rows = rows.assign(group=rows["item"].where(~lines, LINE_GROUP), kind=rows["item"].map(kinds))
+    rows.loc[lines, "kind"] = "nominal"
+    rows = rows[rows["kind"].isin(["nominal", "ordinal", "flag"])]
+    keys = ["task_id", "item", "group", "kind", "rater"]
+    parts = []
+    for kind, part in rows.groupby("kind", sort=False):
+        if kind == "ordinal":
+            numbers = pd.to_numeric(normalised_values(part["value"], "ordinal"), errors="coerce")
+            part = part.assign(value=numbers).dropna(subset=["value"])
+            parts.append(part.drop_duplicates(keys, keep="last")[columns])
+            continue
+        joined = joined_values(part, keys, "value").rename("value").reset_index()
+        if kind == "flag":  # a flag is checked where its row exists, unchecked where the rater answered the task
+            joined = _flags(joined, coverage)
+        parts.append(joined[columns])
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(parts, ignore_index=True)
+    on_lines = (out["group"] == LINE_GROUP).to_numpy()
+    if on_lines.any():
+        out["value"] = out["value"].astype(object)
+        out.loc[on_lines, "value"] = np.where(out.loc[on_lines, "value"] == INCONSISTENT, INCONSISTENT, REST)
+    out.loc[out["kind"] == "flag", "kind"] = "nominal"
+    return out
+
+
+def _marked(base: pd.DataFrame, hits: pd.DataFrame) -> np.ndarray:
+    """For each (task_id, rater) row of ``base``: is it among ``hits``' (task_id, rater)?"""
+    found = base[["task_id", "rater"]].merge(
+        hits[["task_id", "rater"]].drop_duplicates().assign(_hit=True), on=["task_id", "rater"], how="left"
+    )
+    return found["_hit"].fillna(False).to_numpy(dtype=bool)
+
+
+def _flags(checked: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
+    frames = []
+    for (item, group), rows in checked.groupby(["item", "group"], sort=False):
+        base = coverage[coverage["task_id"].isin(rows["task_id"].unique())].reset_index(drop=True)
+        hit = _marked(base, rows)
+        frames.append(
+            base.assign(item=item, group=group, kind="flag", value=np.where(hit, FLAG_CHECKED, FLAG_UNCHECKED))
+        )
+    return pd.concat(frames, ignore_index=True) if frames else checked
+
+
+def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
+    """Yes/no units from spans: any span on the task, and a span of each label."""
+    columns = ["task_id", "item", "group", "kind", "rater", "value"]
+    if spans.empty:
+        return pd.DataFrame(columns=columns)
+    base = coverage[coverage["task_id"].isin(spans["task_id"].unique())].reset_index(drop=True)
+    marks = spans.assign(label=spans["label"].astype(str)).drop_duplicates(["task_id", "rater", "label"])
+    wide = marks.assign(_hit=True).set_index(["task_id", "rater", "label"])["_hit"].unstack("label")
+    aligned = base.join(wide, on=["task_id", "rater"]).drop(columns=["task_id", "rater"]).notna().to_numpy()
+    labels = [str(label) for label in wide.columns]
+    frames = [base.assign(item=SPANS_ANY, group=SPANS_ANY, kind="nominal",
+                          value=np.where(aligned.any(axis=1), MARKED, NOT_MARKED))]  # fmt: skip
+    for i, label in sorted(enumerate(labels), key=lambda pair: pair[1]):
+        if label in ("nan", "None"):
+            continue
+        name = f"spans: {label}"
+        frames.append(base.assign(item=name, group=name, kind="nominal",
+                                  value=np.where(aligned[:, i], MARKED, NOT_MARKED)))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def answer_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame, schema_meta: Mapping[str, Any] | None = None, *, gold: bool = False
+) -> pd.DataFrame:
+    """Every rater's answers as long rows ``task_id, item, group, kind, rater, value`` (the units
+    of :func:`answer_groups`; raters are humans, model sources and, with ``gold``, ``gold``)."""
+    rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
+    coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
+    return pd.concat([_item_rows(rows_j, schema_meta or {}, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
+
+
+def answer_groups(
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None = None,
+    *,
+    humans: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+) -> list[GroupAnswers]:
+    """The groups where at least one judge and two humans answered. ``humans`` (judgments, spans
+    of another project with the same task ids) replaces the project's own human rows: StorySumm's
+    judges against the evaluation-interface annotators."""
+    meta = schema_meta or {}
+    sources = prediction_sources(judgments, spans)
+    if humans is not None:
+        is_model_j = judgments["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith(MODEL_SOURCE_PREFIX)
+        is_model_s = spans["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith(MODEL_SOURCE_PREFIX)
+        judgments = pd.concat([judgments[is_model_j], humans[0]], ignore_index=True)
+        spans = pd.concat([spans[is_model_s], humans[1]], ignore_index=True)
+    rows_j, rows_s = _usable(judgments), _usable(spans)
+    coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
+    long = pd.concat([_item_rows(rows_j, meta, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
+    if long.empty:
+        return []
+    anchors = _anchors(pd.concat([rows_j, rows_s], ignore_index=True), sources)
+    out = []
+    for (group, kind), rows in long.groupby(["group", "kind"], sort=False):
+        raters = rows["rater"].astype(str)
+        is_judge = raters.str.startswith(MODEL_SOURCE_PREFIX)
+        judges = sorted(map(str, raters[is_judge].unique()))
+        people = sorted(map(str, raters[~is_judge].unique()))
+        if not judges or len(people) < 2:
+            continue
+        values = (
+            rows.drop_duplicates(["task_id", "item", "rater"], keep="last")
+            .set_index(["task_id", "item", "rater"])["value"]
+            .unstack("rater")
+        )
+        values = values.reindex(columns=[*people, *judges])
+        anchored = pd.DataFrame(None, index=values.index, columns=people, dtype=object)
+        if not anchors.empty:
+            mine = anchors[anchors["rater"].isin(people)].set_index(["task_id", "rater"])["anchored_to"]
+            per_task = mine.unstack("rater").reindex(columns=people)
+            anchored = per_task.reindex(values.index.get_level_values("task_id")).set_axis(values.index)
+        out.append(GroupAnswers(str(group), str(kind), values, people, judges, anchored))
+    return out
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+
+def _majority(matrix: np.ndarray, kind: str, n_categories: int = 0) -> np.ndarray:
+    """Per unit (row): the strict majority of the codes (median of the ratings); NaN with fewer
+    than two answers or no strict majority."""
+    present = ~np.isnan(matrix)
+    count = present.sum(axis=1)
+    out = np.full(len(matrix), np.nan)
+    if kind == "ordinal":
+        enough = count >= 2
+        if enough.any():
+            out[enough] = np.nanmedian(matrix[enough], axis=1)
+        return out
+    if n_categories == 0 or not len(matrix):
+        return out
+    tally = np.zeros((len(matrix), n_categories))
+    rows, cols = np.nonzero(present)
+    np.add.at(tally, (rows, matrix[rows, cols].astype(np.int64)), 1)
+    top = tally.argmax(axis=1)
+    best = tally[np.arange(len(matrix)), top]
+    winners = (count >= 2) & (2 * best > count)
+    out[winners] = top[winners]
+    return out
+
+
+def _independent(humans: np.ndarray, anchored: np.ndarray, answered: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """The human answers on the units the judge answered, without those anchored to the judge when
+    enough units keep two answers. Returns (answers, share anchored, every answer kept)."""
+    block = np.where(answered[:, None], humans, np.nan)
+    present = ~np.isnan(block)
+    anchored = anchored & present
+    n_answers = int(present.sum())
+    share = float(anchored.sum() / n_answers) if n_answers else 0.0
+    if not anchored.any():
+        return block, share, True
+    independent = np.where(anchored, np.nan, block)
+    if int(((~np.isnan(independent)).sum(axis=1) >= 2).sum()) >= MIN_INDEPENDENT_UNITS:
+        return independent, share, False
+    return block, share, True
+
+
+def _disagreements(
+    judge: np.ndarray, humans: np.ndarray, kind: str, index: pd.Index, names: list[str], label: Any
+) -> pd.DataFrame:
+    present = ~np.isnan(humans)
+    n = present.sum(axis=1)
+    shared = ~np.isnan(judge) & (n >= 1)
+    if not shared.any():
+        return pd.DataFrame()
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a unit nobody else answered: NaN, as meant
+        if kind == "ordinal":
+            strength = np.abs(judge - np.nanmean(np.where(present, humans, np.nan), axis=1))
+            order = strength
+        else:
+            differ = (humans != judge[:, None]) & present
+            strength = differ.sum(axis=1) / n
+            order = strength + differ.sum(axis=1) / 1000.0  # unanimous against the judge first, more humans first
+    order = np.where(shared & (strength > 0), order, -np.inf)
+    chosen = np.argsort(-order, kind="stable")[:MAX_DISAGREEMENTS]
+    chosen = chosen[np.isfinite(order[chosen])]
+    if not len(chosen):
+        return pd.DataFrame()
+    answers = [
+        "; ".join(f"{names[k]}: {label(humans[u, k])}" for k in range(len(names)) if present[u, k]) for u in chosen
+    ]
+    return pd.DataFrame(
+        {
+            "task_id": [index[u][0] for u in chosen],
+            "item": [index[u][1] for u in chosen],
+            "judge_answer": [label(judge[u]) for u in chosen],
+            "human_answers": answers,
+            "disagreement": strength[chosen].astype(float),
+        }
+    )
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _encoded(group: GroupAnswers) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(units x raters numbers, categories or None, label of a number): ratings as numbers,
+    choices as category codes."""
+    if group.kind == "ordinal":
+        values = group.values.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+        return values, None, _fmt
+    cells = group.values.to_numpy(dtype=object)
+    present = ~pd.isna(cells)
+    codes, categories = pd.factorize(cells[present].astype(str), sort=True)
+    values = np.full(cells.shape, np.nan)
+    values[present] = codes
+    names = np.asarray(categories, dtype=object)
+    return values, names, lambda code: str(names[int(code)])
+
+
+def calibrate_group(
+    group: GroupAnswers,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    epsilons: Sequence[float] = EPSILONS,
+    min_items_per_annotator: int = 30,
+) -> list[JudgeCalibration]:
+    """Every judge of the group (and the majority of judges, with two or more) against the humans."""
+    values, categories, label = _encoded(group)
+    n_h = len(group.humans)
+    n_categories = 0 if categories is None else len(categories)
+    humans, judge_values = values[:, :n_h], values[:, n_h:]
+    anchored_to = group.anchored.to_numpy(dtype=object)
+    judges = list(group.judges)
+    columns = {judge: judge_values[:, i] for i, judge in enumerate(judges)}
+    if len(judges) >= 2:
+        columns[JUDGE_MAJORITY] = _majority(judge_values, group.kind, n_categories)
+        judges.append(JUDGE_MAJORITY)
+    # one column block per judge: the judge, its humans (independent answers when enough), their majority
+    blocks: list[np.ndarray] = []
+    layout: dict[str, dict[str, Any]] = {}
+    for judge in judges:
+        own = np.isin(anchored_to, group.judges) if judge == JUDGE_MAJORITY else anchored_to == judge
+        answered = ~np.isnan(columns[judge])
+        block, share, used_all = _independent(humans, own, answered)
+        start = sum(b.shape[1] for b in blocks)
+        blocks.append(np.column_stack([columns[judge], block, _majority(block, group.kind, n_categories)]))
+        layout[judge] = {"start": start, "block": block, "anchored_share": share, "all_answers": used_all}
+    raw_start = sum(b.shape[1] for b in blocks)
+    blocks.append(judge_values)
+    matrix = np.column_stack(blocks)
+    if group.kind == "ordinal":
+        encoded = value_codes(matrix)
+        codes, domain = encoded.codes, encoded.values
+    else:
+        codes, domain = np.where(np.isnan(matrix), -1, matrix).astype(np.int64), np.arange(n_categories, dtype=float)
+    pairs: list[tuple[int, int]] = []
+    roles: list[tuple[str, str, str, str]] = []  # judge, comparison, a, b
+    for judge in judges:
+        s = layout[judge]["start"]
+        for k, human in enumerate(group.humans):
+            pairs.append((s, s + 1 + k))
+            roles.append((judge, "judge – human", judge, human))
+        pairs.append((s, s + 1 + n_h))
+        roles.append((judge, "judge – human majority", judge, "human majority"))
+        for k in range(n_h):
+            for m in range(k + 1, n_h):
+                pairs.append((s + 1 + k, s + 1 + m))
+                roles.append((judge, "human – human", group.humans[k], group.humans[m]))
+    for i, a in enumerate(group.judges):
+        for j in range(i + 1, len(group.judges)):
+            pairs.append((raw_start + i, raw_start + j))
+            roles.append(("", "judge – judge", a, group.judges[j]))
+    level = "ordinal" if group.kind == "ordinal" else "nominal"
+    result = pair_alphas(codes, domain, pairs, level, n_boot=n_boot, seed=seed)
+    table = pd.DataFrame(roles, columns=["judge", "comparison", "rater_a", "rater_b"])
+    table["alpha"] = result.values
+    table["n_units"] = result.n_units
+    cis = [interval(result.replicates[:, p]) if n_boot else (np.nan, np.nan) for p in range(len(pairs))]
+    table["ci_low"], table["ci_high"] = [c[0] for c in cis], [c[1] for c in cis]
+    table.insert(0, "group", group.group)
+    scoring = "neg_rmse" if group.kind == "ordinal" else "accuracy"
+    out = []
+    for judge in judges:
+        mine = table.index[table["judge"] == judge]
+        comparison = table.loc[mine, "comparison"]
+        versus = [int(i) for i in comparison.index[comparison == "judge – human"]]
+        ceiling = [int(i) for i in comparison.index[comparison == "human – human"]]
+        to_majority = int(comparison.index[comparison == "judge – human majority"][0])
+        judge_mean, judge_reps = mean_of_pairs(result, versus)
+        human_mean, human_reps = mean_of_pairs(result, ceiling)
+        judge_ci, human_ci = interval(judge_reps), interval(human_reps)
+        difference = interval(judge_reps - human_reps)
+        block = layout[judge]["block"]
+        answers = columns[judge]
+        answered = ~np.isnan(answers)
+        tests = alt_tests(
+            pd.DataFrame(block[answered], columns=group.humans),
+            pd.Series(answers[answered]),
+            epsilons=epsilons,
+            scoring=scoring,
+            min_items_per_annotator=min_items_per_annotator,
+        )
+        main = tests[max(epsilons)] if epsilons else None
+        summary = {
+            "group": group.group,
+            "kind": group.kind,
+            "judge": judge,
+            "n_units": int(answered.sum()),
+            "n_humans": int((~np.isnan(block)).any(axis=0).sum()),
+            "alpha_with_majority": table.at[to_majority, "alpha"],
+            "majority_ci_low": table.at[to_majority, "ci_low"],
+            "majority_ci_high": table.at[to_majority, "ci_high"],
+            "judge_human_alpha": judge_mean,
+            "judge_ci_low": judge_ci[0],
+            "judge_ci_high": judge_ci[1],
+            "human_human_alpha": human_mean,
+            "human_ci_low": human_ci[0],
+            "human_ci_high": human_ci[1],
+            "difference_ci_low": difference[0],
+            "difference_ci_high": difference[1],
+            "intervals_overlap": bool(judge_ci[0] <= human_ci[1] and human_ci[0] <= judge_ci[1]),
+            "anchored_share": layout[judge]["anchored_share"],
+            "all_answers": layout[judge]["all_answers"],
+            "n_annotators_tested": len(main.annotators) if main else 0,
+            "rho": main.rho if main else np.nan,
+        }
+        for eps, test in tests.items():
+            summary[f"omega_{eps:g}"] = test.omega
+            summary[f"passes_{eps:g}"] = test.passed
+        pairs_table = table.loc[mine]
+        out.append(
+            JudgeCalibration(
+                group.group,
+                group.kind,
+                judge,
+                pairs_table[pairs_table["n_units"] > 0].reset_index(drop=True),
+                summary,
+                tests,
+                _disagreements(answers, block, group.kind, group.values.index, group.humans, label),
+            )
+        )
+    if len(group.judges) >= 2 and out:
+        between = table[table["comparison"] == "judge – judge"].reset_index(drop=True)
+        out[-1].summary["judges_alpha"] = float(between["alpha"].mean())
+        out[-1].pairs = pd.concat([out[-1].pairs, between], ignore_index=True)
+    return out
+
+
+def calibrate(
+    groups: Sequence[GroupAnswers], *, n_boot: int = 1000, seed: int = 0, epsilons: Sequence[float] = EPSILONS
+) -> list[JudgeCalibration]:
+    return [c for group in groups for c in calibrate_group(group, n_boot=n_boot, seed=seed, epsilons=epsilons)]

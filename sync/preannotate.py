@@ -1,0 +1,222 @@
+"""Pre-annotate a project's tasks that have no prediction of the backend's current model version.
+
+Three ways, chosen by the number of such tasks (``method="auto"``):
+
+- ``retrieve``: Label Studio's own "Retrieve predictions" on those tasks, one request. Label
+  Studio calls the backend itself and saves each prediction on its own (on SQLite, one commit
+  each): 39-240 ms per task on a shared 2-core machine depending on its load, 60.5 s for 1,000
+  tasks (``bench/preannotate_paths.py``); so it is used up to :data:`SINGLE_REQUEST_MAX` tasks,
+  which finish within a minute even on the loaded machine, well inside :data:`RETRIEVE_TIMEOUT`.
+- ``push`` (more tasks, or ``--push``): judgelab sends the tasks to the backend in chunks
+  and imports each chunk's predictions in one request (:mod:`sync.bulk_predict`), with a
+  progress bar. It needs the backend's URL as judgelab reaches it.
+- ``chunks`` (more tasks, and judgelab cannot reach the backend, e.g. a Docker network only
+  Label Studio is on): "Retrieve predictions" on one chunk of task ids at a time.
+
+Every way is resumable: only tasks still without a prediction of the version are sent, and a
+request Label Studio does not answer in time ends with a :class:`PreannotateIncomplete` that
+says how far it got and what to run next, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.prediction_status import missing_version
+
+SINGLE_REQUEST_MAX = 200  # tasks sent in one "Retrieve predictions" (see the module doc)
+RETRIEVE_TIMEOUT = 300.0  # s; Label Studio waits up to ML_TIMEOUT_PREDICT (100 s) for the backend, then saves
+TIMEOUT_ENV = "JUDGELAB_RETRIEVE_TIMEOUT"  # seconds, to wait less (or more) for Label Studio
+METHODS = ("auto", "retrieve", "push", "chunks")
+
+
+class PreannotateIncomplete(SyncError):
+    """Label Studio did not answer in time; the message says how far it got and what to do."""
+
+
+@dataclass
+class PreannotateReport:
+    project_id: int
+    model_version: str  # the first judge's (the one Label Studio shows)
+    method: str
+    model_versions: list[str] = field(default_factory=list)  # one per judge
+    tasks: int = 0
+    already: int = 0  # had a prediction of every version before the run
+    added: int = 0  # predictions added (one per task and version)
+    unfinished: int = 0  # tasks still lacking a prediction of some version at the end
+    blind: int = 0  # tasks of the blind arm (data arm: blind): never sent, by design
+    per_version: dict[str, int] = field(default_factory=dict)  # tasks with a prediction of each version
+    failures: dict[str, int] = field(default_factory=dict)
+    budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
+
+    @property
+    def predicted(self) -> int:
+        return self.tasks - self.unfinished - self.blind
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model_version": self.model_version,
+            "model_versions": list(self.model_versions),
+            "method": self.method,
+            "tasks": self.tasks,
+            "predicted": self.predicted,
+            "already": self.already,
+            "added": self.added,
+            "unfinished": self.unfinished,
+            "blind": self.blind,
+            "per_version": dict(self.per_version),
+            "failures": dict(self.failures),
+            "budget_stopped": self.budget_stopped,
+        }
+
+
+def backend_reachable(url: str, auth: tuple[str, str] | None = None, timeout: float = 5.0) -> bool:
+    """Whether judgelab (not Label Studio) gets an answer from the backend's ``/health``."""
+    try:
+        return httpx.get(f"{url.rstrip('/')}/health", auth=auth, timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def retrieve_timeout() -> float:
+    """How long judgelab waits for one "Retrieve predictions": ``$JUDGELAB_RETRIEVE_TIMEOUT`` or 300 s."""
+    value = os.environ.get(TIMEOUT_ENV)
+    try:
+        return float(value) if value else RETRIEVE_TIMEOUT
+    except ValueError:
+        raise SyncError(f"{TIMEOUT_ENV}={value!r}: expected a number of seconds") from None
+
+
+def retrieve_for(client: Any, project_id: int, task_ids: list[int], timeout: float = RETRIEVE_TIMEOUT) -> None:
+    """Label Studio's "Retrieve predictions" on these tasks; raises ``httpx.TimeoutException`` as is."""
+    from label_studio_sdk.core.api_error import ApiError
+
+    try:
+        client.actions.create(
+            project=project_id,
+            id="retrieve_tasks_predictions",
+            selected_items={"all": False, "included": task_ids},
+            request_options={"timeout_in_seconds": timeout},
+        )
+    except ApiError as exc:
+        raise SyncError(f"retrieve predictions failed for project {project_id}: {api_error_message(exc)}") from None
+
+
+def _incomplete(client: Any, report: PreannotateReport, sent: int, timeout: float) -> PreannotateIncomplete:
+    blind: list[int] = []
+    missing, total = _missing(client, report.project_id, report.model_versions, blind)
+    done = total - len(missing) - len(blind)
+    return PreannotateIncomplete(
+        f"project {report.project_id}: Label Studio did not answer 'Retrieve predictions' for {sent} task(s) "
+        f"within {timeout:g} s; {done}/{total} tasks have a prediction of {report.model_version} so far "
+        "(Label Studio saves a request's predictions when it has them all, so it may still be working). "
+        f"Run the same judgelab preannotate again in a minute: it sends only the {len(missing)} task(s) still "
+        "without one; or add --push (judgelab then calls the backend itself, in chunks)"
+    )
+
+
+def _missing(
+    client: Any, project_id: int, versions: list[str], blind: list[int] | None = None
+) -> tuple[list[int], int]:
+    """(tasks to pre-annotate: without a prediction of some version and not in the blind arm,
+    number of tasks); the blind arm's ids go to ``blind``."""
+    from judgelab.sync.bulk_predict import tasks_missing_version
+
+    return tasks_missing_version(client, project_id, versions, blind)
+
+
+def preannotate_project(
+    client: Any,
+    project_id: int,
+    model_version: str | list[str],
+    *,
+    method: str = "auto",
+    backend_url: str | None = None,
+    chunk_size: int = 100,
+    auth: tuple[str, str] | None = None,
+    timeout: float | None = None,
+    extra_params: dict[str, Any] | None = None,
+    budget: Any | None = None,
+    on_plan: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PreannotateReport:
+    """Pre-annotate the project's tasks lacking a prediction of ``model_version`` (one per judge
+    when a list; see the module doc).
+
+    ``backend_url``: the backend as judgelab reaches it (for ``push``); ``extra_params`` and
+    ``budget`` (a :class:`judgelab.sync.bulk_predict.Budget`) go with the push. ``on_plan`` is told
+    how many tasks will be sent, ``progress`` how many got a prediction as it goes.
+    """
+    from judgelab.sync.bulk_predict import push_predictions
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    versions = [model_version] if isinstance(model_version, str) else list(model_version)
+    timeout = retrieve_timeout() if timeout is None else timeout
+    blind: list[int] = []
+    missing, total = _missing(client, project_id, versions, blind)
+    report = PreannotateReport(
+        project_id, versions[0], method, versions, tasks=total, already=total - len(missing) - len(blind)
+    )
+    report.blind = len(blind)
+    before = _counts(client, project_id, versions)
+    if method == "auto":
+        if len(missing) <= SINGLE_REQUEST_MAX:
+            report.method = "retrieve"
+        elif backend_url and backend_reachable(backend_url, auth):
+            report.method = "push"
+        else:
+            report.method = "chunks"
+    if budget is not None and report.method != "push":
+        raise SyncError("--budget needs --push (Label Studio's 'Retrieve predictions' cannot stop half-way)")
+    if on_plan:
+        on_plan(len(missing))
+    if missing and report.method == "push":
+        if not backend_url:
+            raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
+        pushed = push_predictions(
+            client,
+            project_id,
+            backend_url,
+            versions,
+            chunk_size=chunk_size,
+            auth=auth,
+            progress=progress,
+            extra_params=extra_params,
+            budget=budget,
+        )
+        report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
+    elif missing:
+        size = len(missing) if report.method == "retrieve" else max(1, chunk_size)
+        for start in range(0, len(missing), size):
+            chunk = missing[start : start + size]
+            try:
+                retrieve_for(client, project_id, chunk, timeout)
+            except httpx.TimeoutException:
+                raise _incomplete(client, report, len(chunk), timeout) from None
+            except httpx.HTTPError as exc:
+                raise SyncError(
+                    f"project {project_id}: Label Studio went away while retrieving predictions: {exc}"
+                ) from None
+            if progress:
+                progress(len(chunk))
+    still, _ = _missing(client, project_id, versions)
+    report.unfinished = len(still)
+    report.per_version = _counts(client, project_id, versions) if missing else before
+    report.added = sum(report.per_version.values()) - sum(before.values())
+    return report
+
+
+def _counts(client: Any, project_id: int, versions: list[str]) -> dict[str, int]:
+    """Per version, how many tasks have a prediction of it."""
+    counts = {}
+    for version in versions:
+        missing, total = missing_version(client, project_id, version)
+        counts[version] = total - len(missing)
+    return counts

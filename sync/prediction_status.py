@@ -1,0 +1,85 @@
+"""Which tasks of a project have a prediction of a model version, in few requests.
+
+A Data Manager listing filtered on ``predictions_model_versions`` (Label Studio evaluates the
+filter in the database: "contains" / "not contains" a version), with only the task ids in the
+answer, a page of up to :data:`PAGE_SIZE` tasks at a time; ``review=1`` keeps Label Studio from
+calling the ML backend while listing. Asking for the tasks *without* the version gives what is
+left to do without reading the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from judgelab.sync.ls_api import as_api
+
+PAGE_SIZE = 1000
+IDS_PER_QUERY = 500  # task ids named in one listing's query (it travels in the URL)
+
+
+def _query(version: str, operator: str, ids: list[int] | None = None) -> str:
+    query: dict[str, Any] = {
+        "filters": {
+            "conjunction": "and",
+            "items": [
+                {
+                    "filter": "filter:tasks:predictions_model_versions",
+                    "operator": operator,
+                    "type": "List",
+                    "value": [version],
+                }
+            ],
+        },
+        "ordering": ["tasks:id"],
+    }
+    if ids is not None:
+        query["selectedItems"] = {"all": False, "included": ids}
+    return json.dumps(query)
+
+
+def _listed_ids(client: Any, project_id: int, query: str | None) -> tuple[list[int], int]:
+    """(ids of the listed tasks, Label Studio's total for the listing)."""
+    api, ids, page = as_api(client), [], 1
+    while True:
+        params: dict[str, Any] = {
+            "project": project_id,
+            "page": page,
+            "page_size": PAGE_SIZE,
+            "review": "true",
+            "include": "id",
+        }
+        if query:
+            params["query"] = query
+        payload = api.get_json("api/tasks/", params)
+        tasks = payload.get("tasks") or []
+        ids += [int(task["id"]) for task in tasks]
+        total = int(payload.get("total") or 0)
+        if not tasks or len(ids) >= total:
+            return ids, total
+        page += 1
+
+
+def task_count(client: Any, project_id: int) -> int:
+    payload = as_api(client).get_json(
+        "api/tasks/", {"project": project_id, "page": 1, "page_size": 1, "review": "true", "include": "id"}
+    )
+    return int(payload.get("total") or 0)
+
+
+def missing_version(client: Any, project_id: int, version: str) -> tuple[list[int], int]:
+    """(ids of the tasks without a prediction of ``version``, in id order; number of tasks)."""
+    ids, _ = _listed_ids(client, project_id, _query(version, "not_contains"))
+    return sorted(set(ids)), task_count(client, project_id)
+
+
+def with_version(client: Any, project_id: int, version: str, ids: Iterable[int]) -> set[int]:
+    """Those of ``ids`` whose task has a prediction of ``version``."""
+    wanted = sorted(set(ids))
+    found: set[int] = set()
+    for start in range(0, len(wanted), IDS_PER_QUERY):
+        chunk = wanted[start : start + IDS_PER_QUERY]
+        listed, _ = _listed_ids(client, project_id, _query(version, "contains", chunk))
+        found.update(listed)
+    return found
