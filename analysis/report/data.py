@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import FacetCell
-from judgelab.analysis.grouped import RowGroups
+from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
@@ -110,8 +110,12 @@ class ProjectData:
 
     @property
     def usable_human(self) -> pd.DataFrame:
-        """Human judgments of annotations that were not cancelled (unnamed annotators named)."""
-        return self.cached("usable_human", lambda: usable_judgments(self.judgments, source=HUMAN_SOURCE))
+        """Human judgments of annotations that were not cancelled (unnamed annotators named); a
+        cell's are its rows of the whole project's (the rule is row by row)."""
+        return self.per_cell(
+            "usable_human",
+            lambda d, g: per_group(usable_judgments(with_groups(d.judgments, g, "judgments"), source=HUMAN_SOURCE), g),
+        )
 
     @property
     def sources(self) -> list[str]:

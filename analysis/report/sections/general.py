@@ -12,7 +12,11 @@ from functools import partial
 
 import pandas as pd
 
-from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
+from judgelab.analysis.counts import (
+    annotation_counts_per_annotator_by_group,
+    counts_by_source,
+    judgment_counts_per_item_by_group,
+)
 from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
@@ -127,7 +131,10 @@ def loading_notes_section(data: ProjectData) -> Section | None:
 
 def annotator_counts_section(data: ProjectData) -> Section | None:
     """Annotations, tasks, judgments and spans per human annotator."""
-    counts = annotation_counts_per_annotator(data.human_judgments, data.human_spans)
+    counts = data.per_cell(
+        "annotations_per_annotator",
+        lambda d, g: annotation_counts_per_annotator_by_group(d.judgments, d.spans, g, source=HUMAN_SOURCE),
+    )
     if counts.empty:
         return None
     return Section(
@@ -153,7 +160,7 @@ def annotator_counts_section(data: ProjectData) -> Section | None:
 
 def item_counts_section(data: ProjectData) -> Section | None:
     """Judgments, annotators and tasks per rated item."""
-    counts = judgment_counts_per_item(data.judgments, data.meta)
+    counts = data.per_cell("judgments_per_item", lambda d, g: judgment_counts_per_item_by_group(d.judgments, d.meta, g))
     if counts.empty:
         return None
     blocks: list[Block] = [
