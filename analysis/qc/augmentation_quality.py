@@ -194,16 +194,13 @@ def pilot_agreement_by_group(
         first, second = pair
         rows, shared_units = [], set()
         for item in criteria:
-            wide = wide_of[item](group)
-            a = wide[first] if first in wide else pd.Series(dtype=float)
-            b = wide[second] if second in wide else pd.Series(dtype=float)
-            both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-            shared_units |= set(both.index)
-            pairs_of_scores = both.astype(object).to_numpy()
-            exact = exact_agreement(pairs_of_scores) if len(both) else None
-            adjacent = adjacent_agreement(both.to_numpy(dtype=float)) if len(both) else None
-            kappa = cohen_kappa(pairs_of_scores[:, 0], pairs_of_scores[:, 1]) if len(both) else None
-            row = {"item": item, "annotator_a": first, "annotator_b": second, "n_units": len(both)}
+            scores, units = _both_scored(wide_of[item](group), first, second)
+            shared_units |= set(units)
+            pairs_of_scores = scores.astype(object)
+            exact = exact_agreement(pairs_of_scores) if len(scores) else None
+            adjacent = adjacent_agreement(scores.astype(float)) if len(scores) else None
+            kappa = cohen_kappa(pairs_of_scores[:, 0], pairs_of_scores[:, 1]) if len(scores) else None
+            row = {"item": item, "annotator_a": first, "annotator_b": second, "n_units": len(scores)}
             for name, result in (("cohen_kappa", kappa), ("exact_agreement", exact), ("adjacent_agreement", adjacent)):
                 value = result.value if result is not None else float("nan")
                 target = float(targets[name])
@@ -212,13 +209,23 @@ def pilot_agreement_by_group(
                 row[f"{name}_passed"] = bool(not np.isnan(value) and value > target)
             row["passed"] = all(row[f"{n}_passed"] for n in ("cohen_kappa", "exact_agreement", "adjacent_agreement"))
             row["pilot_size"] = targets.get("pilot_size")
-            row["pilot_size_met"] = bool(targets.get("pilot_size") is None or len(both) >= int(targets["pilot_size"]))
+            row["pilot_size_met"] = bool(targets.get("pilot_size") is None or len(scores) >= int(targets["pilot_size"]))
             rows.append(row)
         table = pd.DataFrame(rows)
         passed = bool(len(table) and table["passed"].all())
         units = sorted(shared_units, key=str)
         results.append(PilotAgreement(table=table, passed=passed, annotators=(first, second), units=units))
     return results
+
+
+def _both_scored(wide: pd.DataFrame, first: str, second: str) -> tuple[np.ndarray, pd.Index]:
+    """The two annotators' scores (a row per unit both scored, in ``wide``'s order and dtype) and
+    those units."""
+    if first not in wide or second not in wide:
+        return np.zeros((0, 2)), wide.index[:0]
+    scores = wide[[first, second]].to_numpy()
+    kept = ~pd.isna(scores).any(axis=1)
+    return scores[kept], wide.index[kept]
 
 
 def _pivot_per_group(rows: pd.DataFrame, groups: RowGroups | None, index: list[str]) -> Callable[[int], pd.DataFrame]:

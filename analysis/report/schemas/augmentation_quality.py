@@ -103,7 +103,8 @@ def pilot_section(data: ProjectData) -> Section | None:
         return None
     first, second = pilot.annotators
     rows = []
-    for record in table.to_dict("records"):
+    records = table.to_dict("records")  # read once, for the table and the sentences
+    for record in records:
         for column, name in MEASURES.items():
             rows.append(
                 {
@@ -136,7 +137,7 @@ def pilot_section(data: ProjectData) -> Section | None:
             data=with_project(table, data.project),
         ),  # fmt: skip
     ]
-    for record in table.to_dict("records"):
+    for record in records:
         verdicts = [
             f"{name} {number(record[column])} ({'pass' if record[column + '_passed'] else 'fail'})"
             for column, name in MEASURES.items()
@@ -160,14 +161,15 @@ def calibration_section(data: ProjectData) -> Section | None:
     )
     if check.empty:
         return Section("Calibration markers", [Paragraph("No rating matches a calibration marker yet.")])
+    records = check.to_dict("records")
     shown = pd.DataFrame(
         {
-            "marker": [_marker_text(row) for row in check.to_dict("records")],
+            "marker": [_marker_text(row) for row in records],
             "scope": check["scope"],
             "group": check["group"],
             "n_ratings": check["n_ratings"],
             "share": check["share"].map(percent),
-            "target": [_range_text(row.get("min"), row.get("max")) for row in check.to_dict("records")],
+            "target": [_range_text(row.get("min"), row.get("max")) for row in records],
             "result": check["passed"].map({True: "pass", False: "fail"}),
         }
     )
@@ -186,7 +188,7 @@ def calibration_section(data: ProjectData) -> Section | None:
             f"{int((check['scope'] != 'overall').sum())} group checks pass."
         ),
     ]
-    for row in overall.to_dict("records"):
+    for row in (record for record, scope in zip(records, check["scope"], strict=True) if scope == "overall"):
         blocks.append(
             Paragraph(
                 f"{_marker_text(row)}: {percent(row['share'])} of {row['n_ratings']} ratings "

@@ -243,10 +243,11 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
             for c, light in zip(table["cohen_kappa"], table["light_kappa"], strict=True)
         ]
         weighted, pairs = [], []
-        for row in table.itertuples():
-            value, averaged = row.cohen_kappa_quadratic, False
-            if row.kind == "ordinal" and is_nan(value) and row.n_annotators > 2 and row.n_units > 0:
-                value, averaged = row.light_kappa_quadratic, True
+        columns = ("cohen_kappa_quadratic", "light_kappa_quadratic", "kind", "n_annotators", "n_units")
+        for cohen, light, kind, n_annotators, n_units in zip(*(table[name] for name in columns), strict=True):
+            value, averaged = cohen, False
+            if kind == "ordinal" and is_nan(value) and n_annotators > 2 and n_units > 0:
+                value, averaged = light, True
             weighted.append(value)
             pairs.append(averaged)
         table["weighted_kappa"] = weighted
@@ -289,17 +290,21 @@ def agreement_section(data: ProjectData) -> Section | None:
         )
     )
     scales = data.meta.get("scales") or {}
-    nominal = shown_rows[shown_rows["kind"] != "ordinal"]
-    ordinal = shown_rows[shown_rows["kind"] == "ordinal"]
+    is_ordinal = (shown_rows["kind"] == "ordinal").to_numpy(dtype=bool)
+    nominal = shown_rows[~is_ordinal]
+    ordinal = shown_rows[is_ordinal]
+    records = list(shown_rows.itertuples())  # the rows as attributes, read once for the notes and sentences
     if not nominal.empty:
-        shown = nominal.assign(note=[_note(row, "nominal") for row in nominal.itertuples()])
+        shown = nominal.assign(
+            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
+        )
         shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
         blocks.append(
             Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
         )
     if not ordinal.empty:
         shown = ordinal.assign(
-            note=[_note(row, "ordinal") for row in ordinal.itertuples()],
+            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
             scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
         )
         shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
@@ -338,7 +343,7 @@ def agreement_section(data: ProjectData) -> Section | None:
         )
     blocks += [
         Paragraph(_agreement_sentence(row, scales.get(row.item), explain=index == 0))
-        for index, row in enumerate(shown_rows.itertuples())
+        for index, row in enumerate(records)
     ]
     paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
     if not paradox.empty:
