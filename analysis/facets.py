@@ -32,6 +32,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -296,8 +297,9 @@ class FacetCell:
     def columns(self) -> dict[str, str]:
         return dict(self.values)
 
-    @property
+    @cached_property
     def n_tasks(self) -> int:
+        """The cell's distinct tasks (its tables do not change: counted once)."""
         tasks = self.tables["tasks"]
         if not tasks.empty:
             return int(len(tasks[["project", "task_id"]].drop_duplicates()))

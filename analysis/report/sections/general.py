@@ -520,7 +520,8 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
     """A bar chart of how often each annotator used each value of each rating scale."""
     scales = data.meta.get("scales") or {}
     rows = data.usable_human
-    rated_scales = {item: scale for item, scale in scales.items() if item in set(rows["item"])}
+    items = set(rows["item"].unique())
+    rated_scales = {item: scale for item, scale in scales.items() if item in items}
     if not rated_scales:
         return None
     rated = rows[rows["item"].isin(list(rated_scales))][["annotator", "item", "value"]]
@@ -529,7 +530,7 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
         render = partial(rating_distribution_png, rated, rated_scales)
         text = (
             "For each rating scale, the share of each value in each annotator's answers "
-            f"({plural(len(rows[rows['item'].isin(list(rated_scales))]), 'answer')} by "
+            f"({plural(len(rated), 'answer')} by "
             f"{plural(n_annotators, 'annotator')}). Annotators whose bars differ a lot use the scale "
             "differently (one stricter, one more lenient), which lowers agreement."
         )
