@@ -228,6 +228,32 @@ def _both_scored(wide: pd.DataFrame, first: str, second: str) -> tuple[np.ndarra
     return scores[kept], wide.index[kept]
 
 
+def _scored_by_both(wide: pd.DataFrame, first: str, second: str, keys: list[str]) -> tuple[pd.DataFrame, int, int]:
+    """The (unit, item) rows both annotators scored (``keys``, ``item``, ``annotator_a``,
+    ``annotator_b``, ``score_a``, ``score_b``), the number of units among them and of units where
+    the two differ on some item."""
+    columns = [*keys, "item", "annotator_a", "annotator_b", "score_a", "score_b"]
+    scores, units = _both_scored(wide, first, second)
+    if not len(scores):  # nothing shared: the frame as the pandas steps shape it
+        for name in (first, second):
+            if name not in wide:
+                wide[name] = np.nan
+        both = wide[[first, second]].dropna().reset_index()
+        both.columns.name = None
+        both = both.rename(columns={first: "score_a", second: "score_b"})
+        return both.assign(annotator_a=first, annotator_b=second)[columns], 0, 0
+    both = units.to_frame(index=False).assign(
+        annotator_a=first, annotator_b=second, score_a=scores[:, 0], score_b=scores[:, 1]
+    )[columns]
+    samples = np.column_stack([units.codes[level] for level in range(len(keys))])  # one row per unit and item
+    differs = scores[:, 0] != scores[:, 1]
+    return both, _n_distinct_rows(samples), _n_distinct_rows(samples[differs])
+
+
+def _n_distinct_rows(codes: np.ndarray) -> int:
+    return int(np.unique(codes, axis=0).shape[0]) if len(codes) else 0
+
+
 def _pivot_per_group(rows: pd.DataFrame, groups: RowGroups | None, index: list[str]) -> Callable[[int], pd.DataFrame]:
     """``group -> rows.pivot_table(index=index, columns="annotator", values="score", aggfunc="last")``
     of that group's rows alone (``rows`` from ``numeric_ratings_grouped``), from one pivot of every
@@ -449,21 +475,10 @@ def resolve_disagreements_by_group(
             results.append(pair)
             continue
         first, second = pair
-        wide = wide_of(group)
-        for name in (first, second):
-            if name not in wide:
-                wide[name] = np.nan
-        both = wide[[first, second]].dropna().reset_index()
-        both.columns.name = None
-        both = both.rename(columns={first: "score_a", second: "score_b"})
-        both = both.assign(annotator_a=first, annotator_b=second)[
-            [*keys, "item", "annotator_a", "annotator_b", "score_a", "score_b"]
-        ]
+        both, n_samples, n_disagreeing = _scored_by_both(wide_of(group), first, second, keys)
         differs = both["score_a"] != both["score_b"]
         disagreements = both[differs].reset_index(drop=True)
-        samples = both[keys].drop_duplicates()
-        disagreeing_samples = disagreements[keys].drop_duplicates()
-        share = len(disagreeing_samples) / len(samples) if len(samples) else float("nan")
+        share = n_disagreeing / n_samples if n_samples else float("nan")
         action = "none" if np.isnan(share) else ("average" if share < threshold else "discuss")
         if action == "average":
             averaged = both[[*keys, "item"]].assign(score=(both["score_a"] + both["score_b"]) / 2.0, n_raters=2)
@@ -476,7 +491,7 @@ def resolve_disagreements_by_group(
                 share_disagreeing=share,
                 threshold=threshold,
                 action=action,
-                n_samples=len(samples),
+                n_samples=n_samples,
                 averaged=averaged.reset_index(drop=True),
                 to_discuss=to_discuss.reset_index(drop=True),
                 disagreements=disagreements,
