@@ -74,6 +74,8 @@ class _Boot:
 
 
 _BOOTS: dict[str, _Boot] = {}
+STACKS = ("live_stack", "live_stack_postgres")
+_MODULES_USING: dict[str, set[str]] = {}  # fixture name -> test files that use it
 
 
 def _spawn_stack(settings):
@@ -246,7 +248,11 @@ def pytest_collection_finish(session):
         return
     wanted = set()
     for item in session.items:
-        wanted.update(getattr(item, "fixturenames", ()))
+        names = getattr(item, "fixturenames", ())
+        wanted.update(names)
+        for stack in STACKS:
+            if stack in names:
+                _MODULES_USING.setdefault(stack, set()).add(item.nodeid.split("::")[0])
     if "live_stack" in wanted:
         _BOOTS["sqlite"] = _Boot(_sqlite_stack)
     if "live_stack_postgres" in wanted or "postgres_server" in wanted:
@@ -357,6 +363,18 @@ def pytest_sessionfinish(session):
         elif name == "sqlite":
             stop_stack(started[0].home)
         _BOOTS.pop(name, None)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_label_studio(request):
+    """Every test file starts on a Label Studio without projects, as if it ran alone: files reach
+    a worker in any order (xdist), and a file's tests may use a schema's default-titled project."""
+    module = request.node.nodeid.split("::")[0]
+    for stack in STACKS:
+        if module in _MODULES_USING.get(stack, ()):
+            client = request.getfixturevalue(stack).client
+            for project in client.projects.list():
+                client.projects.delete(id=project.id)
 
 
 @pytest.fixture(scope="session")
