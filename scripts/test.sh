@@ -32,4 +32,6 @@ if [ -n "$missing" ]; then
     echo "not installed:$missing; the tests that need them will be skipped" >&2
   fi
 fi
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Three workers (pytest-xdist), each with its own Label Studio; a test file stays on one worker.
+# Most of a test's time is spent waiting on Label Studio, so three keep two cores busy.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${JUDGELAB_TEST_WORKERS:-3}" --dist loadfile "$@"

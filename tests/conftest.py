@@ -1,12 +1,24 @@
 """Shared fixtures. The integration fixtures start a real Label Studio (on SQLite; and, for the
 tests that ask for ``live_stack_postgres``, a second one on a throwaway PostgreSQL server) and the
-real judgelab backend once per test session, as separate processes on free local ports."""
+real judgelab backend once per test session, as separate processes on free local ports.
+
+With pytest-xdist (``-n N``, as scripts/test.sh runs the suite) every worker has its own Label
+Studio on SQLite, started from a copy of one migrated state folder (the first worker to get there
+migrates it while the others run unit tests; a copy starts in seconds), so the tests of one worker
+never see another's projects. The PostgreSQL Label Studio is one for the whole run: the first
+worker starts it, the worker that runs its tests uses it, the controller stops it at the end.
+Files go to workers whole (``--dist loadfile``): a module's fixtures are set up once."""
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
+import json
 import os
+import shutil
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +27,8 @@ import pytest
 from judgelab.sync.local_stack import free_port  # tests import it from here too
 
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+SHARED_ENV = "JUDGELAB_TEST_SHARED"  # the run's folder shared by the xdist controller and its workers
+_WORKER: str | None = None  # this process's xdist worker id ("gw0"...), None without xdist
 
 
 @dataclass
@@ -60,6 +74,8 @@ class _Boot:
 
 
 _BOOTS: dict[str, _Boot] = {}
+STACKS = ("live_stack", "live_stack_postgres")
+_MODULES_USING: dict[str, set[str]] = {}  # fixture name -> test files that use it
 
 
 def _spawn_stack(settings):
@@ -71,10 +87,74 @@ def _spawn_stack(settings):
     return settings, creds, proc
 
 
+def pytest_configure(config):
+    """The xdist controller makes the run's shared folder (its workers inherit the variable)."""
+    global _WORKER
+    _WORKER = getattr(config, "workerinput", {}).get("workerid")
+    if _WORKER is None and getattr(config.option, "numprocesses", None) and not os.environ.get(SHARED_ENV):
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="judgelab-pytest-")
+
+
+def _shared() -> Path | None:
+    value = os.environ.get(SHARED_ENV)
+    return Path(value) if _WORKER and value else None
+
+
+@contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` across the run's processes."""
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _migrated(home: Path) -> bool:
+    return (home / "label-studio" / "label_studio.sqlite3").exists() and (home / "credentials.json").exists()
+
+
+def _copy_home(source: Path, target: Path) -> None:
+    skip = shutil.ignore_patterns("*.pid", "*.log", "export", "media")
+    shutil.copytree(source, target, ignore=skip, dirs_exist_ok=True)
+
+
+def _template(shared: Path) -> Path:
+    """A migrated Label Studio state folder for the workers to copy: made once per run (from
+    ``JUDGELAB_TEST_HOME`` when that one is migrated, else by a first start of Label Studio)."""
+    from judgelab.sync.local_stack import StackSettings, load_credentials, spawn_label_studio, wait_label_studio
+
+    template = shared / "ls-template"
+    with _locked(shared / "ls-template.lock"):
+        if not (shared / "ls-template.ready").exists():
+            kept = Path(os.environ["JUDGELAB_TEST_HOME"]) if os.environ.get("JUDGELAB_TEST_HOME") else None
+            if kept is not None and _migrated(kept):
+                _copy_home(kept, template)
+            else:
+                settings = StackSettings(home=template, ls_port=free_port(), backend_port=free_port())
+                proc = spawn_label_studio(settings, load_credentials(template))
+                try:
+                    wait_label_studio(settings, proc)
+                finally:
+                    os.killpg(proc.pid, 15)
+                    proc.wait(timeout=60)
+                    (template / "label-studio.pid").unlink(missing_ok=True)
+            (shared / "ls-template.ready").touch()
+    return template
+
+
 def _sqlite_stack():
     from judgelab.sync.local_stack import StackSettings
 
-    home = Path(os.environ.get("JUDGELAB_TEST_HOME") or tempfile.mkdtemp(prefix="judgelab-stack-"))
+    kept = os.environ.get("JUDGELAB_TEST_HOME")
+    shared = _shared()
+    if shared is None:
+        home = Path(kept or tempfile.mkdtemp(prefix="judgelab-stack-"))
+    else:  # one Label Studio per worker, from a copy of a migrated folder
+        home = Path(f"{kept}-{_WORKER}") if kept else Path(tempfile.mkdtemp(prefix=f"judgelab-stack-{_WORKER}-"))
+        if not _migrated(home):
+            _copy_home(_template(shared), home)
     return _spawn_stack(StackSettings(home=home, ls_port=free_port(), backend_port=free_port()))
 
 
@@ -82,18 +162,84 @@ def _postgres_stack():
     """The throwaway PostgreSQL server and a Label Studio starting on a fresh database of it; a
     reason string instead when PostgreSQL's binaries are missing."""
     from judgelab.sync.client import SyncError
-    from judgelab.sync.local_stack import StackSettings
     from judgelab.sync.postgres_server import PostgresServer, find_postgres_bindir
 
     try:
         find_postgres_bindir()
     except SyncError as exc:
         return str(exc)
+    shared = _shared()
+    if shared is not None:
+        with _locked(shared / "postgres.lock"):
+            info = shared / "postgres.json"
+            if info.exists():  # another worker started it: wait for it as for our own
+                return None, _shared_postgres_stack(json.loads(info.read_text()))
+            server = PostgresServer(port=free_port()).start()
+            try:
+                started = _new_postgres_stack(server)
+            except BaseException:
+                server.stop()
+                raise
+            settings = started[0]
+            described = {
+                "root": str(server.root),
+                "bindir": str(server.bindir),
+                "pg_port": server.port,
+                "home": str(settings.home),
+                "ls_port": settings.ls_port,
+                "backend_port": settings.backend_port,
+                "database": dataclasses.asdict(settings.database),
+            }
+            info.write_text(json.dumps(described))
+            return None, started  # the controller stops it when every worker is done
     server = PostgresServer(port=free_port()).start()
+    return server, _new_postgres_stack(server)
+
+
+def _new_postgres_stack(server):
+    from judgelab.sync.local_stack import StackSettings
+
     database = server.create_database("labelstudio")
     home = Path(tempfile.mkdtemp(prefix="judgelab-stack-postgres-"))
     settings = StackSettings(home=home, ls_port=free_port(), backend_port=free_port(), database=database)
-    return server, _spawn_stack(settings)
+    return _spawn_stack(settings)
+
+
+def _shared_postgres_stack(described: dict):
+    """(settings, creds, None) of the PostgreSQL Label Studio another worker started."""
+    from judgelab.sync.local_stack import PostgresSettings, StackSettings, load_credentials
+
+    home = Path(described["home"])
+    settings = StackSettings(
+        home=home,
+        ls_port=described["ls_port"],
+        backend_port=described["backend_port"],
+        database=PostgresSettings(**described["database"]),
+    )
+    return settings, load_credentials(home), None
+
+
+def _stop_shared_postgres(shared: Path) -> None:
+    """The controller, at the end: stop the PostgreSQL Label Studio a worker started, and its server."""
+    import subprocess
+
+    from judgelab.sync.local_stack import stop_stack
+
+    info = shared / "postgres.json"
+    if not info.exists():
+        return
+    described = json.loads(info.read_text())
+    stop_stack(Path(described["home"]))
+    server_dir = Path(described["root"])
+    pg_ctl = [str(Path(described["bindir"]) / "pg_ctl"), "-D", str(server_dir / "data"), "-m", "fast", "-w", "stop"]
+    as_user = {}
+    if os.geteuid() == 0:
+        import pwd
+
+        account = pwd.getpwnam("postgres")
+        as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    subprocess.run(pg_ctl, cwd=server_dir, capture_output=True, timeout=90, **as_user)
+    shutil.rmtree(server_dir, ignore_errors=True)
 
 
 def pytest_collection_finish(session):
@@ -102,15 +248,35 @@ def pytest_collection_finish(session):
         return
     wanted = set()
     for item in session.items:
-        wanted.update(getattr(item, "fixturenames", ()))
+        names = getattr(item, "fixturenames", ())
+        wanted.update(names)
+        for stack in STACKS:
+            if stack in names:
+                _MODULES_USING.setdefault(stack, set()).add(item.nodeid.split("::")[0])
     if "live_stack" in wanted:
         _BOOTS["sqlite"] = _Boot(_sqlite_stack)
     if "live_stack_postgres" in wanted or "postgres_server" in wanted:
         _BOOTS["postgres"] = _Boot(_postgres_stack)
 
 
-def _run_stack(spawned):
-    """Wait for the Label Studio of ``spawned``, start the backend; yield the LiveStack; stop both."""
+def _wait_started_elsewhere(settings) -> None:
+    """Wait for a Label Studio another process started (a worker's, still migrating maybe)."""
+    import time
+
+    from judgelab.sync.local_stack import LS_FIRST_BOOT_TIMEOUT, healthy
+
+    deadline = time.monotonic() + LS_FIRST_BOOT_TIMEOUT
+    while not healthy(settings.ls_url):
+        if time.monotonic() > deadline:
+            log = settings.home / "label-studio.log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"Label Studio at {settings.ls_url} did not start:\n{tail}")
+        time.sleep(1)
+
+
+def _run_stack(spawned, stop: bool = True):
+    """Wait for the Label Studio of ``spawned``, start the backend; yield the LiveStack; stop both
+    (unless ``stop`` is False: the xdist controller stops the shared PostgreSQL stack)."""
     from judgelab.sync.client import Connection, connect
     from judgelab.sync.local_stack import start_backend, stop_stack, wait_label_studio
 
@@ -118,13 +284,16 @@ def _run_stack(spawned):
     try:
         if proc is not None:
             wait_label_studio(settings, proc)
+        else:
+            _wait_started_elsewhere(settings)
         start_backend(settings)
         client = connect(Connection(url=settings.ls_url, token=creds.token))
         for project in client.projects.list():  # a kept state folder starts empty too
             client.projects.delete(id=project.id)
         yield LiveStack(settings=settings, creds=creds, client=client)
     finally:
-        stop_stack(settings.home)
+        if stop:
+            stop_stack(settings.home)
 
 
 @pytest.fixture(scope="session")
@@ -157,8 +326,9 @@ def _postgres_boot():
     finally:
         from judgelab.sync.local_stack import stop_stack
 
-        stop_stack(spawned[0].home)
-        server.stop()
+        if server is not None:  # None: shared by the xdist workers, the controller stops it
+            stop_stack(spawned[0].home)
+            server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -171,22 +341,40 @@ def postgres_server(_postgres_boot):
 def live_stack_postgres(_postgres_boot):
     """Like ``live_stack``, with Label Studio on a fresh database of the throwaway PostgreSQL server
     (its first start runs all of Label Studio's migrations there: 1-3 minutes)."""
-    yield from _run_stack(_postgres_boot[1])
+    yield from _run_stack(_postgres_boot[1], stop=_postgres_boot[0] is not None)
 
 
 def pytest_sessionfinish(session):
-    """Stop what was started early for tests that were then not run (deselected, -x)."""
+    """Stop what was started early for tests that were then not run (deselected, -x); the xdist
+    controller stops the PostgreSQL stack its workers shared and removes the run's folder."""
     from judgelab.sync.local_stack import stop_stack
 
+    if _WORKER is None and os.environ.get(SHARED_ENV):
+        shared = Path(os.environ[SHARED_ENV])
+        _stop_shared_postgres(shared)
+        shutil.rmtree(shared, ignore_errors=True)
     for name, boot in list(_BOOTS.items()):
         started = boot.result()
         if name == "postgres" and not isinstance(started, str):
             server, spawned = started
-            stop_stack(spawned[0].home)
-            server.stop()
+            if server is not None:
+                stop_stack(spawned[0].home)
+                server.stop()
         elif name == "sqlite":
             stop_stack(started[0].home)
         _BOOTS.pop(name, None)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_label_studio(request):
+    """Every test file starts on a Label Studio without projects, as if it ran alone: files reach
+    a worker in any order (xdist), and a file's tests may use a schema's default-titled project."""
+    module = request.node.nodeid.split("::")[0]
+    for stack in STACKS:
+        if module in _MODULES_USING.get(stack, ()):
+            client = request.getfixturevalue(stack).client
+            for project in client.projects.list():
+                client.projects.delete(id=project.id)
 
 
 @pytest.fixture(scope="session")

@@ -93,7 +93,9 @@ def busy(live_stack):
 def test_two_syncs_into_one_folder_never_double_rows(live_stack, busy, tmp_path, full):
     out = tmp_path / "tables"
     args = ["sync", "--out", str(out), "--project", str(busy)] + (["--full"] if full else [])
-    slow = {"JUDGELAB_SYNC_BATCH_SIZE": "4", "JUDGELAB_SYNC_BATCH_PAUSE": "0.4"}
+    # the first holds the folder for ~7 s (12 batches, a pause after each): longer than the second
+    # takes to start on a loaded machine, so the second always finds it held
+    slow = {"JUDGELAB_SYNC_BATCH_SIZE": "2", "JUDGELAB_SYNC_BATCH_PAUSE": "0.6"}
     first = subprocess.Popen(
         [*CLI, *args], cwd=ROOT, env=_env(live_stack, **slow), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

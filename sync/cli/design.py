@@ -101,6 +101,20 @@ def _checked_design(problem: str | None) -> None:
         raise StudyDesignError(problem)
 
 
+def _tasks_with_checks(
+    tasks_file: Path, checks_file: Path | None, schema_name: str | None, fmt: str, maps: tuple[str, ...]
+) -> tuple[Schema, list[dict], list[dict], tuple[str, str]]:
+    """(schema, tasks, attention checks, (text field, span control) of the checks) for the helpers
+    that add attention checks, refusing a schema whose tasks cannot carry them."""
+    from judgelab.sync.study_design import checks_problem, checks_span
+
+    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
+    assert schema is not None
+    _checked_design(checks_problem(schema))
+    _, checks = _design_tasks(checks_file, schema, "generic")
+    return schema, tasks, checks, checks_span(schema) or ("", "")
+
+
 @main.group("design", cls=_DesignCli)
 def design_group() -> None:
     """Study design: attention checks, qualification, groups A/B, pilot, anchoring arms, overlap.
@@ -138,13 +152,9 @@ def design_batches_cmd(
 
     Needs a schema with a 'check' field and an 'Incorrect' error-span label (hotel_spans).
     """
-    from judgelab.sync.study_design import checks_problem, checks_span, make_batches
+    from judgelab.sync.study_design import make_batches
 
-    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
-    assert schema is not None
-    _checked_design(checks_problem(schema))
-    _, checks = _design_tasks(checks_file, schema, "generic")
-    field, control = checks_span(schema) or ("", "")
+    schema, tasks, checks, (field, control) = _tasks_with_checks(tasks_file, checks_file, schema_name, fmt, maps)
     if by and by not in schema.data_fields:
         raise SyncError(f"--by {by}: not a data field of schema {schema.name} ({', '.join(schema.data_fields)})")
     batched = make_batches(tasks, checks, batch_size=batch_size, seed=seed, by=by, shuffle=shuffle, text_field=field)
@@ -180,13 +190,9 @@ def design_qualification_cmd(
 
     Needs a schema with a 'check' field and an 'Incorrect' error-span label (hotel_spans).
     """
-    from judgelab.sync.study_design import checks_problem, checks_span, qualification_batch, task_data
+    from judgelab.sync.study_design import qualification_batch, task_data
 
-    schema, tasks = _design_tasks(tasks_file, _schema_of(schema_name), fmt, maps)
-    assert schema is not None
-    _checked_design(checks_problem(schema))
-    _, checks = _design_tasks(checks_file, schema, "generic")
-    field, _control = checks_span(schema) or ("", "")
+    schema, tasks, checks, (field, _control) = _tasks_with_checks(tasks_file, checks_file, schema_name, fmt, maps)
     result = qualification_batch(tasks, checks, n_new=n_new, seed=seed, text_field=field)
     _write_design_tasks(out, result.tasks)
     if rest is not None:
