@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, split_groups, with_groups
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, usable_judgments
 from judgelab.configs.items import item_kind
 
@@ -31,13 +33,28 @@ def annotation_counts_per_annotator(judgments: pd.DataFrame, spans: pd.DataFrame
     An annotation counts when it has a judgment row or a span; ``n_cancelled`` counts the
     annotations marked ``was_cancelled`` (skipped tasks), which are left out of the rest.
     """
-    frames = _with_defaults(judgments), _with_defaults(spans)
-    judgment_rows, span_rows = frames
-    keys = ["project", "source", "annotator"]
+    return annotation_counts_per_annotator_by_group(judgments, spans, None)[0]
+
+
+def annotation_counts_per_annotator_by_group(
+    judgments: pd.DataFrame, spans: pd.DataFrame | None, groups: RowGroups | None, *, source: str | None = None
+) -> list[pd.DataFrame]:
+    """:func:`annotation_counts_per_annotator` of each group of ``groups`` (see ``analysis.grouped``):
+    one count of every row, keyed by the group first. ``source``: count only the rows of that
+    source (``judgments`` and ``spans`` are the tables ``groups`` describes, unfiltered)."""
+    size = 1 if groups is None else groups.size
+    judgments = with_groups(judgments, groups, "judgments")
+    spans = None if spans is None else with_groups(spans, groups, "spans")
+    if source is not None:
+        judgments = judgments[judgments["source"] == source]
+        spans = None if spans is None else spans[spans["source"] == source]
+    judgment_rows = _with_defaults(judgments)
+    span_rows = _with_defaults(spans, groups)
+    keys = [*group_keys(groups), "project", "source", "annotator"]
     cancelled = cancelled_mask(judgment_rows)
     kept = pd.concat([judgment_rows[~cancelled], span_rows], ignore_index=True)
     if kept.empty and not cancelled.any():
-        return pd.DataFrame(columns=ANNOTATOR_COUNT_COLUMNS)
+        return [pd.DataFrame(columns=ANNOTATOR_COUNT_COLUMNS) for _ in range(size)]
     grouped = kept.groupby(keys, dropna=False)
     counts = pd.DataFrame(
         {
@@ -49,7 +66,12 @@ def annotation_counts_per_annotator(judgments: pd.DataFrame, spans: pd.DataFrame
     counts["n_judgments"] = judgment_rows[~cancelled].groupby(keys, dropna=False).size()
     counts["n_spans"] = span_rows.groupby(keys, dropna=False).size()
     counts = counts.fillna(0).astype(int).reset_index()
-    return _sorted(counts, keys)[ANNOTATOR_COUNT_COLUMNS]
+    present = _present(judgment_rows, groups) | _present(span_rows, groups)
+    results = _per_group(_sorted(counts, keys), groups, ANNOTATOR_COUNT_COLUMNS, present=present)
+    for group in sorted(present - _present(kept, groups)):  # cancelled annotations only: counted alone,
+        alone = judgment_rows[judgment_rows[GROUP] == group].drop(columns=[GROUP])  # as the group would be
+        results[group] = annotation_counts_per_annotator_by_group(alone, None, None)[0]
+    return results
 
 
 def judgment_counts_per_item(
@@ -59,10 +81,23 @@ def judgment_counts_per_item(
     source: str | None = HUMAN_SOURCE,
 ) -> pd.DataFrame:
     """Per project and item: judgments, annotators and tasks (one source, not cancelled)."""
-    rows = usable_judgments(_with_defaults(judgments), source=source)
+    return judgment_counts_per_item_by_group(judgments, schema_meta, None, source=source)[0]
+
+
+def judgment_counts_per_item_by_group(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    source: str | None = HUMAN_SOURCE,
+) -> list[pd.DataFrame]:
+    """:func:`judgment_counts_per_item` of each group of ``groups``, keyed by the group first."""
+    size = 1 if groups is None else groups.size
+    rows = usable_judgments(_with_defaults(with_groups(judgments, groups, "judgments")), source=source)
     if rows.empty:
-        return pd.DataFrame(columns=ITEM_COUNT_COLUMNS)
-    grouped = rows.groupby(["project", "item"])
+        return [pd.DataFrame(columns=ITEM_COUNT_COLUMNS) for _ in range(size)]
+    keys = [*group_keys(groups), "project", "item"]
+    grouped = rows.groupby(keys)
     counts = pd.DataFrame(
         {
             "n_judgments": grouped.size(),
@@ -71,7 +106,25 @@ def judgment_counts_per_item(
         }
     ).reset_index()
     counts["kind"] = [item_kind(schema_meta, str(item)) for item in counts["item"]]
-    return _sorted(counts, ["project", "item"])[ITEM_COUNT_COLUMNS]
+    return _per_group(_sorted(counts, keys), groups, ITEM_COUNT_COLUMNS, present=_present(rows, groups))
+
+
+def _present(frame: pd.DataFrame, groups: RowGroups | None) -> set[int]:
+    """The groups that have rows in ``frame``."""
+    if groups is None or frame.empty:
+        return {0} if groups is None else set()
+    return set(np.unique(frame[GROUP].to_numpy(dtype=np.int64)).tolist())
+
+
+def _per_group(
+    counts: pd.DataFrame, groups: RowGroups | None, columns: list[str], present: set[int]
+) -> list[pd.DataFrame]:
+    """Each group's rows of ``counts`` (sorted, the group first), numbered from 0; a group without
+    rows in the input gets the empty table the ungrouped count gives."""
+    if groups is None:
+        return [counts[columns]]
+    parts = split_groups(counts, groups.size, keep_index=False)
+    return [part[columns] if group in present else pd.DataFrame(columns=columns) for group, part in enumerate(parts)]
 
 
 def counts_by_source(judgments: pd.DataFrame, spans: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -97,8 +150,8 @@ def counts_by_source(judgments: pd.DataFrame, spans: pd.DataFrame | None = None)
     return _sorted(counts, keys)[SOURCE_COUNT_COLUMNS]
 
 
-def _with_defaults(frame: pd.DataFrame | None) -> pd.DataFrame:
-    columns = ["project", "task_id", "annotation_id", "annotator", "source"]
+def _with_defaults(frame: pd.DataFrame | None, groups: RowGroups | None = None) -> pd.DataFrame:
+    columns = ["project", "task_id", "annotation_id", "annotator", "source", *group_keys(groups)]
     if frame is None:
         return pd.DataFrame(columns=[*columns, "was_cancelled"])
     frame = frame.copy()

@@ -32,10 +32,13 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from judgelab.analysis.grouped import RowGroups
 
 ANNOTATOR_FIELDS = ("annotator", "source")
 MISSING_LABEL = "(missing)"
@@ -274,6 +277,8 @@ class FacetCell:
 
     values: tuple[tuple[str, str], ...]
     tables: dict[str, pd.DataFrame] = field(compare=False, repr=False)
+    # positions of the cell's judgment and span rows in the tables it was cut from (None: every row)
+    rows: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -292,8 +297,9 @@ class FacetCell:
     def columns(self) -> dict[str, str]:
         return dict(self.values)
 
-    @property
+    @cached_property
     def n_tasks(self) -> int:
+        """The cell's distinct tasks (its tables do not change: counted once)."""
         tasks = self.tables["tasks"]
         if not tasks.empty:
             return int(len(tasks[["project", "task_id"]].drop_duplicates()))
@@ -373,10 +379,14 @@ def _cell(
     row_by: Sequence[str],
 ) -> FacetCell:
     out = dict(tables)
+    positions = {
+        name: np.arange(len(frame)) for name in ("judgments", "spans") if (frame := tables.get(name)) is not None
+    }
     if task_by:
         out["tasks"] = tasks[task_codes == code]
         for name, codes in row_codes.items():
             out[name] = tables[name][codes == code]
+            positions[name] = np.flatnonzero(codes == code)
     for name in ("judgments", "spans"):
         rows = out.get(name)
         if rows is None or rows.empty:
@@ -386,8 +396,27 @@ def _cell(
             column = rows[field_name] if field_name in rows else pd.Series("", index=rows.index)
             mask &= (column.map(cell_text).replace("", MISSING_LABEL) == values[field_name]).to_numpy()
         out[name] = rows[mask]
+        positions[name] = positions[name][mask]
     ordered = tuple((name, values[name]) for name in [*task_by, *row_by])
-    return FacetCell(ordered, out)
+    return FacetCell(ordered, out, positions)
+
+
+def cell_groups(cells: Sequence[FacetCell], tables: Mapping[str, pd.DataFrame]) -> RowGroups | None:
+    """The cells (but an ``(all)`` cell) as :class:`analysis.grouped.RowGroups` of the judgment and
+    span rows of ``tables``, the tables they were cut from: a row's group is its cell's position
+    among them. ``None`` when a cell does not know its rows."""
+    parts = [cell for cell in cells if not cell.is_total]
+    if not parts or any(cell.rows is None for cell in parts):
+        return None
+    codes = {}
+    for name in ("judgments", "spans"):
+        frame = tables.get(name)
+        if frame is None:
+            continue
+        codes[name] = np.full(len(frame), -1, dtype=np.int64)
+        for number, cell in enumerate(parts):
+            codes[name][cell.rows.get(name, np.zeros(0, dtype=np.int64))] = number  # type: ignore[union-attr]
+    return RowGroups(codes, len(parts))
 
 
 def _labels(tasks: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,9 +34,10 @@ from judgelab.analysis.chance_agreement import (
     scott_pi,
     weighted_cohen_kappa,
 )
+from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, member, per_group, split_groups, with_groups
 from judgelab.analysis.kinds import KIND_DEFAULT, KIND_INFERRED, effective_meta, item_kinds
 from judgelab.analysis.krippendorff import LEVELS, NUMERIC_INFERRED_TYPES, krippendorff_alpha, value_codes
-from judgelab.configs.items import item_kind
+from judgelab.configs.items import is_declared, item_kind
 
 HUMAN_SOURCE = "human"
 MODEL_SOURCE_PREFIX = "model:"
@@ -113,19 +114,21 @@ def cancelled_mask(frame: pd.DataFrame) -> pd.Series:
     return column.map(_is_true).astype(bool)
 
 
-def latest_annotations(annotation_rows: pd.DataFrame) -> pd.DataFrame:
+def latest_annotations(annotation_rows: pd.DataFrame, *, keys: Sequence[str] = ()) -> pd.DataFrame:
     """One row per (task_id, annotator): the annotator's most recent annotation of the task.
 
     ``annotation_rows`` needs ``task_id``, ``annotator``, ``annotation_id`` and may have
     ``updated_at`` / ``created_at``. Returns columns ``task_id, annotator, annotation_id``.
+    ``keys`` (columns of ``annotation_rows``) come first in the key and in the result: rows
+    that differ in them never compete (the groups of ``analysis.grouped``).
     """
-    columns = ["task_id", "annotator", "annotation_id"]
+    columns = [*keys, "task_id", "annotator", "annotation_id"]
     if annotation_rows.empty:
         return pd.DataFrame(columns=columns)
     frame = annotation_rows.reset_index(drop=True)
     frame = frame.assign(_order=np.arange(len(frame)), _time=_annotation_time(frame))
     frame = frame.sort_values(["_time", "_order"], na_position="first", kind="stable")
-    latest = frame.drop_duplicates(subset=["task_id", "annotator"], keep="last")
+    latest = frame.drop_duplicates(subset=[*keys, "task_id", "annotator"], keep="last")
     return latest[columns].reset_index(drop=True)
 
 
@@ -186,45 +189,139 @@ def per_item_agreement(
     ``"ordinal"`` and the others ``"nominal"``. ``n_boot`` (0 to skip), ``ci_level`` and
     ``seed`` set the bootstrap interval of alpha.
     """
-    rows: list[dict[str, object]] = []
-    if judgments.empty:
-        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    return per_item_agreement_by_group(
+        judgments,
+        schema_meta,
+        None,
+        spans=spans,
+        source=source,
+        alpha_levels=alpha_levels,
+        kinds=kinds,
+        n_boot=n_boot,
+        ci_level=ci_level,
+        seed=seed,
+    )[0]
+
+
+def per_item_agreement_by_group(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    spans: pd.DataFrame | None = None,
+    source: str | None = HUMAN_SOURCE,
+    alpha_levels: Mapping[str, str] | None = None,
+    kinds: Mapping[str, str] | None = None,
+    n_boot: int = 1000,
+    ci_level: float = 0.95,
+    seed: int = 0,
+) -> list[pd.DataFrame]:
+    """:func:`per_item_agreement` of each group of rows of ``groups`` (the ``judgments`` and
+    ``spans`` codes; see ``analysis.grouped``), equal to it run on each group's rows alone, with
+    the rows prepared once: usable rows, latest annotations and normalised values for every
+    group together, then one matrix per group and item. ``groups=None``: one group, every row.
+    """
+    size = 1 if groups is None else groups.size
+    keys = group_keys(groups)
+    frame = with_groups(judgments, groups, "judgments")
+    span_frame = None if spans is None else with_groups(spans, groups, "spans")
+    present = _groups_present(frame, groups)
+    if not present:
+        return [pd.DataFrame(columns=AGREEMENT_COLUMNS) for _ in range(size)]
+    rows: list[list[dict[str, object]]] = [[] for _ in range(size)]
     levels = alpha_levels or {}
-    usable = usable_judgments(judgments, source=source)
-    meta = effective_meta(schema_meta, usable)
-    resolved = item_kinds(schema_meta, usable)
-    for item, kind in (kinds or {}).items():
-        resolved[str(item)] = (str(kind), "given")
-    if schema_meta is None and kinds is None:
-        warn_inferred_kinds(resolved)
-    scales = meta.get("scales") or {}
-    for project in sorted(judgments["project"].dropna().unique(), key=natural_key):
+    usable = usable_judgments(frame, source=source)
+    resolved = _kinds_per_group(schema_meta, usable, kinds, groups)
+    scales = _scales_per_group(schema_meta, usable, groups)
+    for project in sorted(frame["project"].dropna().unique(), key=natural_key):
         project_rows = usable[usable["project"] == project]
-        annotations = latest_annotations(_annotation_rows(judgments, spans, project, source))
+        annotations = latest_annotations(_annotation_rows(frame, span_frame, project, source, keys), keys=keys)
         rows_per_item = dict(list(project_rows.groupby("item", sort=False)))
         for item in sorted(rows_per_item, key=natural_key):
-            kind, origin = resolved.get(str(item), (item_kind(meta, str(item)), KIND_DEFAULT))
-            if kind == "text":
-                continue
-            matrix = _matrix_from_rows(rows_per_item[item], annotations, kind)
-            agreement = item_agreement(
-                matrix,
-                kind,
-                scale=scales.get(item),
-                alpha_level=levels.get(str(item)),
-                n_boot=n_boot,
-                ci_level=ci_level,
-                seed=seed,
-            )
-            rows.append({"project": project, "item": item, "kind": kind, **agreement, "kind_from": origin})
-    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+            item_rows = rows_per_item[item]
+            in_item = [0] if groups is None else sorted({int(group) for group in item_rows[GROUP].unique()})
+            kinds_of = {group: _kind(resolved[group], scales[group][1], item) for group in in_item}
+            for kind in dict.fromkeys(kind for kind, _ in kinds_of.values()):
+                if kind == "text":
+                    continue
+                wanted = [group for group in in_item if kinds_of[group][0] == kind]
+                for group, matrix in _matrices(item_rows, annotations, kind, groups, wanted).items():
+                    agreement = item_agreement(
+                        matrix,
+                        kind,
+                        scale=scales[group][0].get(item),
+                        alpha_level=levels.get(str(item)),
+                        n_boot=n_boot,
+                        ci_level=ci_level,
+                        seed=seed,
+                    )
+                    row = {"project": project, "item": item, "kind": kind, **agreement, "kind_from": kinds_of[group][1]}
+                    rows[group].append(row)
+    return [
+        pd.DataFrame(rows[group], columns=AGREEMENT_COLUMNS) if group in present
+        else pd.DataFrame(columns=AGREEMENT_COLUMNS)
+        for group in range(size)
+    ]  # fmt: skip
+
+
+def _kind(resolved: Mapping[str, tuple[str, str]], meta: Mapping[str, Any], item: object) -> tuple[str, str]:
+    return resolved.get(str(item), (item_kind(meta, str(item)), KIND_DEFAULT))
+
+
+def _groups_present(frame: pd.DataFrame, groups: RowGroups | None) -> set[int]:
+    """The groups that have rows in ``frame`` (``{0}`` for a non-empty ungrouped frame)."""
+    if frame.empty:
+        return set()
+    return {0} if groups is None else {int(group) for group in np.unique(frame[GROUP].to_numpy())}
+
+
+def _kinds_per_group(
+    schema_meta: Mapping[str, Any] | None,
+    usable: pd.DataFrame,
+    kinds: Mapping[str, str] | None,
+    groups: RowGroups | None,
+) -> list[dict[str, tuple[str, str]]]:
+    """``item -> (kind, origin)`` of each group (see ``item_kinds``), ``kinds`` overriding."""
+    given = {str(item): (str(kind), "given") for item, kind in (kinds or {}).items()}
+    size = 1 if groups is None else groups.size
+    if kinds is not None and {str(item) for item in usable["item"].dropna().unique()} <= set(given):
+        return [given] * size  # every item is named: nothing to infer
+    resolved = []
+    for part in per_group(usable, groups):
+        kinds_of = item_kinds(schema_meta, part) | given
+        if schema_meta is None and kinds is None and not part.empty:
+            warn_inferred_kinds(kinds_of, stacklevel=5)  # the caller of per_item_agreement
+        resolved.append(kinds_of)
+    return resolved
+
+
+def _scales_per_group(
+    schema_meta: Mapping[str, Any] | None, usable: pd.DataFrame, groups: RowGroups | None
+) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
+    """``(scales, meta)`` of each group: ``effective_meta`` of its usable rows. Only the items the
+    schema does not declare can differ between groups, so only their rows are looked at."""
+    if groups is None:
+        meta = effective_meta(schema_meta, usable)
+        return [(meta.get("scales") or {}, meta)]
+    undeclared = [item for item in usable["item"].dropna().unique() if not _declared(schema_meta, str(item))]
+    if not undeclared:
+        meta = effective_meta(schema_meta, usable.iloc[0:0])
+        return [(meta.get("scales") or {}, meta)] * groups.size
+    metas = [effective_meta(schema_meta, part) for part in per_group(usable[usable["item"].isin(undeclared)], groups)]
+    return [(meta.get("scales") or {}, meta) for meta in metas]
+
+
+def _declared(schema_meta: Mapping[str, Any] | None, name: str) -> bool:
+    """Whether ``effective_meta`` leaves the item as the schema says (it infers no scale for it)."""
+    meta = schema_meta or {}
+    return name in (meta.get("scales") or {}) or name.endswith(".explanation") or is_declared(meta, name)
 
 
 class KindWarning(UserWarning):
     """``per_item_agreement`` had no schema and inferred how to compare some items."""
 
 
-def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]]) -> None:
+def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]], stacklevel: int = 3) -> None:
     ordinal = [item for item, (kind, origin) in resolved.items() if origin == KIND_INFERRED]
     nominal = [item for item, (kind, origin) in resolved.items() if origin == KIND_DEFAULT and kind == "nominal"]
     parts = []
@@ -236,7 +333,7 @@ def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]]) -> None:
         warnings.warn(
             "per_item_agreement without a schema: " + "; ".join(parts) + " (pass schema_meta or kinds to declare them)",
             KindWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
@@ -414,27 +511,48 @@ def _cohen_on_shared_units(matrix: pd.DataFrame, rated: np.ndarray) -> Agreement
 
 
 def _annotation_rows(
-    judgments: pd.DataFrame, spans: pd.DataFrame | None, project: object, source: str | None
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame | None,
+    project: object,
+    source: str | None,
+    keys: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Who annotated which task in ``project``: usable judgment rows plus span rows.
 
-    Span rows of an annotation the judgments mark as cancelled are dropped too.
+    Span rows of an annotation the judgments mark as cancelled are dropped too. ``keys`` (the
+    group) are kept and come first in every key.
     """
     raw = judgments[judgments["project"] == project]
     frames = [usable_judgments(raw, source=source)]
     if spans is not None and not spans.empty:
-        cancelled = set(raw.loc[cancelled_mask(raw), "annotation_id"])
-        span_rows = spans[(spans["project"] == project) & ~spans["annotation_id"].isin(cancelled)]
+        cancelled = raw.loc[cancelled_mask(raw), [*keys, "annotation_id"]]
+        span_rows = spans[(spans["project"] == project) & ~member(spans, cancelled, [*keys, "annotation_id"])]
         frames.append(usable_judgments(span_rows, source=source))
-    columns = ["task_id", "annotator", "annotation_id", "created_at", "updated_at"]
+    columns = [*keys, "task_id", "annotator", "annotation_id", "created_at", "updated_at"]
     rows = pd.concat([frame.reindex(columns=columns) for frame in frames], ignore_index=True)
-    return rows.drop_duplicates(subset=["annotation_id"], keep="first")
+    return rows.drop_duplicates(subset=[*keys, "annotation_id"], keep="first")
 
 
 def _matrix_from_rows(item_rows: pd.DataFrame, annotations: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Tasks x annotators matrix from one item's usable rows and the kept annotations."""
     kept_rows = item_rows[item_rows["annotation_id"].isin(set(annotations["annotation_id"]))]
     cells = annotations.merge(_values_per_annotation(kept_rows, kind), on="annotation_id", how="left")
+    return _matrix(cells, kind)
+
+
+def _matrices(
+    item_rows: pd.DataFrame, annotations: pd.DataFrame, kind: str, groups: RowGroups | None, wanted: list[int]
+) -> dict[int, pd.DataFrame]:
+    """:func:`_matrix_from_rows` of each ``wanted`` group (the values of every group normalised at once)."""
+    if groups is None:
+        return {0: _matrix_from_rows(item_rows, annotations, kind)}
+    values = _values_per_annotation(item_rows, kind, keys=[GROUP])  # a value of no kept annotation joins nothing
+    cells = annotations.merge(values, on=[GROUP, "annotation_id"], how="left")
+    parts = split_groups(cells, groups.size)
+    return {group: _matrix(parts[group], kind) for group in wanted}
+
+
+def _matrix(cells: pd.DataFrame, kind: str) -> pd.DataFrame:
     if kind == "flag":
         cells["value"] = cells["value"].fillna(FLAG_UNCHECKED)
     cells = cells.dropna(subset=["value"])
@@ -447,25 +565,26 @@ def _matrix_from_rows(item_rows: pd.DataFrame, annotations: pd.DataFrame, kind: 
     return matrix.astype(object)
 
 
-def _values_per_annotation(item_rows: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """One normalised value per annotation: columns ``annotation_id, value`` (object)."""
+def _values_per_annotation(item_rows: pd.DataFrame, kind: str, keys: Sequence[str] = ()) -> pd.DataFrame:
+    """One normalised value per annotation: columns ``annotation_id, value`` (object), after ``keys``."""
     values = pd.DataFrame(
         {
+            **{key: item_rows[key].to_numpy() for key in keys},
             "annotation_id": item_rows["annotation_id"].to_numpy(dtype=object),
             "value": normalised_values(item_rows["value"], kind).to_numpy(dtype=object),
         }
     )
     values = values.dropna(subset=["value"]).drop_duplicates()
     if kind == "flag":
-        return values.drop_duplicates(subset=["annotation_id"]).assign(value=FLAG_CHECKED)
-    repeated = values["annotation_id"].duplicated(keep=False)
+        return values.drop_duplicates(subset=[*keys, "annotation_id"]).assign(value=FLAG_CHECKED)
+    repeated = values.duplicated(subset=[*keys, "annotation_id"], keep=False)
     if not repeated.any():
         return values
     joined = (
         values[repeated]
         .assign(value=values.loc[repeated, "value"].astype(str))
         .sort_values("value")
-        .groupby("annotation_id", sort=False)["value"]
+        .groupby([*keys, "annotation_id"], sort=False)["value"]
         .agg(MULTI_VALUE_SEPARATOR.join)
         .reset_index()
     )

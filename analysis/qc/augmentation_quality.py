@@ -23,7 +23,7 @@ adjacent: ``value > target``) and inclusive for calibration ranges (``min <= sha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.agreement import cohen_kappa, exact_agreement
-from judgelab.analysis.qc.likert_rubric_es import adjacent_agreement, numeric_ratings, unit_keys
+from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, split_groups
+from judgelab.analysis.qc.likert_rubric_es import INTEGER_SCORES, adjacent_agreement, numeric_ratings_grouped, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
 
 DEFAULT_ITEMS = ("SP", "SC")
@@ -47,13 +48,29 @@ META_COLUMNS = ("model", "augmentation_type")
 
 
 def _ratings(
-    judgments: pd.DataFrame, items: Sequence[str], source: str | None, ratings: pd.DataFrame | None
+    judgments: pd.DataFrame,
+    items: Sequence[str],
+    source: str | None,
+    ratings: pd.DataFrame | None,
+    groups: RowGroups | None = None,
 ) -> pd.DataFrame:
-    """``numeric_ratings`` of ``items``, or the rows of ``items`` of ratings computed beforehand
-    (``ratings=``: the same ``numeric_ratings`` of more items, shared by several checks)."""
+    """``numeric_ratings`` of ``items`` (of every group, see ``numeric_ratings_grouped``), or the
+    rows of ``items`` of ratings computed beforehand (``ratings=``: the same ratings of more items,
+    shared by several checks; with their ``GROUP`` column when ``groups`` is given)."""
     if ratings is None:
-        return numeric_ratings(judgments, items, source=source)
+        return numeric_ratings_grouped(judgments, groups, items, source=source)
     return ratings[ratings["item"].isin(list(items))]
+
+
+def _size(groups: RowGroups | None) -> int:
+    return 1 if groups is None else groups.size
+
+
+def _group_codes(frame: pd.DataFrame, groups: RowGroups | None) -> np.ndarray:
+    """Each row's group (all 0 without groups)."""
+    if groups is None:
+        return np.zeros(len(frame), dtype=np.int64)
+    return frame[GROUP].to_numpy(dtype=np.int64)
 
 
 def _targets(schema_meta: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -69,21 +86,43 @@ def _items(schema_meta: Mapping[str, Any] | None, items: Sequence[str] | None) -
 
 def pilot_annotators(ratings: pd.DataFrame, annotators: Sequence[str] | None = None) -> tuple[str, str]:
     """The two annotators of the pilot: the given ones, else the pair sharing the most tasks."""
+    pair = pilot_annotators_by_group(ratings, None, annotators)[0]
+    if isinstance(pair, ValueError):
+        raise pair
+    return pair
+
+
+def pilot_annotators_by_group(
+    ratings: pd.DataFrame, groups: RowGroups | None, annotators: Sequence[str] | None = None
+) -> list[tuple[str, str] | ValueError]:
+    """:func:`pilot_annotators` of each group of ``ratings`` (``GROUP`` column when ``groups`` is
+    given), or the ``ValueError`` it raises for that group."""
+    size = _size(groups)
     if annotators is not None:
         if len(annotators) != 2:
-            raise ValueError(f"the pilot compares two annotators, got {len(annotators)}: {list(annotators)}")
-        return str(annotators[0]), str(annotators[1])
+            error = ValueError(f"the pilot compares two annotators, got {len(annotators)}: {list(annotators)}")
+            return [error] * size
+        return [(str(annotators[0]), str(annotators[1]))] * size
     keys = unit_keys(ratings)
     units = pd.Series(list(zip(*(ratings[k] for k in keys), strict=True)), index=ratings.index)
-    tasks_of = units.groupby(ratings["annotator"]).agg(lambda s: set(s))
-    names = sorted(tasks_of.index, key=natural_key)
-    if len(names) < 2:
-        raise ValueError(f"the pilot needs two annotators, the judgments have {len(names)}: {names}")
-    best = max(
-        ((a, b) for i, a in enumerate(names) for b in names[i + 1 :]),
-        key=lambda pair: len(tasks_of[pair[0]] & tasks_of[pair[1]]),
-    )
-    return str(best[0]), str(best[1])
+    by = ratings["annotator"] if groups is None else [ratings[GROUP], ratings["annotator"]]
+    tasks_of = units.groupby(by).agg(lambda s: set(s))
+    per_group_tasks: list[dict[object, set]] = [{} for _ in range(size)]
+    for key, tasks in tasks_of.items():
+        group, name = (0, key) if groups is None else key
+        per_group_tasks[int(group)][name] = tasks
+    pairs: list[tuple[str, str] | ValueError] = []
+    for tasks_of_group in per_group_tasks:
+        names = sorted(tasks_of_group, key=natural_key)
+        if len(names) < 2:
+            pairs.append(ValueError(f"the pilot needs two annotators, the judgments have {len(names)}: {names}"))
+            continue
+        best = max(
+            ((a, b) for i, a in enumerate(names) for b in names[i + 1 :]),
+            key=lambda pair: len(tasks_of_group[pair[0]] & tasks_of_group[pair[1]]),
+        )
+        pairs.append((str(best[0]), str(best[1])))
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -114,39 +153,129 @@ def pilot_agreement(
     Each item's ``n_units`` is the tasks both gave a score for that item; ``pilot_size`` is
     the target size, reported (``pilot_size_met``) but not part of ``passed``.
     """
+    result = pilot_agreement_by_group(
+        judgments, schema_meta, None, items=items, annotators=annotators, tasks=tasks, source=source, ratings=ratings
+    )[0]
+    if isinstance(result, ValueError):
+        raise result
+    return result
+
+
+def pilot_agreement_by_group(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    items: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+    tasks: Sequence[object] | None = None,
+    source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
+) -> list[PilotAgreement | ValueError]:
+    """:func:`pilot_agreement` of each group of ``groups`` (see ``analysis.grouped``; ``ratings``
+    from ``numeric_ratings_grouped``), or the ``ValueError`` it raises for that group: one pivot
+    per item for every group."""
     targets = _targets(schema_meta)
     criteria = _items(schema_meta, items)
-    ratings = _ratings(judgments, criteria, source, ratings)
+    ratings = _ratings(judgments, criteria, source, ratings, groups)
     if tasks is not None:
         ratings = ratings[ratings["task_id"].isin(list(tasks))]
-    first, second = pilot_annotators(ratings, annotators)
-    rows, shared_units = [], set()
-    for item in criteria:
-        wide = ratings[ratings["item"] == item].pivot_table(
-            index=unit_keys(ratings), columns="annotator", values="score", aggfunc="last"
-        )
-        a = wide[first] if first in wide else pd.Series(dtype=float)
-        b = wide[second] if second in wide else pd.Series(dtype=float)
-        both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-        shared_units |= set(both.index)
-        pairs = both.astype(object).to_numpy()
-        exact = exact_agreement(pairs) if len(both) else None
-        adjacent = adjacent_agreement(both.to_numpy(dtype=float)) if len(both) else None
-        kappa = cohen_kappa(pairs[:, 0], pairs[:, 1]) if len(both) else None
-        row = {"item": item, "annotator_a": first, "annotator_b": second, "n_units": len(both)}
-        for name, result in (("cohen_kappa", kappa), ("exact_agreement", exact), ("adjacent_agreement", adjacent)):
-            value = result.value if result is not None else float("nan")
-            target = float(targets[name])
-            row[name] = value
-            row[f"{name}_target"] = target
-            row[f"{name}_passed"] = bool(not np.isnan(value) and value > target)
-        row["passed"] = all(row[f"{n}_passed"] for n in ("cohen_kappa", "exact_agreement", "adjacent_agreement"))
-        row["pilot_size"] = targets.get("pilot_size")
-        row["pilot_size_met"] = bool(targets.get("pilot_size") is None or len(both) >= int(targets["pilot_size"]))
-        rows.append(row)
-    table = pd.DataFrame(rows)
-    passed = bool(len(table) and table["passed"].all())
-    return PilotAgreement(table=table, passed=passed, annotators=(first, second), units=sorted(shared_units, key=str))
+    pairs = pilot_annotators_by_group(ratings, groups, annotators)
+    if not any(isinstance(pair, tuple) for pair in pairs):
+        return list(pairs)
+    wide_of = {
+        item: _pivot_per_group(ratings[ratings["item"] == item], groups, unit_keys(ratings)) for item in criteria
+    }
+    results: list[PilotAgreement | ValueError] = []
+    for group, pair in enumerate(pairs):
+        if isinstance(pair, ValueError):
+            results.append(pair)
+            continue
+        first, second = pair
+        rows, shared_units = [], set()
+        for item in criteria:
+            scores, units = _both_scored(wide_of[item](group), first, second)
+            shared_units |= set(units)
+            pairs_of_scores = scores.astype(object)
+            exact = exact_agreement(pairs_of_scores) if len(scores) else None
+            adjacent = adjacent_agreement(scores.astype(float)) if len(scores) else None
+            kappa = cohen_kappa(pairs_of_scores[:, 0], pairs_of_scores[:, 1]) if len(scores) else None
+            row = {"item": item, "annotator_a": first, "annotator_b": second, "n_units": len(scores)}
+            for name, result in (("cohen_kappa", kappa), ("exact_agreement", exact), ("adjacent_agreement", adjacent)):
+                value = result.value if result is not None else float("nan")
+                target = float(targets[name])
+                row[name] = value
+                row[f"{name}_target"] = target
+                row[f"{name}_passed"] = bool(not np.isnan(value) and value > target)
+            row["passed"] = all(row[f"{n}_passed"] for n in ("cohen_kappa", "exact_agreement", "adjacent_agreement"))
+            row["pilot_size"] = targets.get("pilot_size")
+            row["pilot_size_met"] = bool(targets.get("pilot_size") is None or len(scores) >= int(targets["pilot_size"]))
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        passed = bool(len(table) and table["passed"].all())
+        units = sorted(shared_units, key=str)
+        results.append(PilotAgreement(table=table, passed=passed, annotators=(first, second), units=units))
+    return results
+
+
+def _both_scored(wide: pd.DataFrame, first: str, second: str) -> tuple[np.ndarray, pd.Index]:
+    """The two annotators' scores (a row per unit both scored, in ``wide``'s order and dtype) and
+    those units."""
+    if first not in wide or second not in wide:
+        return np.zeros((0, 2)), wide.index[:0]
+    scores = wide[[first, second]].to_numpy()
+    kept = ~pd.isna(scores).any(axis=1)
+    return scores[kept], wide.index[kept]
+
+
+def _scored_by_both(wide: pd.DataFrame, first: str, second: str, keys: list[str]) -> tuple[pd.DataFrame, int, int]:
+    """The (unit, item) rows both annotators scored (``keys``, ``item``, ``annotator_a``,
+    ``annotator_b``, ``score_a``, ``score_b``), the number of units among them and of units where
+    the two differ on some item."""
+    columns = [*keys, "item", "annotator_a", "annotator_b", "score_a", "score_b"]
+    scores, units = _both_scored(wide, first, second)
+    if not len(scores):  # nothing shared: the frame as the pandas steps shape it
+        for name in (first, second):
+            if name not in wide:
+                wide[name] = np.nan
+        both = wide[[first, second]].dropna().reset_index()
+        both.columns.name = None
+        both = both.rename(columns={first: "score_a", second: "score_b"})
+        return both.assign(annotator_a=first, annotator_b=second)[columns], 0, 0
+    both = units.to_frame(index=False).assign(
+        annotator_a=first, annotator_b=second, score_a=scores[:, 0], score_b=scores[:, 1]
+    )[columns]
+    samples = np.column_stack([units.codes[level] for level in range(len(keys))])  # one row per unit and item
+    differs = scores[:, 0] != scores[:, 1]
+    return both, _n_distinct_rows(samples), _n_distinct_rows(samples[differs])
+
+
+def _n_distinct_rows(codes: np.ndarray) -> int:
+    return int(np.unique(codes, axis=0).shape[0]) if len(codes) else 0
+
+
+def _pivot_per_group(rows: pd.DataFrame, groups: RowGroups | None, index: list[str]) -> Callable[[int], pd.DataFrame]:
+    """``group -> rows.pivot_table(index=index, columns="annotator", values="score", aggfunc="last")``
+    of that group's rows alone (``rows`` from ``numeric_ratings_grouped``), from one pivot of every
+    group's rows with the group first in its index: a group's part keeps the annotators it has, and
+    its integer scores when it has every (unit, annotator) score, as its own pivot would."""
+
+    def pivot(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        return frame.pivot_table(index=[*keys, *index], columns="annotator", values="score", aggfunc="last")
+
+    if groups is None:
+        wide = pivot(rows, [])
+        return lambda group: wide
+    integer_groups = set(rows.loc[rows[INTEGER_SCORES].to_numpy(dtype=bool), GROUP].unique().tolist())
+    parts = {}
+    for group, part in pivot(rows, [GROUP]).groupby(level=0, sort=False):
+        part = part.droplevel(0)
+        part = part.loc[:, part.notna().any(axis=0).to_numpy()]
+        if int(group) in integer_groups and not part.isna().to_numpy().any():
+            part = part.astype(np.int64)
+        parts[int(group)] = part
+    empty = rows.iloc[0:0].drop(columns=[GROUP, INTEGER_SCORES])
+    return lambda group: parts[group] if group in parts else pivot(empty, [])
 
 
 def _with_meta(rows: pd.DataFrame, tasks: pd.DataFrame | None, columns: Sequence[str]) -> pd.DataFrame:
@@ -194,11 +323,30 @@ def calibration_check(
     Columns: ``scope`` (``overall`` or the ``by`` column), ``group``, ``item``, ``value``,
     ``subset`` (text), ``n_ratings``, ``n_value``, ``share``, ``min``, ``max``, ``passed``.
     """
+    return calibration_check_by_group(
+        judgments, tasks, schema_meta, None, markers=markers, by=by, source=source, ratings=ratings
+    )[0]
+
+
+def calibration_check_by_group(
+    judgments: pd.DataFrame,
+    tasks: pd.DataFrame | None,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    markers: Sequence[Mapping[str, Any]] | None = None,
+    by: Sequence[str] = META_COLUMNS,
+    source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
+) -> list[pd.DataFrame]:
+    """:func:`calibration_check` of each group of ``groups`` (``ratings`` from
+    ``numeric_ratings_grouped``; ``tasks`` those of every group): every count keyed by the group."""
     markers = list(markers if markers is not None else (schema_meta or {}).get("calibration_markers") or [])
     items = sorted({str(m["item"]) for m in markers})
     needed = list(dict.fromkeys([*by, *(key for m in markers for key in (m.get("subset") or {}))]))
-    ratings = _with_meta(_ratings(judgments, items, source, ratings), tasks, needed)
-    rows: list[dict[str, Any]] = []
+    ratings = _with_meta(_ratings(judgments, items, source, ratings, groups), tasks, needed)
+    keys = group_keys(groups)
+    rows: list[list[dict[str, Any]]] = [[] for _ in range(_size(groups))]
     scopes: list[tuple[str, str | None]] = [("overall", None)] + [(c, c) for c in by if c in ratings.columns]
     for marker in markers:
         subset = dict(marker.get("subset") or {})
@@ -208,19 +356,15 @@ def calibration_check(
                 selected = selected.iloc[0:0]
                 break
             selected = selected[selected[column].astype(str) == str(wanted)]
+        hit = (selected["score"] == float(marker["value"])).to_numpy()
         for scope, column in scopes:
-            groups = [("", selected)] if column is None else list(selected.groupby(column, sort=True))
-            for group, rows_in_group in groups:
-                if rows_in_group.empty:
-                    continue
-                n = len(rows_in_group)
-                hits = int((rows_in_group["score"] == float(marker["value"])).sum())
+            for group, found, n, hits in _counts(selected, hit, keys, column):
                 share = hits / n
                 low, high = marker.get("min"), marker.get("max")
-                rows.append(
+                rows[group].append(
                     {
                         "scope": scope,
-                        "group": group,
+                        "group": found,
                         "item": marker["item"],
                         "value": marker["value"],
                         "subset": ", ".join(f"{k}={v}" for k, v in subset.items()),
@@ -234,7 +378,27 @@ def calibration_check(
                         ),
                     }
                 )
-    return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+    return [pd.DataFrame(part, columns=CALIBRATION_COLUMNS) for part in rows]
+
+
+def _counts(
+    selected: pd.DataFrame, hit: np.ndarray, keys: list[str], column: str | None
+) -> list[tuple[int, object, int, int]]:
+    """``(group, value of column or '', rows, hits)`` for every non-empty (group, value), in order."""
+    by = [*keys, *([column] if column is not None else [])]
+    if selected.empty:
+        return []
+    if not by:
+        return [(0, "", len(selected), int(hit.sum()))]
+    hits_per_row = pd.Series(hit, index=selected.index)
+    counted = hits_per_row.groupby([selected[name] for name in by], sort=True).agg(["size", "sum"])
+    out = []
+    for key, n, hits in zip(counted.index, counted["size"], counted["sum"], strict=True):
+        parts = key if isinstance(key, tuple) else (key,)
+        group = int(parts[0]) if keys else 0
+        found = parts[-1] if column is not None else ""
+        out.append((group, found, int(n), int(hits)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -271,44 +435,69 @@ def resolve_disagreements(
     ratings: pd.DataFrame | None = None,
 ) -> DisagreementResolution:
     """Apply the disagreement rule (``agreement_targets.disagreement_rule.average_below``)."""
+    result = resolve_disagreements_by_group(
+        judgments, schema_meta, None, items=items, annotators=annotators, source=source, ratings=ratings
+    )[0]
+    if isinstance(result, ValueError):
+        raise result
+    return result
+
+
+def resolve_disagreements_by_group(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    items: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+    source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
+) -> list[DisagreementResolution | ValueError]:
+    """:func:`resolve_disagreements` of each group of ``groups`` (``ratings`` from
+    ``numeric_ratings_grouped``), or the ``ValueError`` it raises for that group."""
     rule = _targets(schema_meta).get("disagreement_rule") or {}
     threshold = float(rule.get("average_below", 0.20))
     criteria = _items(schema_meta, items)
-    ratings = _ratings(judgments, criteria, source, ratings)
-    first, second = pilot_annotators(ratings, annotators)
-    pair = ratings[ratings["annotator"].isin([first, second])]
-    wide = pair.pivot_table(index=[*unit_keys(pair), "item"], columns="annotator", values="score", aggfunc="last")
-    for name in (first, second):
-        if name not in wide:
-            wide[name] = np.nan
-    keys = unit_keys(pair)
-    both = wide[[first, second]].dropna().reset_index()
-    both.columns.name = None
-    both = both.rename(columns={first: "score_a", second: "score_b"})
-    both = both.assign(annotator_a=first, annotator_b=second)[
-        [*keys, "item", "annotator_a", "annotator_b", "score_a", "score_b"]
-    ]
-    differs = both["score_a"] != both["score_b"]
-    disagreements = both[differs].reset_index(drop=True)
-    samples = both[keys].drop_duplicates()
-    disagreeing_samples = disagreements[keys].drop_duplicates()
-    share = len(disagreeing_samples) / len(samples) if len(samples) else float("nan")
-    action = "none" if np.isnan(share) else ("average" if share < threshold else "discuss")
-    if action == "average":
-        averaged = both[[*keys, "item"]].assign(score=(both["score_a"] + both["score_b"]) / 2.0, n_raters=2)
-        to_discuss = disagreements.iloc[0:0]
-    else:
-        averaged = pd.DataFrame(columns=[*keys, "item", "score", "n_raters"])
-        to_discuss = disagreements
-    return DisagreementResolution(
-        share_disagreeing=share,
-        threshold=threshold,
-        action=action,
-        n_samples=len(samples),
-        averaged=averaged.reset_index(drop=True),
-        to_discuss=to_discuss.reset_index(drop=True),
-        disagreements=disagreements,
-    )
+    ratings = _ratings(judgments, criteria, source, ratings, groups)
+    pairs = pilot_annotators_by_group(ratings, groups, annotators)
+    if not any(isinstance(pair, tuple) for pair in pairs):
+        return list(pairs)
+    codes = _group_codes(ratings, groups)
+    in_pair = np.zeros(len(ratings), dtype=bool)
+    for pair in dict.fromkeys(pair for pair in pairs if isinstance(pair, tuple)):
+        wanted = np.array([isinstance(p, tuple) and p == pair for p in pairs], dtype=bool)
+        in_pair |= wanted[codes] & ratings["annotator"].isin(list(pair)).to_numpy(dtype=bool)
+    keys = unit_keys(ratings)
+    wide_of = _pivot_per_group(ratings[in_pair], groups, [*keys, "item"])
+    results: list[DisagreementResolution | ValueError] = []
+    for group, pair in enumerate(pairs):
+        if isinstance(pair, ValueError):
+            results.append(pair)
+            continue
+        first, second = pair
+        both, n_samples, n_disagreeing = _scored_by_both(wide_of(group), first, second, keys)
+        differs = both["score_a"] != both["score_b"]
+        disagreements = both[differs].reset_index(drop=True)
+        share = n_disagreeing / n_samples if n_samples else float("nan")
+        action = "none" if np.isnan(share) else ("average" if share < threshold else "discuss")
+        if action == "average":
+            averaged = both[[*keys, "item"]].assign(score=(both["score_a"] + both["score_b"]) / 2.0, n_raters=2)
+            to_discuss = disagreements.iloc[0:0]
+        else:
+            averaged = pd.DataFrame(columns=[*keys, "item", "score", "n_raters"])
+            to_discuss = disagreements
+        results.append(
+            DisagreementResolution(
+                share_disagreeing=share,
+                threshold=threshold,
+                action=action,
+                n_samples=n_samples,
+                averaged=averaged.reset_index(drop=True),
+                to_discuss=to_discuss.reset_index(drop=True),
+                disagreements=disagreements,
+            )
+        )
+    return results
 
 
 DRIFT_COLUMNS = [
@@ -342,29 +531,48 @@ def annotator_drift(
     item. ``first_annotation`` / ``last_annotation`` are the block's first and last
     ``created_at``.
     """
+    return annotator_drift_by_group(
+        judgments, schema_meta, None, items=items, block_size=block_size, source=source, ratings=ratings
+    )[0]
+
+
+def annotator_drift_by_group(
+    judgments: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None,
+    groups: RowGroups | None,
+    *,
+    items: Sequence[str] | None = None,
+    block_size: int | None = None,
+    source: str | None = HUMAN_SOURCE,
+    ratings: pd.DataFrame | None = None,
+) -> list[pd.DataFrame]:
+    """:func:`annotator_drift` of each group of ``groups`` (``ratings`` from
+    ``numeric_ratings_grouped``): every step keyed by the group first."""
     size = int(block_size or (schema_meta or {}).get("drift_block_size") or DEFAULT_BLOCK_SIZE)
     if size < 1:
         raise ValueError(f"block_size must be at least 1, got {size}")
     criteria = _items(schema_meta, items)
-    ratings = _ratings(judgments, criteria, source, ratings)
+    ratings = _ratings(judgments, criteria, source, ratings, groups)
+    n_groups = _size(groups)
     if ratings.empty:
-        return pd.DataFrame(columns=DRIFT_COLUMNS)
+        return [pd.DataFrame(columns=DRIFT_COLUMNS) for _ in range(n_groups)]
+    keys = group_keys(groups)
     ratings = ratings.reset_index(drop=True)
     ratings["_order"] = np.arange(len(ratings))
     created = ratings["created_at"] if "created_at" in ratings else pd.Series(None, index=ratings.index)
     ratings["_time"] = pd.to_datetime(created, errors="coerce", utc=True, format="ISO8601")
     annotations = (
-        ratings.groupby(["annotator", "annotation_id"], sort=False)
+        ratings.groupby([*keys, "annotator", "annotation_id"], sort=False)
         .agg(_time=("_time", "min"), _order=("_order", "min"))
         .reset_index()
-        .sort_values(["annotator", "_time", "_order"], na_position="last", kind="stable")
+        .sort_values([*keys, "annotator", "_time", "_order"], na_position="last", kind="stable")
     )
-    annotations["block"] = annotations.groupby("annotator").cumcount() // size
+    annotations["block"] = annotations.groupby([*keys, "annotator"]).cumcount() // size
     ratings = ratings.drop(columns=["_time"]).merge(
-        annotations[["annotation_id", "annotator", "block", "_time"]], on=["annotator", "annotation_id"]
+        annotations[[*keys, "annotation_id", "annotator", "block", "_time"]], on=[*keys, "annotator", "annotation_id"]
     )
     blocks = (
-        annotations.groupby(["annotator", "block"])
+        annotations.groupby([*keys, "annotator", "block"])
         .agg(
             first_annotation=("_time", "min"),
             last_annotation=("_time", "max"),
@@ -372,11 +580,21 @@ def annotator_drift(
         )
         .reset_index()
     )
-    means = ratings.groupby(["annotator", "block", "item"])["score"].agg(n_ratings="size", mean="mean").reset_index()
-    first = means[means["block"] == 0][["annotator", "item", "mean"]].rename(columns={"mean": "_first"})
-    means = means.merge(first, on=["annotator", "item"], how="left")
+    means = (
+        ratings.groupby([*keys, "annotator", "block", "item"])["score"].agg(n_ratings="size", mean="mean").reset_index()
+    )
+    first = means[means["block"] == 0][[*keys, "annotator", "item", "mean"]].rename(columns={"mean": "_first"})
+    means = means.merge(first, on=[*keys, "annotator", "item"], how="left")
     means["change_vs_first_block"] = means["mean"] - means["_first"]
-    result = blocks.merge(means.drop(columns=["_first"]), on=["annotator", "block"])
+    result = blocks.merge(means.drop(columns=["_first"]), on=[*keys, "annotator", "block"])
+    codes = _group_codes(result, groups)
     annotator_names, block_numbers = result["annotator"].to_numpy(dtype=object), result["block"].to_numpy()
-    order = sorted(range(len(result)), key=lambda i: (natural_key(annotator_names[i]), block_numbers[i]))
-    return result.iloc[order].reset_index(drop=True)[DRIFT_COLUMNS]
+    order = sorted(range(len(result)), key=lambda i: (codes[i], natural_key(annotator_names[i]), block_numbers[i]))
+    result = result.iloc[order].reset_index(drop=True)
+    if groups is None:
+        return [result[DRIFT_COLUMNS]]
+    present = set(np.unique(codes).tolist())
+    return [
+        part[DRIFT_COLUMNS] if group in present else pd.DataFrame(columns=DRIFT_COLUMNS)
+        for group, part in enumerate(split_groups(result, n_groups, keep_index=False))
+    ]

@@ -28,6 +28,15 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.agreement import AgreementResult, exact_agreement, fleiss_kappa
+from judgelab.analysis.grouped import (
+    GROUP,
+    RowGroups,
+    group_keys,
+    member,
+    positions_per_group,
+    split_groups,
+    with_groups,
+)
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
 try:  # the shared implementation, when present
@@ -120,14 +129,64 @@ def _local_adjacent(matrix: Any, within: float = 1.0) -> AgreementResult:
 def numeric_ratings(judgments: pd.DataFrame, items: Iterable[str] | None = None, *, source: str | None = HUMAN_SOURCE):
     """Usable rows of ``items`` with a numeric ``score`` column, one annotation per
     (task, annotator) (the latest); rows whose value is not a number are dropped."""
-    rows = usable_judgments(judgments, source=source)
+    return numeric_ratings_grouped(judgments, None, items, source=source)
+
+
+def numeric_ratings_grouped(
+    judgments: pd.DataFrame,
+    groups: RowGroups | None,
+    items: Iterable[str] | None = None,
+    *,
+    source: str | None = HUMAN_SOURCE,
+) -> pd.DataFrame:
+    """:func:`numeric_ratings` of every group of ``groups`` at once (see ``analysis.grouped``):
+    the rows of all groups, each with its group in the ``GROUP`` column, the latest annotation
+    chosen within each group. Whether a group's scores are whole numbers alone (``numeric_ratings``
+    of its rows gives integer scores) is in :data:`INTEGER_SCORES`; :func:`ratings_per_group` gives
+    each group's rows as ``numeric_ratings`` of its rows alone. ``groups=None``: :func:`numeric_ratings`."""
+    rows = usable_judgments(with_groups(judgments, groups, "judgments"), source=source)
     if items is not None:
         rows = rows[rows["item"].isin(list(items))]
     if rows.empty:
-        return rows.assign(score=pd.Series(dtype=float))
-    rows = latest_per_task(rows)
+        rows = rows.assign(score=pd.Series(dtype=float))
+        return rows if groups is None else rows.assign(**{INTEGER_SCORES: pd.Series(dtype=bool)})
+    rows = latest_per_task(rows, keys=group_keys(groups))
     rows = rows.assign(score=pd.to_numeric(rows["value"], errors="coerce"))
+    if groups is not None:
+        rows[INTEGER_SCORES] = _integer_scores(rows, groups)
     return rows.dropna(subset=["score"])
+
+
+INTEGER_SCORES = "_integer_scores"  # a grouped ratings column: its group's scores are integers when alone
+
+
+def _integer_scores(rows: pd.DataFrame, groups: RowGroups) -> np.ndarray:
+    """Per row: whether ``pd.to_numeric`` of its group's values alone gives integers (all groups
+    do when every value does; otherwise each group is parsed alone)."""
+    if pd.api.types.is_integer_dtype(rows["score"]):
+        return np.ones(len(rows), dtype=bool)
+    codes = rows[GROUP].to_numpy(dtype=np.int64)
+    values = rows["value"]
+    integer = np.array(
+        [
+            pd.api.types.is_integer_dtype(pd.to_numeric(values.iloc[positions], errors="coerce"))
+            for positions in positions_per_group(codes, groups.size)
+        ],
+        dtype=bool,
+    )
+    return integer[codes]
+
+
+def ratings_per_group(ratings: pd.DataFrame, size: int) -> list[pd.DataFrame]:
+    """Each group's rows of :func:`numeric_ratings_grouped` ratings, as ``numeric_ratings`` gives
+    them for that group's rows alone (integer scores where the group's are)."""
+    parts = split_groups(ratings, size)
+    out = []
+    for part in parts:
+        integer = bool(part[INTEGER_SCORES].all()) if len(part) else False
+        part = part.drop(columns=[INTEGER_SCORES])
+        out.append(part.assign(score=part["score"].astype(np.int64 if integer else float)))
+    return out
 
 
 def unit_keys(frame: pd.DataFrame) -> list[str]:
@@ -136,18 +195,20 @@ def unit_keys(frame: pd.DataFrame) -> list[str]:
     return ["project", "task_id"] if "project" in frame.columns else ["task_id"]
 
 
-def latest_per_task(rows: pd.DataFrame) -> pd.DataFrame:
+def latest_per_task(rows: pd.DataFrame, *, keys: Sequence[str] = ()) -> pd.DataFrame:
     """Rows of the latest annotation per (project, task, annotator) (``analysis.tables``'s
-    rule, applied within each project)."""
+    rule, applied within each project); ``keys`` (a group column) come first in the key, so that
+    rows differing in them never compete."""
     if rows.empty:
         return rows
+    keys = list(keys)
     if "project" not in rows.columns:
-        keep = set(latest_annotations(rows)["annotation_id"])
+        latest = latest_annotations(rows, keys=keys)
     else:
-        keep = set()
-        for _, group in rows.groupby(rows["project"].astype(str), sort=False):
-            keep |= set(latest_annotations(group)["annotation_id"])
-    return rows[rows["annotation_id"].isin(keep)]
+        latest = pd.concat(
+            [latest_annotations(group, keys=keys) for _, group in rows.groupby(rows["project"].astype(str), sort=False)]
+        )
+    return rows[member(rows, latest, [*keys, "annotation_id"])]
 
 
 def criterion_matrix(ratings: pd.DataFrame, item: str) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.facets import facet_cells, filter_tables
+from judgelab.analysis.facets import cell_groups, facet_cells, filter_tables
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData, ReportOptions
 from judgelab.analysis.report.faceting import (
@@ -127,9 +127,13 @@ def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Se
     whole = replace(data, tasks=filtered["tasks"], judgments=filtered["judgments"], spans=filtered["spans"], cache={})
     cells = facet_cells(filtered, plan.by, total=plan.total)
     faceted = len(cells) > 1 or bool(cells and cells[0].values)
+    groups = cell_groups(cells, filtered) if faceted else None
+    whole = replace(whole, groups=groups)  # grouped computations run once for every cell (ProjectData.per_cell)
+    numbers = iter(range(groups.size if groups is not None else 0))
     cell_data = [
         replace(whole, tasks=c.tables["tasks"], judgments=c.tables["judgments"], spans=c.tables["spans"],
-                facet=c, whole=whole, cache={})
+                facet=c, whole=whole, cache={}, groups=None,
+                cell_number=None if c.is_total or groups is None else next(numbers))
         for c in cells
     ] if faceted else []  # fmt: skip
     built: list[Section] = []

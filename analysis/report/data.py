@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import FacetCell
+from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
@@ -72,6 +73,8 @@ class ProjectData:
     facet: FacetCell | None = None
     whole: ProjectData | None = field(default=None, compare=False, repr=False)
     title: str | None = None
+    groups: RowGroups | None = field(default=None, compare=False, repr=False)  # the whole's: its cells' rows
+    cell_number: int | None = None  # a cell's group in ``whole.groups`` (None: not faceted, or the '(all)' cell)
 
     @property
     def all_cells(self) -> ProjectData:
@@ -84,6 +87,19 @@ class ProjectData:
             self.cache[key] = compute()
         return self.cache[key]
 
+    def per_cell(self, key: str, compute: Callable[[ProjectData, RowGroups | None], list[T]]) -> T:
+        """This project's (or cell's) result of a grouped computation, once per ``key``.
+
+        ``compute(data, groups)`` returns one result per group of ``groups`` (one for every row
+        when ``groups`` is None; see ``analysis.grouped``). In a faceted report it runs once, on
+        the whole project with every cell as a group, and each cell takes its own result;
+        otherwise (and for the '(all)' cell) it runs on this data as one group."""
+        whole = self.whole
+        if whole is not None and whole.groups is not None and self.cell_number is not None:
+            groups = whole.groups
+            return whole.cached(f"{key} (every cell)", lambda: compute(whole, groups))[self.cell_number]
+        return self.cached(key, lambda: compute(self, None)[0])
+
     @property
     def human_judgments(self) -> pd.DataFrame:
         return self.judgments[self.judgments["source"] == HUMAN_SOURCE]
@@ -94,8 +110,12 @@ class ProjectData:
 
     @property
     def usable_human(self) -> pd.DataFrame:
-        """Human judgments of annotations that were not cancelled (unnamed annotators named)."""
-        return self.cached("usable_human", lambda: usable_judgments(self.judgments, source=HUMAN_SOURCE))
+        """Human judgments of annotations that were not cancelled (unnamed annotators named); a
+        cell's are its rows of the whole project's (the rule is row by row)."""
+        return self.per_cell(
+            "usable_human",
+            lambda d, g: per_group(usable_judgments(with_groups(d.judgments, g, "judgments"), source=HUMAN_SOURCE), g),
+        )
 
     @property
     def sources(self) -> list[str]:

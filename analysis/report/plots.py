@@ -322,16 +322,12 @@ def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[st
         return None
     axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
     for axis, item in zip(axes[0], items, strict=True):
-        values = sorted(
-            set(_scale_values(scales[item]))
-            | {_scale_value(v) for _, (rows, _) in parts for v in rows.loc[rows["item"] == item, "value"]},
-            key=natural_key,
-        )
+        counts = [_value_counts(rows.loc[rows["item"] == item, "value"]) for _, (rows, _) in parts]
+        values = sorted(set(_scale_values(scales[item])).union(*(part.index for part in counts)), key=natural_key)
         shares = np.zeros((len(parts), len(values)))
-        for row, (_, (rows, _)) in enumerate(parts):
-            answers = rows.loc[rows["item"] == item, "value"].map(_scale_value)
+        for row, answers in enumerate(counts):
             if len(answers):
-                shares[row] = answers.value_counts(normalize=True).reindex(values, fill_value=0.0).to_numpy()
+                shares[row] = (answers / answers.sum()).reindex(values, fill_value=0.0).to_numpy()
         axis.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
         if shares.size <= MAX_WRITTEN_SHARES:
             for (row, column), share in np.ndenumerate(shares):
@@ -344,6 +340,14 @@ def rating_share_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, Mapping[st
     left = min(0.5, 0.012 * max(len(label) for label in labels) + 0.04)
     figure.subplots_adjust(left=left, right=0.98, bottom=0.8 / figure.get_figheight(), top=0.9, wspace=0.08)
     return _png(figure)
+
+
+def _value_counts(answers: pd.Series) -> pd.Series:
+    """How many answers have each scale value (``_scale_value`` of the answer), each distinct
+    answer read once."""
+    counts = answers.value_counts(dropna=False)
+    labels = [_scale_value(value) for value in counts.index]
+    return pd.Series(counts.to_numpy(), index=labels).groupby(level=0, sort=False).sum()
 
 
 def drift_cells_png(parts: list[tuple[str, tuple[pd.DataFrame, int]]]) -> bytes | None:

@@ -39,11 +39,20 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells are safe to open in a spreadsheet (and its header)."""
     out = frame.copy()
     for column in out.columns:
-        if not (pd.api.types.is_object_dtype(out[column]) or pd.api.types.is_string_dtype(out[column])):
+        values = out[column]
+        if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
             continue
-        out[column] = out[column].map(spreadsheet_cell).astype(object)
+        if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and not _any_formula(values):
+            out[column] = values.astype(object)  # text only, none starting like a formula: nothing to change
+            continue
+        out[column] = values.map(spreadsheet_cell).astype(object)
     out.columns = [spreadsheet_cell(str(c)) if isinstance(c, str) else c for c in out.columns]
     return out
+
+
+def _any_formula(values: pd.Series) -> bool:
+    """Whether some text of a string column starts like a formula (a vectorised first look)."""
+    return bool(values.str.startswith(FORMULA_START).fillna(False).any())
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:

@@ -7,20 +7,21 @@ Shown for the ``augmentation_quality`` schema and for any schema whose metadata 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
+from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.qc.augmentation_quality import (
     DEFAULT_BLOCK_SIZE,
-    annotator_drift,
-    calibration_check,
-    pilot_agreement,
-    resolve_disagreements,
+    annotator_drift_by_group,
+    calibration_check_by_group,
+    pilot_agreement_by_group,
+    resolve_disagreements_by_group,
 )
-from judgelab.analysis.qc.likert_rubric_es import numeric_ratings
+from judgelab.analysis.qc.likert_rubric_es import numeric_ratings_grouped
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
@@ -36,6 +37,7 @@ from judgelab.analysis.report.plots import drift_cells_png, drift_png
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 SCHEMA = "augmentation_quality"
+T = TypeVar("T")
 GUIDELINE_KEYS = ("agreement_targets", "calibration_markers", "drift_block_size")
 MEASURES = {
     "cohen_kappa": "Cohen's kappa",
@@ -62,9 +64,26 @@ def augmentation_section(data: ProjectData) -> Section | None:
     return section_or_none("Guideline checks", [intro], subsections)
 
 
-def _ratings(data: ProjectData) -> pd.DataFrame:
-    """The human numeric ratings (latest per task and annotator), computed once for the four checks."""
-    return data.cached("numeric_ratings", lambda: numeric_ratings(data.judgments, None))
+def _ratings(data: ProjectData, groups: RowGroups | None) -> pd.DataFrame:
+    """The human numeric ratings (latest per task and annotator) of every group (see
+    ``ProjectData.per_cell``), computed once for the four checks."""
+    key = "numeric_ratings" if groups is None else "numeric_ratings (every cell)"
+    return data.cached(key, lambda: numeric_ratings_grouped(data.judgments, groups, None))
+
+
+def _errors_kept(
+    compute: Callable[[ProjectData, RowGroups | None], list[T]],
+) -> Callable[[ProjectData, RowGroups | None], list[T | ValueError]]:
+    """``compute`` whose ``ValueError`` (a bad target in the schema, say) becomes every group's result,
+    for the section to show instead of its table."""
+
+    def kept(data: ProjectData, groups: RowGroups | None) -> list[T | ValueError]:
+        try:
+            return compute(data, groups)
+        except ValueError as exc:
+            return [exc] * (1 if groups is None else groups.size)
+
+    return kept
 
 
 def pilot_section(data: ProjectData) -> Section | None:
@@ -72,16 +91,20 @@ def pilot_section(data: ProjectData) -> Section | None:
     meta = data.schema_meta or {}
     if "agreement_targets" not in meta and data.schema_name != SCHEMA:
         return None
-    try:
-        pilot = pilot_agreement(data.judgments, meta, ratings=_ratings(data))
-    except ValueError as exc:
+    pilot = data.per_cell(
+        "pilot_agreement",
+        _errors_kept(lambda d, g: pilot_agreement_by_group(d.judgments, meta, g, ratings=_ratings(d, g))),
+    )
+    if isinstance(pilot, ValueError):
+        exc = pilot
         return Section("Pilot agreement against the targets", [Paragraph(f"No pilot agreement yet: {exc}.")])
     table = pilot.table
     if table.empty:
         return None
     first, second = pilot.annotators
     rows = []
-    for record in table.to_dict("records"):
+    records = table.to_dict("records")  # read once, for the table and the sentences
+    for record in records:
         for column, name in MEASURES.items():
             rows.append(
                 {
@@ -114,7 +137,7 @@ def pilot_section(data: ProjectData) -> Section | None:
             data=with_project(table, data.project),
         ),  # fmt: skip
     ]
-    for record in table.to_dict("records"):
+    for record in records:
         verdicts = [
             f"{name} {number(record[column])} ({'pass' if record[column + '_passed'] else 'fail'})"
             for column, name in MEASURES.items()
@@ -132,17 +155,21 @@ def calibration_section(data: ProjectData) -> Section | None:
     markers = (data.schema_meta or {}).get("calibration_markers")
     if not markers:
         return None
-    check = calibration_check(data.judgments, data.tasks, data.schema_meta, ratings=_ratings(data))
+    check = data.per_cell(
+        "calibration_check",
+        lambda d, g: calibration_check_by_group(d.judgments, d.tasks, d.schema_meta, g, ratings=_ratings(d, g)),
+    )
     if check.empty:
         return Section("Calibration markers", [Paragraph("No rating matches a calibration marker yet.")])
+    records = check.to_dict("records")
     shown = pd.DataFrame(
         {
-            "marker": [_marker_text(row) for row in check.to_dict("records")],
+            "marker": [_marker_text(row) for row in records],
             "scope": check["scope"],
             "group": check["group"],
             "n_ratings": check["n_ratings"],
             "share": check["share"].map(percent),
-            "target": [_range_text(row.get("min"), row.get("max")) for row in check.to_dict("records")],
+            "target": [_range_text(row.get("min"), row.get("max")) for row in records],
             "result": check["passed"].map({True: "pass", False: "fail"}),
         }
     )
@@ -161,7 +188,7 @@ def calibration_section(data: ProjectData) -> Section | None:
             f"{int((check['scope'] != 'overall').sum())} group checks pass."
         ),
     ]
-    for row in overall.to_dict("records"):
+    for row in (record for record, scope in zip(records, check["scope"], strict=True) if scope == "overall"):
         blocks.append(
             Paragraph(
                 f"{_marker_text(row)}: {percent(row['share'])} of {row['n_ratings']} ratings "
@@ -197,9 +224,13 @@ def _range_text(low: object, high: object) -> str:
 
 def disagreement_section(data: ProjectData) -> Section | None:
     """The guideline's rule: average the scores, or list the items to discuss."""
-    try:
-        resolution = resolve_disagreements(data.judgments, data.schema_meta, ratings=_ratings(data))
-    except ValueError:
+    resolution = data.per_cell(
+        "disagreements",
+        _errors_kept(
+            lambda d, g: resolve_disagreements_by_group(d.judgments, d.schema_meta, g, ratings=_ratings(d, g))
+        ),
+    )
+    if isinstance(resolution, ValueError):
         return None
     if resolution.action == "none":
         return Section(
@@ -250,7 +281,10 @@ def drift_section(data: ProjectData) -> Section | None:
     if "drift_block_size" not in meta and data.schema_name != SCHEMA:
         return None
     block_size = int(meta.get("drift_block_size") or DEFAULT_BLOCK_SIZE)
-    drift = annotator_drift(data.judgments, meta, block_size=block_size, ratings=_ratings(data))
+    drift = data.per_cell(
+        "annotator_drift",
+        lambda d, g: annotator_drift_by_group(d.judgments, meta, g, block_size=block_size, ratings=_ratings(d, g)),
+    )
     if drift.empty:
         return None
     blocks: list[Block] = [

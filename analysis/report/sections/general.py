@@ -12,7 +12,12 @@ from functools import partial
 
 import pandas as pd
 
-from judgelab.analysis.counts import annotation_counts_per_annotator, counts_by_source, judgment_counts_per_item
+from judgelab.analysis.counts import (
+    annotation_counts_per_annotator_by_group,
+    counts_by_source,
+    judgment_counts_per_item_by_group,
+)
+from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     FEW_UNITS,
@@ -37,7 +42,7 @@ from judgelab.analysis.report.plots import (
     rating_share_cells_png,
 )
 from judgelab.analysis.spans import span_counts
-from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement
+from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement_by_group
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
@@ -126,7 +131,10 @@ def loading_notes_section(data: ProjectData) -> Section | None:
 
 def annotator_counts_section(data: ProjectData) -> Section | None:
     """Annotations, tasks, judgments and spans per human annotator."""
-    counts = annotation_counts_per_annotator(data.human_judgments, data.human_spans)
+    counts = data.per_cell(
+        "annotations_per_annotator",
+        lambda d, g: annotation_counts_per_annotator_by_group(d.judgments, d.spans, g, source=HUMAN_SOURCE),
+    )
     if counts.empty:
         return None
     return Section(
@@ -152,7 +160,7 @@ def annotator_counts_section(data: ProjectData) -> Section | None:
 
 def item_counts_section(data: ProjectData) -> Section | None:
     """Judgments, annotators and tasks per rated item."""
-    counts = judgment_counts_per_item(data.judgments, data.meta)
+    counts = data.per_cell("judgments_per_item", lambda d, g: judgment_counts_per_item_by_group(d.judgments, d.meta, g))
     if counts.empty:
         return None
     blocks: list[Block] = [
@@ -212,16 +220,20 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
     annotators, else Light's), ``weighted_kappa`` (quadratic; averaged over pairs when more than
     two annotators: ``weighted_kappa_pairs``) and ``alpha_ci`` (text). Cached per project."""
 
-    def compute() -> pd.DataFrame:
-        kinds = data.kinds
-        table = per_item_agreement(
-            data.judgments,
-            data.meta,
-            spans=data.spans,
+    def compute(whole: ProjectData, groups: RowGroups | None) -> list[pd.DataFrame]:
+        kinds = whole.kinds
+        tables = per_item_agreement_by_group(
+            whole.judgments,
+            whole.meta,
+            groups,
+            spans=whole.spans,
             kinds={item: kind for item, (kind, _) in kinds.items()},
-            n_boot=data.options.n_boot,
-            seed=data.options.seed,
+            n_boot=whole.options.n_boot,
+            seed=whole.options.seed,
         )
+        return [finish(table, kinds) for table in tables]
+
+    def finish(table: pd.DataFrame, kinds: dict[str, tuple[str, str]]) -> pd.DataFrame:
         if table.empty:
             return table
         table["kind_from"] = [kinds.get(str(item), ("", "default"))[1] for item in table["item"]]
@@ -231,10 +243,11 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
             for c, light in zip(table["cohen_kappa"], table["light_kappa"], strict=True)
         ]
         weighted, pairs = [], []
-        for row in table.itertuples():
-            value, averaged = row.cohen_kappa_quadratic, False
-            if row.kind == "ordinal" and is_nan(value) and row.n_annotators > 2 and row.n_units > 0:
-                value, averaged = row.light_kappa_quadratic, True
+        columns = ("cohen_kappa_quadratic", "light_kappa_quadratic", "kind", "n_annotators", "n_units")
+        for cohen, light, kind, n_annotators, n_units in zip(*(table[name] for name in columns), strict=True):
+            value, averaged = cohen, False
+            if kind == "ordinal" and is_nan(value) and n_annotators > 2 and n_units > 0:
+                value, averaged = light, True
             weighted.append(value)
             pairs.append(averaged)
         table["weighted_kappa"] = weighted
@@ -245,7 +258,7 @@ def agreement_table(data: ProjectData) -> pd.DataFrame:
         ]
         return table
 
-    return data.cached("agreement", compute)
+    return data.per_cell("agreement", compute)
 
 
 def agreement_section(data: ProjectData) -> Section | None:
@@ -277,17 +290,21 @@ def agreement_section(data: ProjectData) -> Section | None:
         )
     )
     scales = data.meta.get("scales") or {}
-    nominal = shown_rows[shown_rows["kind"] != "ordinal"]
-    ordinal = shown_rows[shown_rows["kind"] == "ordinal"]
+    is_ordinal = (shown_rows["kind"] == "ordinal").to_numpy(dtype=bool)
+    nominal = shown_rows[~is_ordinal]
+    ordinal = shown_rows[is_ordinal]
+    records = list(shown_rows.itertuples())  # the rows as attributes, read once for the notes and sentences
     if not nominal.empty:
-        shown = nominal.assign(note=[_note(row, "nominal") for row in nominal.itertuples()])
+        shown = nominal.assign(
+            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
+        )
         shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
         blocks.append(
             Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
         )
     if not ordinal.empty:
         shown = ordinal.assign(
-            note=[_note(row, "ordinal") for row in ordinal.itertuples()],
+            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
             scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
         )
         shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
@@ -326,7 +343,7 @@ def agreement_section(data: ProjectData) -> Section | None:
         )
     blocks += [
         Paragraph(_agreement_sentence(row, scales.get(row.item), explain=index == 0))
-        for index, row in enumerate(shown_rows.itertuples())
+        for index, row in enumerate(records)
     ]
     paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
     if not paradox.empty:
@@ -503,7 +520,8 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
     """A bar chart of how often each annotator used each value of each rating scale."""
     scales = data.meta.get("scales") or {}
     rows = data.usable_human
-    rated_scales = {item: scale for item, scale in scales.items() if item in set(rows["item"])}
+    items = set(rows["item"].unique())
+    rated_scales = {item: scale for item, scale in scales.items() if item in items}
     if not rated_scales:
         return None
     rated = rows[rows["item"].isin(list(rated_scales))][["annotator", "item", "value"]]
@@ -512,7 +530,7 @@ def rating_distribution_section(data: ProjectData) -> Section | None:
         render = partial(rating_distribution_png, rated, rated_scales)
         text = (
             "For each rating scale, the share of each value in each annotator's answers "
-            f"({plural(len(rows[rows['item'].isin(list(rated_scales))]), 'answer')} by "
+            f"({plural(len(rated), 'answer')} by "
             f"{plural(n_annotators, 'annotator')}). Annotators whose bars differ a lot use the scale "
             "differently (one stricter, one more lenient), which lowers agreement."
         )
