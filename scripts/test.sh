@@ -33,5 +33,7 @@ if [ -n "$missing" ]; then
   fi
 fi
 # Three workers (pytest-xdist), each with its own Label Studio; a test file stays on one worker.
-# Most of a test's time is spent waiting on Label Studio, so three keep two cores busy.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${JUDGELAB_TEST_WORKERS:-3}" --dist loadfile "$@"
+# Most of a test's time is spent waiting on Label Studio, so three keep two cores busy. Files go
+# out in the order tests/conftest.py sets (long integration files early), not by test count.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${JUDGELAB_TEST_WORKERS:-3}" --dist loadfile \
+  --no-loadscope-reorder "$@"

@@ -242,6 +242,41 @@ def _stop_shared_postgres(shared: Path) -> None:
     shutil.rmtree(server_dir, ignore_errors=True)
 
 
+# Test files that take 20 s or more, longest first (measured one after another on 2 cores). Under
+# xdist, files go to the workers in collection order: the files that need no Label Studio first
+# (they run while it starts), then these, then the other integration files, so that no worker is
+# left with a long file at the end. Only the order depends on this list, never a result.
+LONG_FILES = (
+    "test_sync_incremental.py",
+    "test_readme.py",
+    "test_llm_judges_e2e.py",
+    "test_sync_hostile.py",
+    "test_cli_projects.py",
+    "test_integration_flow.py",
+    "test_browser_ui.py",
+    "test_roundtrip_hypothesis.py",
+    "test_fault_injection.py",
+    "test_llm_annotator.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the order described at :data:`LONG_FILES` (a stable sort: a file's tests keep
+    their order)."""
+    if _WORKER is None:
+        return
+    stacked = {item.nodeid.split("::")[0] for item in items if set(STACKS) & set(getattr(item, "fixturenames", ()))}
+
+    def rank(item) -> tuple[int, int]:
+        path = item.nodeid.split("::")[0]
+        name = path.rsplit("/", 1)[-1]
+        if path not in stacked:
+            return (0, 0)
+        return (1, LONG_FILES.index(name)) if name in LONG_FILES else (2, 0)
+
+    items.sort(key=rank)
+
+
 def pytest_collection_finish(session):
     """Start the Label Studio servers the selected tests will need, in the background."""
     if session.config.getoption("collectonly"):
