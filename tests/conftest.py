@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -137,7 +138,7 @@ def _template(shared: Path) -> Path:
                 try:
                     wait_label_studio(settings, proc)
                 finally:
-                    os.killpg(proc.pid, 15)
+                    os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=60)
                     (template / "label-studio.pid").unlink(missing_ok=True)
             (shared / "ls-template.ready").touch()
