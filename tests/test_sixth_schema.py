@@ -3,8 +3,9 @@ report, with no change to judgelab's code.
 
 The folder holds what ARCHITECTURE.md says a new schema needs: ``config.xml``, ``schema.yaml``, a
 ``samples.json``, and one small Python file per layer where it wants more than the generic behaviour:
-``offline.py`` (a heuristic for the built-in annotator) and ``report.py`` (a section of its own). It is
-read from ``$JUDGELAB_EXTRA_CONFIGS``, besides the five built-in schemas.
+``offline.py`` (a heuristic for the built-in annotator), ``report.py`` (a section of its own) and
+``loader.py`` (a published data set of its kind, for ``judgelab load``). It is read from
+``$JUDGELAB_EXTRA_CONFIGS``, besides the five built-in schemas.
 """
 
 from __future__ import annotations
@@ -94,6 +95,34 @@ TASKS = [
 ]
 
 
+LOADER = """
+import csv
+from pathlib import Path
+
+from judgelab.analysis.loaders.common import tidy_frames
+from judgelab.analysis.loaders.registry import data_set
+
+
+@data_set("register_corpus", "a CSV with text, rater and register columns")
+def read(path, project=None):
+    name = project or Path(path).stem
+    tasks, judgments, problems = {}, [], []
+    with open(path, newline="", encoding="utf-8") as handle:
+        for line, row in enumerate(csv.DictReader(handle), start=2):
+            if row["register"] not in ("formal", "informal"):
+                problems.append({"project": name, "file": str(path), "line": line, "task_id": None,
+                                 "kind": "bad value", "message": f"register {row['register']!r}"})
+                continue
+            task_id = tasks.setdefault(row["text"], len(tasks) + 1)
+            judgments.append({"project": name, "task_id": task_id, "annotation_id": f"{row['rater']}-{task_id}",
+                              "annotator": row["rater"], "source": "human", "item": "register",
+                              "value": row["register"], "was_cancelled": False, "ground_truth": False})
+    rows = [{"project": name, "task_id": i, "schema": "register_rating", "key": str(i), "text": text}
+            for text, i in tasks.items()]
+    return tidy_frames(rows, judgments, [], problems)
+"""
+
+
 @pytest.fixture()
 def sixth_schema(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "my-schemas" / "register_rating"
@@ -103,6 +132,7 @@ def sixth_schema(tmp_path, monkeypatch) -> Path:
     (folder / "samples.json").write_text(json.dumps(TASKS[:2]), encoding="utf-8")
     (folder / "offline.py").write_text(OFFLINE, encoding="utf-8")
     (folder / "report.py").write_text(REPORT, encoding="utf-8")
+    (folder / "loader.py").write_text(LOADER, encoding="utf-8")
     monkeypatch.setenv("JUDGELAB_EXTRA_CONFIGS", str(folder.parent))
     return folder
 
@@ -169,3 +199,27 @@ def test_a_sixth_schema_runs_through_import_prediction_sync_and_report(live_stac
     assert "Register of the sentences" in text  # the schema's own section, from its report.py
     assert "The annotators called 50% of 4 sentences informal." in text
     assert "clarity" in text and "register" in text  # the generic sections describe its items
+
+
+def test_a_schema_folder_brings_a_data_set_that_load_reads(sixth_schema, tmp_path):
+    corpus = tmp_path / "register.csv"
+    corpus.write_text(
+        "text,rater,register\nhey lol,a,informal\nhey lol,b,informal\nDear Sir,a,formal\nDear Sir,b,informal\n"
+        "Yo,a,casual\n",
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    shown = runner.invoke(main, ["load", "--help"]).output
+    assert "register_corpus" in shown and "a CSV with text, rater and register columns" in shown
+    out = tmp_path / "tables"
+    loaded = runner.invoke(main, ["load", "register_corpus", str(corpus), "--out", str(out)], catch_exceptions=False)
+    assert loaded.exit_code == 0, loaded.output
+    assert "loaded register_corpus: 2 tasks, 4 judgments, 0 spans in 1 project(s): register" in loaded.output
+    assert "bad value" in loaded.output and "register.csv: line 6" in loaded.output
+    wrong = runner.invoke(main, ["load", "register_corpus", str(corpus), "--out", str(out), "--nan-ratings", "missing"])
+    assert wrong.exit_code == 1 and "--nan-ratings only applies to basse" in wrong.output
+    report = tmp_path / "report"
+    made = runner.invoke(main, ["report", "--tables", str(out), "--out", str(report)], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    (markdown,) = list(report.rglob("report.md"))
+    assert "Register of the sentences" in markdown.read_text(encoding="utf-8")  # its schema's section

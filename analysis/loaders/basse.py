@@ -36,11 +36,13 @@ import pandas as pd
 from judgelab.analysis.loaders.common import (
     HUMAN,
     Collector,
+    LoaderError,
     is_missing,
     iter_jsonl,
     judgment_base,
     rating_text,
 )
+from judgelab.analysis.loaders.registry import data_set
 
 SCHEMA = "likert_rubric_es"
 CRITERIA = {"Coherence": "Coherence", "Consistency": "Consistency", "Fluency": "Fluency", "Relevance": "Relevance"}
@@ -101,7 +103,7 @@ def load_basse_folder(folder: str | Path, *, nan: str = "missing") -> dict[str, 
     report cuts them by ``round``). The documents of round 0 are those of round 1 rated before
     the annotators met, with the same ids: their task ids start with ``round_0/``. A file
     without a language code in its name is a project of its own."""
-    from judgelab.analysis.loaders.common import LoaderError, concat_loaded
+    from judgelab.analysis.loaders.common import concat_loaded
 
     folder = Path(folder)
     files = sorted(folder.glob("BASSE*.jsonl"))
@@ -190,3 +192,14 @@ def _add_summary(
                 "missing_rating",
                 f"{item}: {missing} of {len(ratings)} ratings missing (NaN)",
             )
+
+
+@data_set("basse", "BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)", ("nan_ratings",))
+def read_basse(path: Path, project: str | None = None, nan_ratings: str | None = None) -> dict[str, Any]:
+    """``judgelab load basse PATH``: one file (one project), or a folder (a project per language)."""
+    nan = nan_ratings or "missing"
+    if not Path(path).is_dir():
+        return load_basse(path, nan=nan, **({"project": project} if project else {}))
+    if project:
+        raise LoaderError("--project-name needs a single BASSE file (a folder gives one project per language)")
+    return load_basse_folder(path, nan=nan)

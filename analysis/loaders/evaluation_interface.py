@@ -48,6 +48,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
+from judgelab.analysis.loaders.registry import data_set
 from judgelab.analysis.loaders.storysumm import SCHEMA
 from judgelab.configs.story_lines import split_sentences
 
@@ -225,3 +226,12 @@ def _int_or_none(value: object) -> int | None:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return None
+
+
+@data_set(
+    "evaluation_interface", "annotations_pl_latest.json (or its folder) [--combined combined.json]", ("combined",)
+)
+def read_evaluation_interface(path: Path, project: str | None = None, combined: Path | None = None) -> dict[str, Any]:
+    """``judgelab load evaluation_interface PATH``: the file, or the folder holding it."""
+    file = Path(path) / "annotations_pl_latest.json" if Path(path).is_dir() else Path(path)
+    return load_evaluation_interface(file, combined=combined, **({"project": project} if project else {}))

@@ -42,6 +42,7 @@ from judgelab.analysis.loaders.common import (
     iter_jsonl,
     judgment_base,
 )
+from judgelab.analysis.loaders.registry import data_set
 
 DEFAULT_SCHEMA = "hotel_spans"
 FIELD = "output"
@@ -203,3 +204,22 @@ def load_span_annotation_dir(
     if not files:
         raise LoaderError(f"{folder}: no .jsonl files")
     return concat_loaded([load_span_annotation(f, outputs=outputs, schema=schema) for f in files])
+
+
+@data_set(
+    "span_annotation",
+    "annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them",
+    ("config", "schema"),
+)
+def read_span_annotation(
+    path: Path, project: str | None = None, config: Path | None = None, schema: str | None = None
+) -> dict[str, Any]:
+    """``judgelab load span_annotation PATH``: one file (one project), or a folder (one per file)."""
+    named = {"schema": schema} if schema else {}
+    if Path(path).is_dir():
+        if project or config:
+            raise LoaderError(
+                "--project-name and --config need a single .jsonl file (a folder gives one project per file)"
+            )
+        return load_span_annotation_dir(path, **named)
+    return load_span_annotation(path, config=config, **({"project": project} if project else {}), **named)

@@ -47,6 +47,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
+from judgelab.analysis.loaders.registry import data_set
 from judgelab.configs.story_lines import line_texts
 
 SCHEMA = "story_consistency"
@@ -252,3 +253,10 @@ def _add_prediction(
         verdict = _binary(value)
         if verdict is not None:
             out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
+
+
+@data_set("storysumm", "storysumm.json (or its folder) [--predictions predictions/]", ("predictions",))
+def read_storysumm(path: Path, project: str | None = None, predictions: Path | None = None) -> dict[str, Any]:
+    """``judgelab load storysumm PATH``: the file, or the folder holding ``storysumm.json``."""
+    file = Path(path) / "storysumm.json" if Path(path).is_dir() else Path(path)
+    return load_storysumm(file, predictions=predictions, **({"project": project} if project else {}))

@@ -258,12 +258,37 @@ def report_cmd(
     click.echo(f"index: {index.index}")
 
 
-LOAD_KINDS = ("storysumm", "evaluation_interface", "basse", "span_annotation")
-LOAD_OPTIONS = {"predictions": "storysumm", "combined": "evaluation_interface", "config": "span_annotation"}
+class _DataSetChoice(click.Choice):
+    """The data sets of the loaders' registry, asked for only when a value is checked or the help
+    is shown (the registry imports every loader)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from judgelab.analysis.loaders.registry import data_set_names
+
+        return tuple(data_set_names())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
+        pass
 
 
-@main.command("load")
-@click.argument("kind", type=click.Choice(LOAD_KINDS))
+class _LoadCommand(click.Command):
+    """``load --help`` lists each data set the registry has, with what its PATH is."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        from judgelab.analysis.loaders.registry import DATA_SETS
+
+        with formatter.section("KIND is one of"):
+            formatter.write_dl([(name, data_set.path_help) for name, data_set in DATA_SETS.items()])
+
+
+@main.command("load", cls=_LoadCommand)
+@click.argument("kind", type=_DataSetChoice())
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the tidy tables.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
@@ -293,12 +318,7 @@ def load_cmd(
 ) -> None:
     """Read a published data set into tidy tables (and problems.csv), without Label Studio.
 
-    \b
-    KIND is one of:
-      storysumm             storysumm.json (or its folder) [--predictions predictions/]
-      evaluation_interface  annotations_pl_latest.json (or its folder) [--combined combined.json]
-      basse                 BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)
-      span_annotation       annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them
+    The data sets are those the loaders register (analysis/loaders/registry.py), listed below.
     """
     import warnings
 
@@ -315,20 +335,28 @@ def load_cmd(
             err=True,
         )
         project = project or old_project
-    given = {"predictions": predictions, "combined": combined, "config": config}
+    from judgelab.analysis.loaders.registry import DATA_SETS, get_data_set
+
+    data_set = get_data_set(kind)
+    assert data_set is not None  # the choice is the registry's
+    given = {
+        "predictions": predictions,
+        "combined": combined,
+        "config": config,
+        "schema": schema_name,
+        "nan_ratings": nan_ratings,
+    }
     for option, value in given.items():
-        if value is not None and LOAD_OPTIONS[option] != kind:
-            _fail(f"--{option} only applies to {LOAD_OPTIONS[option]}")
-    if schema_name is not None and kind != "span_annotation":
-        _fail("--schema only applies to span_annotation")
-    if nan_ratings is not None and kind != "basse":
-        _fail("--nan-ratings only applies to basse")
+        if value is not None and option not in data_set.options:
+            takers = [name for name, each in DATA_SETS.items() if option in each.options]
+            _fail(f"--{option.replace('_', '-')} only applies to {', '.join(takers) or 'no data set'}")
     if not path.exists():
         _fail(f"{path}: no such file or folder")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LoaderWarning)
-            loaded = _load(kind, path, predictions, combined, config, project, schema_name, nan_ratings or "missing")
+            options = {name: value for name, value in given.items() if value is not None}
+            loaded = data_set.read(path, project=project, **options)
     except LoaderError as exc:
         _fail(str(exc))
     problems = problems_with_project(loaded["problems"], loaded["tasks"])
@@ -355,37 +383,3 @@ def _present(value: object) -> bool:
     import pandas as pd
 
     return value is not None and not pd.isna(value) and str(value) != ""
-
-
-def _load(
-    kind: str,
-    path: Path,
-    predictions: Path | None,
-    combined: Path | None,
-    config: Path | None,
-    project: str | None,
-    schema_name: str | None,
-    nan_ratings: str = "missing",
-) -> dict:
-    """Run the loader of ``kind`` on ``path`` (a file, or a folder where the loader allows one)."""
-    from judgelab.analysis import loaders
-
-    named = {"project": project} if project else {}
-    if kind == "storysumm":
-        file = path / "storysumm.json" if path.is_dir() else path
-        return loaders.load_storysumm(file, predictions=predictions, **named)
-    if kind == "evaluation_interface":
-        file = path / "annotations_pl_latest.json" if path.is_dir() else path
-        return loaders.load_evaluation_interface(file, combined=combined, **named)
-    if kind == "basse":
-        if not path.is_dir():
-            return loaders.load_basse(path, nan=nan_ratings, **named)
-        if project:
-            _fail("--project-name needs a single BASSE file (a folder gives one project per language)")
-        return loaders.load_basse_folder(path, nan=nan_ratings)
-    schema = {"schema": schema_name} if schema_name else {}
-    if path.is_dir():
-        if project or config:
-            _fail("--project-name and --config need a single .jsonl file (a folder gives one project per file)")
-        return loaders.load_span_annotation_dir(path, **schema)
-    return loaders.load_span_annotation(path, config=config, **named, **schema)
