@@ -80,11 +80,7 @@ def prediction_annotation_id(prediction_id: object) -> str:
 #: identical task), ``unreported`` requests whose server reported no usage (not counted),
 #: ``unpriced`` requests without a price, the token sums and ``cost`` (empty without prices);
 #: ``backend`` is the ML backend's URL.
-USAGE_COLUMNS = [
-    "project",
-    "task_id",
-    "model_version",
-    "model",
+USAGE_COUNTS = [  # what the backend sums per task and model version (its usage log's summaries too)
     "requests",
     "answers",
     "cached",
@@ -93,5 +89,5 @@ USAGE_COLUMNS = [
     "prompt_tokens",
     "completion_tokens",
     "cost",
-    "backend",
 ]
+USAGE_COLUMNS = ["project", "task_id", "model_version", "model", *USAGE_COUNTS, "backend"]

@@ -415,6 +415,15 @@ def _fresh_label_studio(request):
                 client.projects.delete(id=project.id)
 
 
+@pytest.fixture
+def closing():
+    """LLM annotators a test makes (append them): closed at the end of the test."""
+    made: list = []
+    yield made
+    for annotator in made:
+        annotator.close()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -97,14 +97,6 @@ def make(sim: LLMSim, task=None, cache=None, **overrides) -> LLMAnnotator:
     )
 
 
-@pytest.fixture
-def closing():
-    made: list[LLMAnnotator] = []
-    yield made
-    for annotator in made:
-        annotator.close()
-
-
 def annotator_for(closing, sim, **kw) -> LLMAnnotator:
     annotator = make(sim, **kw)
     closing.append(annotator)

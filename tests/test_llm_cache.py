@@ -23,14 +23,6 @@ from judgelab.configs.task_data import prepare_task_data
 HOTEL = get_schema("hotel_spans")
 
 
-@pytest.fixture
-def closing():
-    made: list[LLMAnnotator] = []
-    yield made
-    for annotator in made:
-        annotator.close()
-
-
 def llm(closing, sim: LLMSim, cache, task=None, **overrides) -> LLMAnnotator:
     values = dict(base_url=sim.url, model="sim-model", retries=0, timeout=5.0, concurrency=4, cache_path="off")
     values.update(overrides)

@@ -23,14 +23,6 @@ HOTEL = get_schema("hotel_spans")
 IMPRESSIONS = [4, 4, 2, 4, 5]  # the five samples' ratings: 4 wins, 3 of 5 agree
 
 
-@pytest.fixture
-def closing():
-    made: list[LLMAnnotator] = []
-    yield made
-    for annotator in made:
-        annotator.close()
-
-
 def llm(closing, sim: LLMSim, **overrides) -> LLMAnnotator:
     values = dict(base_url=sim.url, model="sim-model", retries=0, timeout=5.0, concurrency=4, cache_path="off")
     values.update(overrides)

@@ -137,6 +137,14 @@ class PilotAgreement:
     units: list[object] = field(default_factory=list)
 
 
+def _only(results: list[Any]) -> Any:
+    """The one group's result of a ``*_by_group`` check run without groups (its error raised)."""
+    (result,) = results
+    if isinstance(result, ValueError):
+        raise result
+    return result
+
+
 def pilot_agreement(
     judgments: pd.DataFrame,
     schema_meta: Mapping[str, Any] | None = None,
@@ -153,12 +161,18 @@ def pilot_agreement(
     Each item's ``n_units`` is the tasks both gave a score for that item; ``pilot_size`` is
     the target size, reported (``pilot_size_met``) but not part of ``passed``.
     """
-    result = pilot_agreement_by_group(
-        judgments, schema_meta, None, items=items, annotators=annotators, tasks=tasks, source=source, ratings=ratings
-    )[0]
-    if isinstance(result, ValueError):
-        raise result
-    return result
+    return _only(
+        pilot_agreement_by_group(
+            judgments,
+            schema_meta,
+            None,
+            items=items,
+            annotators=annotators,
+            tasks=tasks,
+            source=source,
+            ratings=ratings,
+        )
+    )
 
 
 def pilot_agreement_by_group(
@@ -435,12 +449,11 @@ def resolve_disagreements(
     ratings: pd.DataFrame | None = None,
 ) -> DisagreementResolution:
     """Apply the disagreement rule (``agreement_targets.disagreement_rule.average_below``)."""
-    result = resolve_disagreements_by_group(
-        judgments, schema_meta, None, items=items, annotators=annotators, source=source, ratings=ratings
-    )[0]
-    if isinstance(result, ValueError):
-        raise result
-    return result
+    return _only(
+        resolve_disagreements_by_group(
+            judgments, schema_meta, None, items=items, annotators=annotators, source=source, ratings=ratings
+        )
+    )
 
 
 def resolve_disagreements_by_group(

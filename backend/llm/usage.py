@@ -21,19 +21,11 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from judgelab.configs.tables import USAGE_COUNTS
+
 log = logging.getLogger("judgelab.llm.usage")
 
-SUMMARY_FIELDS = (
-    "tasks",
-    "requests",
-    "answers",
-    "cached",
-    "unreported",
-    "unpriced",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-)
+SUMMARY_FIELDS = ("tasks", *USAGE_COUNTS)  # the counts of the tidy usage table, and the tasks
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,24 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 # --- project naming (see judgelab.sync.project_ref) -------------------------------------------
 
 
+class RegistryChoice(click.Choice):
+    """A choice among the names a registry has, asked for only when a value is checked or the help
+    is shown (a registry imports every module of its layer on first use, which ``--help`` of
+    another command should not pay for). ``names`` returns them."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
+        pass
+
+
 def project_options(*, multiple: bool, schema_help: str | None = None) -> Callable:
     """``--project ID``, ``--title TITLE`` and ``--schema NAME``, the same on every command.
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.cli.base import _Cli, _connection, _fail, main, project_options
-from judgelab.sync.cli.projects import _FormatChoice
+from judgelab.sync.cli.base import RegistryChoice, _Cli, _connection, _fail, main, project_options
+from judgelab.sync.cli.projects import _format_names
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
@@ -33,7 +33,7 @@ def design_input_options(func):
     func = click.option(
         "--format",
         "fmt",
-        type=_FormatChoice(),
+        type=RegistryChoice(_format_names),
         default="auto",
         show_default=True,
         help="File layout, as for import (seed formats imply their schema).",

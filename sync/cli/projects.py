@@ -14,6 +14,7 @@ from judgelab.configs.schema import all_schemas, get_schema
 from judgelab.sync.cli.base import (
     DEFAULT_BACKEND_URL,
     Output,
+    RegistryChoice,
     _connection,
     _schemas,
     advance,
@@ -26,22 +27,10 @@ from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
 
-class _FormatChoice(click.Choice):
-    """The import formats of the importers' registry, asked for only when a value is checked or
-    the help is shown (the registry imports every format module)."""
+def _format_names() -> list[str]:
+    from judgelab.sync.importers import format_names
 
-    def __init__(self) -> None:
-        super().__init__(())
-
-    @property  # type: ignore[override]
-    def choices(self) -> tuple[str, ...]:
-        from judgelab.sync.importers import format_names
-
-        return tuple(format_names())
-
-    @choices.setter
-    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
-        pass
+    return format_names()
 
 
 @main.command("schemas")
@@ -118,7 +107,7 @@ def create_cmd(
 @click.option(
     "--format",
     "fmt",
-    type=_FormatChoice(),
+    type=RegistryChoice(_format_names),
     default="auto",
     show_default=True,
     help="File layout; auto detects the seed formats from the first record.",

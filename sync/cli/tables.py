@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import all_schemas
-from judgelab.sync.cli.base import Output, _connection, _fail, json_option, main, progress_bar, project_options
+from judgelab.sync.cli.base import (
+    Output,
+    RegistryChoice,
+    _connection,
+    _fail,
+    json_option,
+    main,
+    progress_bar,
+    project_options,
+)
 
 
 @main.command("sync")
@@ -258,22 +267,10 @@ def report_cmd(
     click.echo(f"index: {index.index}")
 
 
-class _DataSetChoice(click.Choice):
-    """The data sets of the loaders' registry, asked for only when a value is checked or the help
-    is shown (the registry imports every loader)."""
+def _data_set_names() -> list[str]:
+    from judgelab.analysis.loaders.registry import data_set_names
 
-    def __init__(self) -> None:
-        super().__init__(())
-
-    @property  # type: ignore[override]
-    def choices(self) -> tuple[str, ...]:
-        from judgelab.analysis.loaders.registry import data_set_names
-
-        return tuple(data_set_names())
-
-    @choices.setter
-    def choices(self, value: object) -> None:  # click's __init__ sets it; the registry decides
-        pass
+    return data_set_names()
 
 
 class _LoadCommand(click.Command):
@@ -288,7 +285,7 @@ class _LoadCommand(click.Command):
 
 
 @main.command("load", cls=_LoadCommand)
-@click.argument("kind", type=_DataSetChoice())
+@click.argument("kind", type=RegistryChoice(_data_set_names))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the tidy tables.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
