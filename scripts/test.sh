@@ -32,6 +32,9 @@ if [ -n "$missing" ]; then
     echo "not installed:$missing; the tests that need them will be skipped" >&2
   fi
 fi
+# Let Python cache compiled modules (a machine may set PYTHONDONTWRITEBYTECODE): the suite starts
+# many processes that import judgelab (backends, CLI runs, workers).
+unset PYTHONDONTWRITEBYTECODE
 # Three workers (pytest-xdist), each with its own Label Studio; a test file stays on one worker.
 # Most of a test's time is spent waiting on Label Studio, so three keep two cores busy. Files go
 # out in the order tests/conftest.py sets (long integration files early), not by test count.
