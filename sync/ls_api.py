@@ -22,6 +22,10 @@ from judgelab.sync.client import Connection, SyncError, require_token
 from judgelab.sync.http_retry import retrying_client
 
 PROJECT_PAGE_SIZE = 100
+#: What judgelab reads of a project in a listing. Asked for by ``include``: without it Label Studio
+#: counts every project's tasks, annotations and predictions for the listing, 3-4x the CPU of the
+#: request (a version that does not know ``include`` ignores it and sends every field).
+PROJECT_FIELDS = ("id", "title", "description", "label_config", "maximum_annotations", "overlap_cohort_percentage")
 
 
 class Unreachable(SyncError):
@@ -51,11 +55,13 @@ class _Reads:
         raise NotImplementedError
 
     def projects(self) -> list[dict[str, Any]]:
-        """Every project the token can see (id, title, description, ...), all pages."""
+        """Every project the token can see, all pages, with the fields judgelab reads
+        (:data:`PROJECT_FIELDS`)."""
         out: list[dict[str, Any]] = []
         page = 1
         while True:
-            payload = self.get_json("api/projects/", {"page": page, "page_size": PROJECT_PAGE_SIZE})
+            params = {"page": page, "page_size": PROJECT_PAGE_SIZE, "include": ",".join(PROJECT_FIELDS)}
+            payload = self.get_json("api/projects/", params)
             if isinstance(payload, list):  # unpaginated answer
                 return payload
             results = payload.get("results") or []

@@ -146,13 +146,16 @@ def check_schema(found: FoundProject, schema: Schema | None, *, needed_for: str 
     return found
 
 
-def find_project(client: Any, ref: ProjectRef, *, needed_for: str | None = None) -> FoundProject | None:
+def find_project(
+    client: Any, ref: ProjectRef, *, needed_for: str | None = None, projects: list[dict[str, Any]] | None = None
+) -> FoundProject | None:
     """The project ``ref`` names, checked against ``ref.schema``; None when no project answers.
 
     Raises :class:`AmbiguousProject` when several do and :class:`SchemaMismatch` when the one
-    that does is of another schema.
+    that does is of another schema. ``projects``: Label Studio's listing, when the caller has it.
     """
-    projects = as_api(client).projects()
+    if projects is None:
+        projects = as_api(client).projects()
     if ref.project_id is not None:
         match = [p for p in projects if int(p["id"]) == ref.project_id]
         return check_schema(_found(match[0]), ref.schema, needed_for=needed_for) if match else None
@@ -178,14 +181,18 @@ def find_project(client: Any, ref: ProjectRef, *, needed_for: str | None = None)
     return check_schema(_found(chosen[0]), ref.schema, needed_for=needed_for) if chosen else None
 
 
-def require_project(client: Any, ref: ProjectRef, *, needed_for: str | None = None) -> FoundProject:
+def require_project(
+    client: Any, ref: ProjectRef, *, needed_for: str | None = None, projects: list[dict[str, Any]] | None = None
+) -> FoundProject:
     """Like :func:`find_project`, but a :class:`ProjectNotFound` listing the projects there are."""
-    found = find_project(client, ref, needed_for=needed_for)
+    if projects is None:
+        projects = as_api(client).projects()
+    found = find_project(client, ref, needed_for=needed_for, projects=projects)
     if found is None:
         hint = ""
         if ref.title is None and ref.project_id is None and ref.schema is not None:
             hint = f"; create it with: judgelab create --schema {ref.schema.name}"
-        raise ProjectNotFound(f"no {ref.describe()} in Label Studio{hint}{_listing(as_api(client).projects())}")
+        raise ProjectNotFound(f"no {ref.describe()} in Label Studio{hint}{_listing(projects)}")
     return found
 
 
@@ -210,12 +217,14 @@ def ensure_named_project(client: Any, ref: ProjectRef, schema: Schema | None = N
     return FoundProject(made.id, made.title, wanted, created=made.created)
 
 
-def judgelab_projects(client: Any, schemas: Iterable[Schema] | None = None) -> list[FoundProject]:
+def judgelab_projects(
+    client: Any, schemas: Iterable[Schema] | None = None, projects: list[dict[str, Any]] | None = None
+) -> list[FoundProject]:
     """Every project created by judgelab (its description carries the schema marker), in id
     order, optionally only those whose label config is one of ``schemas``."""
     wanted = {s.name for s in schemas} if schemas is not None else None
     out = []
-    for project in sorted(as_api(client).projects(), key=lambda p: int(p["id"])):
+    for project in sorted(as_api(client).projects() if projects is None else projects, key=lambda p: int(p["id"])):
         if project_schema_name(project) is None:
             continue
         found = _found(project)
@@ -240,24 +249,26 @@ def resolve_projects(
     project (of ``schemas``, when given).
     """
     project_ids, titles, schemas = list(project_ids), list(titles), list(schemas)
+    listed = as_api(client).projects()  # once for every project named
     if project_ids or titles:
         if len(schemas) > 1:
             raise SyncError("with --project or --title, give at most one --schema (the projects' schema)")
         schema = schemas[0] if schemas else None
         refs = [ProjectRef(project_id=i, schema=schema) for i in project_ids]
         refs += [ProjectRef(title=t, schema=schema) for t in titles]
-        found = [require_project(client, ref) for ref in refs]
+        found = [require_project(client, ref, projects=listed) for ref in refs]
     elif default == "all":
-        found = judgelab_projects(client, schemas or None)
+        found = judgelab_projects(client, schemas or None, projects=listed)
         if not found:
             which = f" of schema {', '.join(s.name for s in schemas)}" if schemas else ""
             raise ProjectNotFound(
                 f"no judgelab project{which} in Label Studio: create one with judgelab create or judgelab import"
             )
     elif schemas:
-        found = [require_project(client, ProjectRef(schema=s)) for s in schemas]
+        found = [require_project(client, ProjectRef(schema=s), projects=listed) for s in schemas]
     else:
-        found = [f for s in all_schemas().values() if (f := find_project(client, ProjectRef(schema=s))) is not None]
+        refs = [ProjectRef(schema=s) for s in all_schemas().values()]
+        found = [f for ref in refs if (f := find_project(client, ref, projects=listed)) is not None]
         if not found:
             raise ProjectNotFound(
                 "no schema has its own project in Label Studio yet: create them with judgelab create, "

@@ -106,21 +106,23 @@ def _title_tag(title: str) -> str:
     return f"[judgelab-title:{title}]"
 
 
-def find_project(client: LabelStudio, schema: Schema, title: str | None = None) -> Any | None:
-    """The project of ``schema`` called ``title`` (default: the schema's title).
+def find_project(client: LabelStudio, schema: Schema, title: str | None = None) -> dict[str, Any] | None:
+    """The project (as Label Studio lists it) of ``schema`` called ``title`` (default: the schema's title).
 
     A project keeps being found after an admin renames it: a project created with the schema's
     own title carries only the schema marker, one created with a title of its own also carries
     that title in a tag, so a renamed project is told apart from the other projects of its schema.
     """
+    from judgelab.sync.ls_api import as_api
+
     wanted = title or schema.title
     renamed = None
-    for project in client.projects.list():
+    for project in as_api(client).projects():
         if project_schema_name(project) != schema.name:
             continue
-        if project.title == wanted:
+        if project.get("title") == wanted:
             return project
-        description = getattr(project, "description", None) or ""
+        description = project.get("description") or ""
         has_own_title = "[judgelab-title:" in description
         if (title is None and not has_own_title) or (title is not None and _title_tag(title) in description):
             renamed = renamed or project
@@ -138,7 +140,7 @@ def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None
 
     existing = find_project(client, schema, title)
     if existing is not None:
-        return EnsuredProject(existing.id, existing.title, schema.name, created=False)
+        return EnsuredProject(int(existing["id"]), str(existing.get("title") or ""), schema.name, created=False)
     description = f"{schema.meta.get('description', '').strip()}\n\n{schema_marker(schema.name)}"
     if title and title != schema.title:
         description += f" {_title_tag(title)}"

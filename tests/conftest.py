@@ -326,7 +326,7 @@ def _run_stack(spawned, stop: bool = True):
             _wait_started_elsewhere(settings)
         start_backend(settings)
         client = connect(Connection(url=settings.ls_url, token=creds.token))
-        for project in client.projects.list():  # a kept state folder starts empty too
+        for project in client.projects.list(include="id"):  # a kept state folder starts empty too
             client.projects.delete(id=project.id)
         yield LiveStack(settings=settings, creds=creds, client=client)
     finally:
@@ -411,7 +411,7 @@ def _fresh_label_studio(request):
     for stack in STACKS:
         if module in _MODULES_USING.get(stack, ()):
             client = request.getfixturevalue(stack).client
-            for project in client.projects.list():
+            for project in client.projects.list(include="id"):
                 client.projects.delete(id=project.id)
 
 
