@@ -9,6 +9,9 @@ evidence tried in round 2, computed here:
 - ``names_elsewhere``: the line names a character of the story, but not one found in the line's
   best passage (who did what);
 - ``order``: the share of the summary's other lines whose best passages it is out of order with;
+- ``corroboration`` (round 3): the share of the line's content words that the other summaries of
+  the same story use too (StorySumm has three summaries per story, from different models; a wrong
+  inference should be one model's own, as in SelfCheckGPT);
 - with ``--embeddings``: ``emb``, the line's best cosine with a story sentence under
   all-MiniLM-L6-v2 (``bench/minilm_numpy.py``), and ``emb_rel``.
 
@@ -70,7 +73,7 @@ EMBEDDING_SETS = {
     "relative + names + order + MiniLM": (*RELATIVE, "emb_rel"),
 }
 #: Features oriented so that a larger value should mean "inconsistent" (AUC above 0.5 = as expected).
-ORIENTATION = {"coverage": -1, "coverage_rel": -1, "emb": -1, "emb_rel": -1}
+ORIENTATION = {"coverage": -1, "coverage_rel": -1, "emb": -1, "emb_rel": -1, "corroboration": -1}
 SHIPPED = ("round 1: coverage, dispersion", "every line >= t, for line BA")
 PRE_REGISTERED = ("relative + names + order", "top line if P(summary) >= t, for summary BA")
 
@@ -173,12 +176,28 @@ def sentence_texts(text: str) -> list[str]:
     return [text[a:b] for a, b in g.split_sentences(text)]
 
 
+def content_stems(text: str) -> set[str]:
+    words = (t for t in g.tokenize(text) if g.is_content(t, g.STOPWORDS_EN) and t.folded not in _STORY_META_WORDS)
+    return {g.stem(t.text) for t in words} - _STORY_META_STEMS
+
+
+def corroboration(item: Item, items: list[Item]) -> list[float]:
+    """Per line of ``item``, the share of its content stems found in the other summaries of its story."""
+    others = set().union(
+        *(content_stems(" ".join(o.lines)) for o in items if o.story_id == item.story_id and o is not item)
+    )
+    return [len(s & others) / len(s) if (s := content_stems(line)) else 1.0 for line in item.lines]
+
+
 def evidence(items: list[Item], embed: Callable[[list[str]], np.ndarray] | None = None) -> Lines:
     features, gold, summary, story_ids = [], [], [], []
     stories: dict[str, Story] = {}
     for item in items:
         story = stories.setdefault(item.story, Story.of(item.story))
-        features += summary_evidence(item, story, embed)
+        rows = summary_evidence(item, story, embed)
+        for row, share in zip(rows, corroboration(item, items), strict=True):
+            row["corroboration"] = share
+        features += rows
         gold += [1 - y for y in item.line_gold]
         summary += [item.item_id] * len(item.lines)
         story_ids += [item.story_id] * len(item.lines)
@@ -396,10 +415,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"StorySumm {name}: {len(lines.faithful)} summaries, {len(lines.gold)} lines")
     print()
     print_rules(val, test, sets, args.cap)
-    names = ["coverage", "dispersion", "coverage_rel", "dispersion_rel", "names_elsewhere", "order", "shipped_p"]
+    names = ["coverage", "dispersion", "coverage_rel", "dispersion_rel", "names_elsewhere", "order", "corroboration"]
+    names += ["shipped_p"]
     names += ["emb", "emb_rel"] if args.embeddings else []
     print_line_aucs(val, test, names)
-    print_summary_aucs(val, test, ["coverage", "dispersion", *(["emb"] if args.embeddings else [])])
+    print_summary_aucs(val, test, ["coverage", "dispersion", "corroboration", *(["emb"] if args.embeddings else [])])
     if args.embeddings:
         tasks = len(val.faithful) + len(test.faithful)
         print(f"4. MiniLM embeddings (story sentences + lines, numpy): {1000 * spent / tasks:.0f} ms CPU per task")

@@ -85,6 +85,17 @@ def test_only_absolute_coverage_and_dispersion_keep_their_signal_on_test(study, 
 
 
 @needs_storysumm
+def test_corroboration_by_the_storys_other_summaries_has_no_signal_on_val(study, splits) -> None:
+    """Round 3's candidate, rejected on val alone: lines whose words the other two summaries of the
+    story also use are not less often inconsistent (line AUC 0.443 < 0.5 on val)."""
+    val, _ = splits
+    x = study.ORIENTATION["corroboration"] * val.x(("corroboration",))[val.judged, 0]
+    assert round(study.auc(x, val.gold[val.judged]), 3) == 0.443
+    shares = val.x(("corroboration",))[:, 0]
+    assert 0.0 <= shares.min() and shares.max() <= 1.0 and 0.3 < shares.mean() < 0.95
+
+
+@needs_storysumm
 def test_no_threshold_on_the_line_models_summary_score_reaches_the_stretch_target(study, splits) -> None:
     """Even a threshold chosen on test itself: summary BA at most 0.597 (< 0.60); the summary
     scores separate unfaithful summaries barely better than chance (AUC 0.53 and 0.52)."""
