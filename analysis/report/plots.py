@@ -264,8 +264,11 @@ def score_distribution_png(distribution: pd.DataFrame, items: list[str] | None =
     figure = _new_figure(min(2.6 * len(items) + 1.8, 16.0), 0.32 * len(groups) + 1.6)
     if figure is None:
         return None
+    from matplotlib.collections import PolyCollection
+
     axes = figure.subplots(1, len(items), squeeze=False, sharey=True)
     colours = _ramp(len(values))
+    rows_y = np.arange(len(groups), dtype=float)
     for axis, item in zip(axes[0], items, strict=True):
         rows = distribution[distribution["item"] == item]
         wide = rows.pivot_table(index="group", columns="value", values="share", aggfunc="first", fill_value=0.0)
@@ -273,13 +276,27 @@ def score_distribution_png(distribution: pd.DataFrame, items: list[str] | None =
         wide = wide.reindex(index=groups, columns=values, fill_value=0.0)
         left = np.zeros(len(groups))
         for colour, value in zip(colours, values, strict=True):
-            axis.barh(range(len(groups)), wide[value].to_numpy(), left=left, color=colour, label=f"{value:g}")
-            left += wide[value].to_numpy()
+            # One collection of rectangles per score (as barh draws them, without an artist per bar:
+            # a report of many models x criteria spent most of its plotting time adding patches).
+            right = left + wide[value].to_numpy()
+            boxes = np.stack(
+                [
+                    np.c_[left, rows_y - 0.4],
+                    np.c_[right, rows_y - 0.4],
+                    np.c_[right, rows_y + 0.4],
+                    np.c_[left, rows_y + 0.4],
+                ],
+                axis=1,
+            )
+            axis.add_collection(
+                PolyCollection(boxes, facecolors=[colour], linewidths=0, label=f"{value:g}"), autolim=False
+            )
+            left = right
         axis.set_title(str(item))
         axis.set_xlim(0, 1)
+        axis.set_ylim(len(groups) - 0.5, -0.5)  # first group on top
         axis.set_xticks([0, 0.5, 1], ["0", "50%", "100%"])
         axis.set_yticks(range(len(groups)), groups)
-        axis.invert_yaxis()
         axis.set_xlabel("share of ratings")
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, title="score", loc="center right", fontsize="small")
