@@ -249,10 +249,10 @@ def resolve_projects(
     project (of ``schemas``, when given).
     """
     project_ids, titles, schemas = list(project_ids), list(titles), list(schemas)
+    if (project_ids or titles) and len(schemas) > 1:
+        raise SyncError("with --project or --title, give at most one --schema (the projects' schema)")
     listed = as_api(client).projects()  # once for every project named
     if project_ids or titles:
-        if len(schemas) > 1:
-            raise SyncError("with --project or --title, give at most one --schema (the projects' schema)")
         schema = schemas[0] if schemas else None
         refs = [ProjectRef(project_id=i, schema=schema) for i in project_ids]
         refs += [ProjectRef(title=t, schema=schema) for t in titles]
