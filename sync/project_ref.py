@@ -29,9 +29,8 @@ from judgelab.configs.detect import detect_schema
 from judgelab.configs.schema import Schema, all_schemas
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.projects import project_schema_name
+from judgelab.sync.projects import has_title, is_schema_default, project_schema_name
 
-TITLE_TAG = "[judgelab-title:"
 MAX_LISTED = 8
 
 
@@ -116,17 +115,6 @@ def _listing(projects: Iterable[Mapping[str, Any]]) -> str:
     return f" (projects: {shown}{more})" if projects else " (Label Studio has no project yet)"
 
 
-def _has_title(project: Mapping[str, Any], title: str) -> bool:
-    return project.get("title") == title or f"{TITLE_TAG}{title}]" in str(project.get("description") or "")
-
-
-def _is_schema_default(project: Mapping[str, Any], schema: Schema) -> bool:
-    """The schema's own project: its title, or renamed (the schema marker and no title tag)."""
-    if project_schema_name(project) != schema.name:
-        return False
-    return project.get("title") == schema.title or TITLE_TAG not in str(project.get("description") or "")
-
-
 def check_schema(found: FoundProject, schema: Schema | None, *, needed_for: str | None = None) -> FoundProject:
     """``found`` when it is of ``schema`` (any project when None); a :class:`SchemaMismatch` else.
 
@@ -161,7 +149,7 @@ def find_project(
         return check_schema(_found(match[0]), ref.schema, needed_for=needed_for) if match else None
     if ref.title is not None:
         exact = [p for p in projects if p.get("title") == ref.title]
-        titled = exact or [p for p in projects if _has_title(p, ref.title)]
+        titled = exact or [p for p in projects if has_title(p, ref.title)]
         candidates = [_found(p) for p in sorted(titled, key=lambda p: int(p["id"]))]
         if ref.schema is not None and len(candidates) > 1:
             of_schema = [c for c in candidates if c.schema is not None and c.schema.name == ref.schema.name]
@@ -175,7 +163,7 @@ def find_project(
         return check_schema(candidates[0], ref.schema, needed_for=needed_for) if candidates else None
     if ref.schema is None:
         raise SyncError("name a project: --project ID, --title TITLE or --schema NAME")
-    defaults = [p for p in projects if _is_schema_default(p, ref.schema)]
+    defaults = [p for p in projects if is_schema_default(p, ref.schema)]
     exact = [p for p in defaults if p.get("title") == ref.schema.title]
     chosen = (exact or defaults)[:1]
     return check_schema(_found(chosen[0]), ref.schema, needed_for=needed_for) if chosen else None
@@ -206,14 +194,15 @@ def ensure_named_project(client: Any, ref: ProjectRef, schema: Schema | None = N
     if ref.schema is not None and schema is not None and ref.schema.name != schema.name:
         raise SchemaMismatch(f"--schema {ref.schema.name} but the tasks are {schema.name} tasks")
     named = ProjectRef(ref.project_id, ref.title, wanted)
-    found = find_project(client, named, needed_for="its tasks")
+    listed = as_api(client).projects()
+    found = find_project(client, named, needed_for="its tasks", projects=listed)
     if found is not None:
         return found
     if ref.project_id is not None:
-        raise ProjectNotFound(f"no project {ref.project_id} in Label Studio{_listing(as_api(client).projects())}")
+        raise ProjectNotFound(f"no project {ref.project_id} in Label Studio{_listing(listed)}")
     if wanted is None:
         raise SyncError(f"no project titled {ref.title!r} yet: add --schema to create it")
-    made = ensure_project(client, wanted, ref.title)
+    made = ensure_project(client, wanted, ref.title, projects=listed)
     return FoundProject(made.id, made.title, wanted, created=made.created)
 
 

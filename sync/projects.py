@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,43 +102,59 @@ class EnsuredProject:
     created: bool
 
 
+TITLE_TAG = "[judgelab-title:"  # in the description of a project created with a title of its own
+
+
 def _title_tag(title: str) -> str:
-    return f"[judgelab-title:{title}]"
+    return f"{TITLE_TAG}{title}]"
 
 
-def find_project(client: LabelStudio, schema: Schema, title: str | None = None) -> dict[str, Any] | None:
+def has_title(project: Mapping[str, Any], title: str) -> bool:
+    """Whether the (listed) project is called ``title``, or was created so and renamed since."""
+    return project.get("title") == title or _title_tag(title) in str(project.get("description") or "")
+
+
+def is_schema_default(project: Mapping[str, Any], schema: Schema) -> bool:
+    """The schema's own project: its title, or renamed (the schema marker and no title tag)."""
+    if project_schema_name(project) != schema.name:
+        return False
+    return project.get("title") == schema.title or TITLE_TAG not in str(project.get("description") or "")
+
+
+def find_project(
+    client: LabelStudio, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """The project (as Label Studio lists it) of ``schema`` called ``title`` (default: the schema's title).
 
     A project keeps being found after an admin renames it: a project created with the schema's
     own title carries only the schema marker, one created with a title of its own also carries
     that title in a tag, so a renamed project is told apart from the other projects of its schema.
+    ``projects``: Label Studio's listing, when the caller has it.
     """
     from judgelab.sync.ls_api import as_api
 
-    wanted = title or schema.title
-    renamed = None
-    for project in as_api(client).projects():
-        if project_schema_name(project) != schema.name:
-            continue
-        if project.get("title") == wanted:
-            return project
-        description = project.get("description") or ""
-        has_own_title = "[judgelab-title:" in description
-        if (title is None and not has_own_title) or (title is not None and _title_tag(title) in description):
-            renamed = renamed or project
-    return renamed
+    listed = as_api(client).projects() if projects is None else projects
+    if title is None:
+        candidates = [p for p in listed if is_schema_default(p, schema)]
+    else:
+        candidates = [p for p in listed if project_schema_name(p) == schema.name and has_title(p, title)]
+    exact = [p for p in candidates if p.get("title") == (title or schema.title)]
+    return (exact or candidates or [None])[0]
 
 
 MAX_TITLE = 50  # Label Studio refuses longer project titles
 
 
-def ensure_project(client: LabelStudio, schema: Schema, title: str | None = None) -> EnsuredProject:
-    """The project for ``schema`` (created from its config if absent; never duplicated)."""
+def ensure_project(
+    client: LabelStudio, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
+) -> EnsuredProject:
+    """The project for ``schema`` (created from its config if absent; never duplicated).
+    ``projects``: Label Studio's listing, when the caller has it."""
     if len(title or schema.title) > MAX_TITLE:
         raise SyncError(f"project title {title or schema.title!r} is longer than {MAX_TITLE} characters")
     from label_studio_sdk.core.api_error import ApiError
 
-    existing = find_project(client, schema, title)
+    existing = find_project(client, schema, title, projects)
     if existing is not None:
         return EnsuredProject(int(existing["id"]), str(existing.get("title") or ""), schema.name, created=False)
     description = f"{schema.meta.get('description', '').strip()}\n\n{schema_marker(schema.name)}"
