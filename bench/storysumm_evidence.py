@@ -133,13 +133,17 @@ def names_elsewhere(line: str, story: Story, passage: int | None) -> int:
     )
 
 
+def content_stems(text: str) -> set[str]:
+    words = (t for t in g.tokenize(text) if g.is_content(t, g.STOPWORDS_EN) and t.folded not in _STORY_META_WORDS)
+    return {g.stem(t.text) for t in words} - _STORY_META_STEMS
+
+
 def summary_evidence(item: Item, story: Story, embed: Callable[[list[str]], np.ndarray] | None) -> list[dict]:
     """The features of every line of one summary."""
     checks: list[LineCheck] = [check_line(line, story) for line in item.lines]
     rows = []
     for line, check in zip(item.lines, checks, strict=True):
-        content = [t for t in g.tokenize(line) if g.is_content(t, g.STOPWORDS_EN) and t.folded not in _STORY_META_WORDS]
-        passage = best_passage(story, {g.stem(t.text) for t in content} - _STORY_META_STEMS)
+        passage = best_passage(story, content_stems(line))
         rows.append(
             {
                 "coverage": check.coverage,
@@ -174,11 +178,6 @@ def summary_evidence(item: Item, story: Story, embed: Callable[[list[str]], np.n
 
 def sentence_texts(text: str) -> list[str]:
     return [text[a:b] for a, b in g.split_sentences(text)]
-
-
-def content_stems(text: str) -> set[str]:
-    words = (t for t in g.tokenize(text) if g.is_content(t, g.STOPWORDS_EN) and t.folded not in _STORY_META_WORDS)
-    return {g.stem(t.text) for t in words} - _STORY_META_STEMS
 
 
 def corroboration(item: Item, items: list[Item]) -> list[float]:
