@@ -215,6 +215,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         timeout=settings.fetch_timeout,
         max_bytes=int(settings.fetch_max_mb * 1024 * 1024),
         cache_bytes=int(settings.fetch_cache_mb * 1024 * 1024),
+        local_files=settings.fetch_local_files,
     )
 
     def build(project_id: str, label_config: str) -> JudgelabModel:
@@ -359,7 +360,7 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         fetches = Family(
             "judgelab_label_studio_files_total", "counter", "Texts of Label Studio URLs in tasks, by outcome."
         )
-        for outcome in ("fetched", "cached", "failed"):
+        for outcome in ("fetched", "cached", "failed", "refused"):
             fetches.add(files.stats[outcome], outcome=outcome)
         return [info, kept.add(len(models)), size.add(models.bytes), fetches]
 

@@ -150,10 +150,18 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--label-studio-url",
         "LABEL_STUDIO_URL",
-        "Label Studio as the backend reaches it, to fetch uploaded text files in tasks (the token: "
-        "LABEL_STUDIO_API_KEY); default: what Label Studio sends with /setup",
+        "Label Studio as the backend reaches it, to fetch uploaded text files in tasks (with the token "
+        "LABEL_STUDIO_API_KEY, which goes nowhere else); default: what Label Studio sends with /setup",
         "label_studio_url",
         metavar="URL",
+    ),
+    Option(
+        "--fetch-local-files",
+        "JUDGELAB_FETCH_LOCAL_FILES",
+        "also fetch Label Studio's local-storage files (/data/local-files/?d=...) in tasks",
+        "fetch_local_files",
+        metavar="true|false",
+        choices=("true", "false"),
     ),
     Option("--fetch-timeout", "JUDGELAB_FETCH_TIMEOUT", "seconds per uploaded file fetched", "fetch_timeout"),
     Option("--fetch-max-mb", "JUDGELAB_FETCH_MAX_MB", "largest uploaded file fetched", "fetch_max_mb"),

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from judgelab.backend.ls_files import NotLabelStudioURL, parse_base
+
 #: Label Studio gives up on a /predict after ``ML_TIMEOUT_PREDICT`` (100 s by default): a batch
 #: returns what it has after this many seconds, safely below that.
 DEFAULT_PREDICT_DEADLINE = 80.0
@@ -38,6 +40,15 @@ def _number(env: dict[str, str], name: str, default: float, kind: type = float, 
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {raw!r}")
     return value
+
+
+def _flag(env: dict[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError(f"{name} must be true or false, got {env[name]!r}")
 
 
 @dataclass(frozen=True)
@@ -163,14 +174,18 @@ class BackendSettings:
     fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
     fetch_max_mb: float = DEFAULT_FETCH_MAX_MB
     fetch_cache_mb: float = DEFAULT_FETCH_CACHE_MB
+    fetch_local_files: bool = False  # also fetch Label Studio's /data/local-files/?d=... URLs
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     def __post_init__(self) -> None:
         _auth_pair(self.basic_auth_user, self.basic_auth_pass)
         if self.log_level not in LOG_LEVELS:
             raise SettingsError(f"JUDGELAB_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
-        if self.label_studio_url and not self.label_studio_url.startswith(("http://", "https://")):
-            raise SettingsError(f"LABEL_STUDIO_URL must start with http:// or https://, got {self.label_studio_url!r}")
+        if self.label_studio_url:
+            try:
+                parse_base(self.label_studio_url)
+            except NotLabelStudioURL as exc:
+                raise SettingsError(f"LABEL_STUDIO_URL: {exc} (e.g. http://127.0.0.1:8080)") from None
 
     @property
     def max_body_bytes(self) -> int:
@@ -201,5 +216,6 @@ class BackendSettings:
             fetch_timeout=_number(env, "JUDGELAB_FETCH_TIMEOUT", DEFAULT_FETCH_TIMEOUT, float, 0.001),
             fetch_max_mb=_number(env, "JUDGELAB_FETCH_MAX_MB", DEFAULT_FETCH_MAX_MB, float, 0.001),
             fetch_cache_mb=_number(env, "JUDGELAB_FETCH_CACHE_MB", DEFAULT_FETCH_CACHE_MB, float, 0),
+            fetch_local_files=_flag(env, "JUDGELAB_FETCH_LOCAL_FILES"),
             llm=LLMSettings.from_env(env),
         )

@@ -89,10 +89,10 @@ def sample_value(option) -> tuple[str, object]:
     default = BackendSettings()
     for part in option.setting.split("."):
         default = getattr(default, part)
+    if isinstance(default, bool):
+        return ("false", False) if default else ("true", True)
     if option.choices:
         return option.choices[-1], option.choices[-1]
-    if isinstance(default, bool):
-        raise AssertionError(option)
     if isinstance(default, int):
         return "7", 7
     if isinstance(default, float):

@@ -1,4 +1,4 @@
-"""Uploaded ``.txt`` files, as Label Studio stores them (issue 13, point 9): a real upload into the
+"""Uploaded ``.txt`` files, as Label Studio stores them: a real upload into the
 real Label Studio gives tasks whose text is a ``/data/upload/...`` URL; the backend fetches the
 file (with what ``/setup`` sent, or ``LABEL_STUDIO_URL``/``LABEL_STUDIO_API_KEY``) and annotates
 its text. The LLM is the simulated OpenAI-compatible server, the rest is real."""
