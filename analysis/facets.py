@@ -60,6 +60,52 @@ class FacetError(ValueError):
     """A ``--by`` or ``--where`` that names an unknown field or is not in the expression language."""
 
 
+# -- a study's cut ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How a study is analysed: one cell per combination of the ``by`` fields, only the rows
+    ``where`` keeps, plus an ``(all)`` cell pooling every cell when ``total``. ``origin`` says who
+    chose it, in words a report can quote ("BASSE's published analysis").
+
+    A published data set's cut comes with it (``judgelab load`` records it beside the tables); a
+    team's own project has none unless the team keeps one (``judgelab report --by/--where
+    --keep-cut``), and is reported whole.
+
+    >>> Cut.from_json(Cut(("language", "round"), "model != 'human'", origin="BASSE").to_json())
+    Cut(by=('language', 'round'), where="model != 'human'", total=False, origin='BASSE')
+    """
+
+    by: tuple[str, ...] = ()
+    where: str | None = None
+    total: bool = False
+    origin: str = ""
+
+    def __post_init__(self) -> None:
+        if self.where is not None and self.where.strip():
+            parse_where(self.where)  # a FacetError names what is wrong with it
+
+    @property
+    def is_whole(self) -> bool:
+        return not self.by and not (self.where or "").strip()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"by": list(self.by), "where": self.where, "total": self.total, "origin": self.origin}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Cut:
+        """A cut as :meth:`to_json` writes it; anything else is a :class:`FacetError`."""
+        if not isinstance(value, dict):
+            raise FacetError(f"a cut is an object with by, where, total and origin, not {type(value).__name__}")
+        by, where = value.get("by") or [], value.get("where")
+        if not isinstance(by, list) or not all(isinstance(name, str) for name in by):
+            raise FacetError(f"a cut's 'by' is a list of field names, not {by!r}")
+        if where is not None and not isinstance(where, str):
+            raise FacetError(f"a cut's 'where' is an expression in text, not {where!r}")
+        return cls(tuple(by), where or None, bool(value.get("total")), str(value.get("origin") or ""))
+
+
 # -- the expression language -----------------------------------------------------------------
 
 
@@ -261,6 +307,26 @@ def filter_tables(tables: Mapping[str, pd.DataFrame], expression: Expression | N
             keep &= _in_tasks(rows, kept_tasks) | ~_in_tasks(rows, tasks[["project", "task_id"]])
         out[name] = rows[keep]
     return out
+
+
+def empty_left_out(expression: Expression | None, tasks: pd.DataFrame, kept: pd.DataFrame) -> dict[str, int]:
+    """For each task field the expression names: how many of the tasks it left out (``tasks``
+    not in ``kept``, a filtered copy) have that field empty. A comparison with an empty field is
+    false (``!=`` aside), so a filter drops such tasks without their value saying why.
+
+    >>> tasks = pd.DataFrame({"project": 1, "task_id": [1, 2, 3], "model": ["a", None, "b"]})
+    >>> where = parse_where("model == 'a'")
+    >>> empty_left_out(where, tasks, filter_tables({"tasks": tasks}, where)["tasks"])
+    {'model': 1}
+    """
+    if expression is None or tasks.empty:
+        return {}
+    left = tasks[~tasks.index.isin(kept.index)]
+    counts = {}
+    for name in sorted(expression_fields(expression) & set(tasks.columns)):
+        empty = left[name].isna() | (left[name].astype(str).str.strip() == "")
+        counts[name] = int(len(left.loc[empty, ["project", "task_id"]].drop_duplicates()))
+    return counts
 
 
 def _in_tasks(rows: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pandas as pd
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.analysis.facets import Cut
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.projects import selected_project_info
@@ -119,6 +121,46 @@ def read_tables(folder: Path) -> TidyTables:
     if parquet.exists():
         return TidyTables(*(pd.read_parquet(folder / f"{n}.parquet") for n in names))
     raise SyncError(f"{folder}: no tidy tables (tasks.parquet or judgelab.sqlite); run 'judgelab sync' first")
+
+
+CUT_FILE = "cut.json"
+
+
+def read_cuts(folder: Path) -> dict[str, Cut]:
+    """The cut kept for each project of a tables folder (``cut.json``): a published data set's
+    (written by ``judgelab load``) or one a team kept (``judgelab report --keep-cut``)."""
+    path = Path(folder) / CUT_FILE
+    if not path.exists():
+        return {}
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        projects = stored["projects"]
+        if not isinstance(projects, dict):
+            raise TypeError("'projects' is not an object")
+        return {str(project): Cut.from_json(cut) for project, cut in projects.items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SyncError(
+            f"{path}: not a cut file judgelab wrote ({exc}); fix it or delete it to report the whole projects"
+        ) from None
+
+
+def write_cuts(folder: Path, cuts: Mapping[str, Cut]) -> Path:
+    """Keep ``cuts`` (by project) in the folder's ``cut.json``, beside the other projects' cuts; a
+    whole cut (no ``by``, no ``where``) removes the project's entry."""
+    folder = Path(folder)
+    kept = read_cuts(folder)
+    for project, cut in cuts.items():
+        if cut.is_whole and not cut.total:
+            kept.pop(str(project), None)
+        else:
+            kept[str(project)] = cut
+    path = folder / CUT_FILE
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {"projects": {project: cut.to_json() for project, cut in sorted(kept.items())}}
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
 
 
 def _storable(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,9 @@
 """The report's CSV numbers against the values the source papers publish, on the real data in
 ``../shared/data`` (skipped when it is absent; ``JUDGELAB_SHARED_DIR`` points elsewhere).
 
-``judgelab load ... && judgelab report ...`` run without any cut option: the schema's default
-cut must give the paper's tables (``--n-boot`` only shortens the bootstrap, it changes no value
-compared here).
+``judgelab load ... && judgelab report ...`` run without any cut option: the data set's published
+cut, which ``load`` keeps with the tables, must give the paper's tables (``--n-boot`` only shortens
+the bootstrap, it changes no value compared here).
 
 - BASSE (Barnes et al. 2025), ``results/agreement/{es,eu}/alpha.*.tex``: ordinal Krippendorff's
   alpha per language, round and criterion on the machine summaries (30 values).
@@ -23,6 +23,7 @@ from shared_data import SHARED_DATA
 
 from judgelab.analysis.facets import faceted_agreement
 from judgelab.analysis.loaders import load_basse_folder
+from judgelab.analysis.loaders.registry import get_data_set
 from judgelab.configs.schema import get_schema
 from judgelab.sync.cli import main
 
@@ -108,11 +109,11 @@ def test_basse_alpha_per_language_round_and_criterion(basse_agreement: pd.DataFr
 
 @needs_data
 def test_basse_alpha_digit_for_digit_with_the_authors_nan_handling() -> None:
-    """The Python API, cut as the schema says, on tables loaded with the authors' NaN handling."""
+    """The Python API, cut as the data set's published analysis, on tables loaded with the authors'
+    NaN handling."""
     tables = load_basse_folder(SHARED_DATA / "basse", nan="as-authors")
-    analysis = get_schema("likert_rubric_es").meta["analysis"]
-    agreement = faceted_agreement(tables, get_schema("likert_rubric_es").meta, by=analysis["by"],
-                                  where=analysis["where"], n_boot=0)  # fmt: skip
+    cut = get_data_set("basse").cut
+    agreement = faceted_agreement(tables, get_schema("likert_rubric_es").meta, by=cut.by, where=cut.where, n_boot=0)
     assert list(agreement.columns[:3]) == ["project", "language", "round"]
     rows = published_rows(agreement.assign(round=agreement["round"].astype(int)))
     assert all(abs(ours - published) < 5e-7 for ours, published, _ in rows)

@@ -311,3 +311,51 @@ def test_real_span_annotation_iaa(tmp_path: Path) -> None:
     assert "It has 12 tasks. 29 human annotators submitted 341 annotations" in markdown
     assert "human: 1276 spans in 253 annotations" in markdown
     assert "the mean over 812 pairs of raters" in markdown  # 29 x 28 ordered pairs
+
+
+def test_a_published_cut_is_kept_with_its_tables_and_a_team_keeps_its_own(tmp_path: Path) -> None:
+    """BASSE's cut (machine summaries, per language and round) comes with ``load basse``; the same
+    tables without it are a team's own Likert study, reported whole until the team keeps a cut.
+    The line ``report`` prints counts the tasks the report used."""
+    folder = basse_folder(tmp_path / "in")
+    human = '{"Coherence": [5, 5, 5], "Consistency": [5, 5, 5], "Fluency": [5, 5, 5], "Relevance": [5, 5, 5], "5W1H": [5, 5, 5]}'  # noqa: E501
+    line = {"idx": "d3", "round": 1, "original_document": "Texto.",
+            "model_summaries": {"human": {"summ": "Resumen humano.", "anns": "@"}}}  # fmt: skip
+    with (folder / "BASSE.es.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line).replace('"@"', human) + "\n")
+    tables = tmp_path / "tables"
+    loaded = run("load", "basse", folder, "--out", tables)
+    assert loaded.exit_code == 0, loaded.output
+    assert "cut: BASSE's published analysis" in loaded.output
+    assert json.loads((tables / "cut.json").read_text())["projects"]["BASSE.es"]["where"] == "model != 'human'"
+
+    def report(*options: str) -> tuple[str, str]:
+        result = run("report", "--tables", tables, "--out", tmp_path / "report", "--n-boot", "0", *options)
+        assert result.exit_code == 0, result.output
+        return result.output, (tmp_path / "report" / "BASSE.es" / "report.md").read_text(encoding="utf-8")
+
+    # d1 and d2: two machine summaries each; d3: a human one
+    output, markdown = report()
+    assert "BASSE.es: " in output and "(4 tasks)" in output
+    assert "This report follows BASSE's published analysis: per language and annotation round" in markdown
+    assert "Only tasks and answers with model != 'human' are analysed: 1 of the 5 tasks are left out." in markdown
+
+    (tables / "cut.json").unlink()  # the same tables as a team's own study: whole
+    output, markdown = report()
+    assert "(5 tasks)" in output and "are analysed (" not in markdown and "cut by" not in markdown
+
+    kept = run("report", "--tables", tables, "--out", tmp_path / "kept", "--n-boot", "0",
+               "--where", "model != 'human'", "--keep-cut")  # fmt: skip
+    assert kept.exit_code == 0, kept.output
+    assert "cut kept for 1 project(s)" in kept.output and "(4 tasks)" in kept.output
+    output, markdown = report()
+    assert "(4 tasks)" in output
+    assert "are analysed (kept with --keep-cut: --where \"model != 'human'\"): 1 of the 5 tasks" in markdown
+
+    forgot = run("report", "--tables", tables, "--out", tmp_path / "kept", "--by", "none", "--where", "none",
+                 "--keep-cut")  # fmt: skip
+    assert forgot.exit_code == 0, forgot.output
+    assert "(5 tasks)" in report()[0]
+
+    alone = run("report", "--tables", tables, "--out", tmp_path / "kept", "--keep-cut")
+    assert alone.exit_code != 0 and "--keep-cut keeps --by/--where" in alone.output

@@ -1,6 +1,6 @@
-"""The report follows the study's design: facets by default, notes on the right project, vote
-tables on annotated texts, warnings on thin pairwise means, and a front page. Small hand-made
-tables whose numbers are worked out in the comments."""
+"""The report follows the study's design: the cut kept with the tables (else the project whole),
+notes on the right project, vote tables on annotated texts, warnings on thin pairwise means, and a
+front page. Small hand-made tables whose numbers are worked out in the comments."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from judgelab.analysis.facets import Cut
 from judgelab.analysis.report import build_report
 from judgelab.analysis.report.data import ReportOptions
 from judgelab.sync.cli import main
@@ -23,8 +24,8 @@ META = {
     "title": "Demo ratings",
     "scales": {"SP": SCALE},
     "items": {"SP": {"kind": "ordinal"}},
-    "analysis": {"by": ["model"], "total": True},
 }
+STUDY_CUT = Cut(("model",), total=True, origin="the demo study's analysis")
 # model a: tasks 1-4, x and y agree on 1, 2, 3 and differ on 4 (3 vs 1): exact 3/4.
 # model b: tasks 5-8, x and y agree on 5 only: exact 1/4. Pooled (all): 4/8 = 0.5.
 RATINGS = {1: ("1", "1"), 2: ("2", "2"), 3: ("3", "3"), 4: ("3", "1"),
@@ -60,19 +61,22 @@ def demo_tables(**task_extra: object) -> dict[str, pd.DataFrame]:
     return {"tasks": pd.DataFrame(tasks), "judgments": pd.DataFrame(judgments)}
 
 
-def build(tmp_path: Path, tables: dict[str, pd.DataFrame], meta: dict = META, **options: object):
-    paths = build_report(tables, {"demo": meta}, tmp_path, options=ReportOptions(n_boot=20, **options))
+def build(
+    tmp_path: Path, tables: dict[str, pd.DataFrame], meta: dict = META, cut: Cut | None = STUDY_CUT, **options: object
+):
+    cuts = {"6": cut} if cut is not None else {}
+    paths = build_report(tables, {"demo": meta}, tmp_path, options=ReportOptions(n_boot=20, cuts=cuts, **options))
     return paths, paths.markdown.read_text(encoding="utf-8")
 
 
-def test_the_schema_default_cut_gives_every_cell_and_the_pooled_one(tmp_path: Path) -> None:
+def test_the_kept_cut_gives_every_cell_and_the_pooled_one(tmp_path: Path) -> None:
     paths, markdown = build(tmp_path, demo_tables())
     agreement = pd.read_csv(paths.csv["agreement"]).set_index("model")
     assert agreement.loc["a", "exact_agreement"] == pytest.approx(3 / 4)
     assert agreement.loc["b", "exact_agreement"] == pytest.approx(1 / 4)
     assert agreement.loc["(all)", "exact_agreement"] == pytest.approx(1 / 2)
     assert agreement["n_units"].tolist() == [4, 4, 8]
-    assert "Every table and figure below is cut by model (as the study is analysed)" in markdown
+    assert "Every table and figure below is cut by model (the demo study's analysis)" in markdown
     assert "model = a: 5" not in markdown and "a: 4" in markdown  # tasks per cell, task 9 and 10 have model b
     counts = pd.read_csv(paths.csv["annotations_per_annotator"])
     assert set(counts["model"]) == {"a", "b", "(all)"}  # every table is cut, not only agreement
@@ -85,11 +89,38 @@ def test_a_report_that_pools_says_so_with_the_tasks_per_cell(tmp_path: Path) -> 
     assert "(tasks per model: a: 4; b: 6)" in markdown
 
 
-def test_a_default_factor_the_tasks_lack_is_named(tmp_path: Path) -> None:
-    meta = {**META, "analysis": {"by": ["model", "round"], "where": "round != 3"}}
-    _, markdown = build(tmp_path, demo_tables(), meta=meta)
-    assert "The study is analysed by model and round, but these tasks have no round field" in markdown
-    assert "The study's filter (round != 3) needs the field(s) round, which these tasks lack" in markdown
+def test_a_kept_factor_the_tasks_lack_is_named(tmp_path: Path) -> None:
+    cut = Cut(("model", "round"), "round != 3", origin="the demo study's analysis")
+    _, markdown = build(tmp_path, demo_tables(), cut=cut)
+    assert "The study is analysed by model and round (the demo study's analysis), but these tasks have no round" in (
+        markdown
+    )
+    assert "The study's filter (round != 3; the demo study's analysis) needs the field(s) round, which these" in (
+        markdown
+    )
+
+
+def test_a_project_without_a_kept_cut_is_reported_whole(tmp_path: Path) -> None:
+    """The schema's suggested factors are never applied by themselves: the report says how."""
+    meta = {**META, "suggested_cut": {"by": ["model"]}}
+    paths, markdown = build(tmp_path, demo_tables(), meta=meta, cut=None)
+    agreement = pd.read_csv(paths.csv["agreement"])
+    assert "model" not in agreement.columns and agreement["n_units"].tolist() == [8]
+    assert "cut by model (" not in markdown and "are analysed (" not in markdown
+    assert "This report takes the project whole. The schema's guideline analyses its study by model: " in markdown
+    assert "`judgelab report --by model --keep-cut`" in markdown
+
+
+def test_a_filter_says_how_many_tasks_it_left_out_for_an_empty_field(tmp_path: Path) -> None:
+    tables = demo_tables()
+    tables["tasks"].loc[tables["tasks"]["task_id"].isin([9, 10]), "model"] = None  # two tasks without a model
+    tables["tasks"].loc[tables["tasks"]["task_id"] == 8, "model"] = ""
+    _, markdown = build(tmp_path, tables, cut=Cut(where="model == 'b'", origin="the team's own"))
+    # kept: 5, 6, 7 (model b); left out: 1-4 (model a) and 8, 9, 10 (empty)
+    assert "Only tasks and answers with model == 'b' are analysed (the team's own): 7 of the 10 tasks are left " in (
+        markdown
+    )
+    assert "3 because their model is empty." in markdown
 
 
 def test_where_and_by_from_the_options(tmp_path: Path) -> None:

@@ -101,7 +101,9 @@ def test_only_the_last_stage_examples_count() -> None:
 def test_report_section_matches_the_hand_computation(tmp_path) -> None:
     """The same design as Label Studio tasks: one task per text and role (copies share their key),
     the model's prediction on the stage-2 group-A copy. The report is cut by group and stage (the
-    schema's default); the directed table compares those cells, so it appears once, uncut."""
+    published data set's cut, as ``judgelab load span_annotation`` keeps it); the directed table
+    compares those cells, so it appears once, uncut."""
+    from judgelab.analysis.loaders.registry import get_data_set
     from judgelab.analysis.report import build_report
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.configs.schema import get_schema
@@ -125,7 +127,7 @@ def test_report_section_matches_the_hand_computation(tmp_path) -> None:
                       for s, e, label in marked]  # fmt: skip
     tables = {"tasks": pd.DataFrame(tasks), "judgments": pd.DataFrame(judgments), "spans": pd.DataFrame(spans)}
     paths = build_report(tables, {"hotel_spans": get_schema("hotel_spans").meta}, tmp_path,
-                         options=ReportOptions(n_boot=0))  # fmt: skip
+                         options=ReportOptions(n_boot=0, cuts={"7": get_data_set("span_annotation").cut}))  # fmt: skip
     table = pd.read_csv(paths.csv["directed_span_agreement"]).set_index("comparison")
     assert "group" not in table.columns  # not cut by the cells it compares
     assert table.loc["Group A → Group B (stage 1)", "precision_soft"] == pytest.approx(1 / 3)

@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
     HUMAN,
     Collector,
@@ -194,7 +195,17 @@ def _add_summary(
             )
 
 
-@data_set("basse", "BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)", ("nan_ratings",))
+@data_set(
+    "basse",
+    "BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)",
+    ("nan_ratings",),
+    cut=Cut(
+        ("language", "round"),
+        "model != 'human'",
+        origin="BASSE's published analysis: per language and annotation round, on the machine summaries "
+        "(the human references have two raters, not three)",
+    ),
+)
 def read_basse(path: Path, project: str | None = None, nan_ratings: str | None = None) -> dict[str, Any]:
     """``judgelab load basse PATH``: one file (one project), or a folder (a project per language)."""
     nan = nan_ratings or "missing"

@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
     CONSISTENT,
     FAITHFUL,
@@ -229,7 +230,14 @@ def _int_or_none(value: object) -> int | None:
 
 
 @data_set(
-    "evaluation_interface", "annotations_pl_latest.json (or its folder) [--combined combined.json]", ("combined",)
+    "evaluation_interface",
+    "annotations_pl_latest.json (or its folder) [--combined combined.json]",
+    ("combined",),
+    cut=Cut(
+        ("split",),
+        total=True,
+        origin="StorySumm's published analysis: val (where thresholds are tuned) and test, and all summaries pooled",
+    ),
 )
 def read_evaluation_interface(path: Path, project: str | None = None, combined: Path | None = None) -> dict[str, Any]:
     """``judgelab load evaluation_interface PATH``: the file, or the folder holding it."""

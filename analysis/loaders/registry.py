@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from judgelab.analysis.facets import Cut
 from judgelab.configs.plugins import Registry
 
 # the options of ``judgelab load`` a data set may take (besides PATH and a project name)
@@ -24,19 +25,21 @@ class DataSet:
     path_help: str  # what PATH is, for ``judgelab load --help``
     options: frozenset[str]  # those of OPTIONS that apply
     read: Callable[..., dict[str, Any]]  # read(path, project=None, **options) -> tasks/judgments/spans/problems
+    cut: Cut | None = None  # how its study is analysed: recorded beside the tables it loads
 
 
 DATA_SETS: Registry[DataSet] = Registry("loader", "judgelab.analysis.loaders")
 
 
-def data_set(name: str, path_help: str, options: tuple[str, ...] = ()) -> Callable:
-    """Register the decorated ``read(path, project=None, **options)`` as data set ``name``."""
+def data_set(name: str, path_help: str, options: tuple[str, ...] = (), cut: Cut | None = None) -> Callable:
+    """Register the decorated ``read(path, project=None, **options)`` as data set ``name``; ``cut``
+    is its study's published analysis, which every report of the loaded tables applies."""
     unknown = set(options) - set(OPTIONS)
     if unknown:
         raise ValueError(f"data set {name}: unknown option(s) {', '.join(sorted(unknown))}")
 
     def register(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-        DATA_SETS.register(name, DataSet(name, path_help, frozenset(options), read))
+        DATA_SETS.register(name, DataSet(name, path_help, frozenset(options), read, cut))
         return read
 
     return register

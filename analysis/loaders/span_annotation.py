@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
     HUMAN,
     Collector,
@@ -210,6 +211,10 @@ def load_span_annotation_dir(
     "span_annotation",
     "annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them",
     ("config", "schema"),
+    cut=Cut(
+        ("group", "stage"),
+        origin="HotelCheckSpan's published analysis: per no-errors wording (group A/B) and annotation stage",
+    ),
 )
 def read_span_annotation(
     path: Path, project: str | None = None, config: Path | None = None, schema: str | None = None

@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
     CONSISTENT,
     FAITHFUL,
@@ -255,7 +256,16 @@ def _add_prediction(
             out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
 
 
-@data_set("storysumm", "storysumm.json (or its folder) [--predictions predictions/]", ("predictions",))
+@data_set(
+    "storysumm",
+    "storysumm.json (or its folder) [--predictions predictions/]",
+    ("predictions",),
+    cut=Cut(
+        ("split",),
+        total=True,
+        origin="StorySumm's published analysis: val (where thresholds are tuned) and test, and all summaries pooled",
+    ),
+)
 def read_storysumm(path: Path, project: str | None = None, predictions: Path | None = None) -> dict[str, Any]:
     """``judgelab load storysumm PATH``: the file, or the folder holding ``storysumm.json``."""
     file = Path(path) / "storysumm.json" if Path(path).is_dir() else Path(path)

@@ -20,10 +20,11 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.analysis.facets import cell_groups, facet_cells, filter_tables
+from judgelab.analysis.facets import cell_groups, empty_left_out, facet_cells, filter_tables
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData, ReportOptions
 from judgelab.analysis.report.faceting import (
+    FacetPlan,
     cells_table,
     facet_plan,
     merge_cell_sections,
@@ -121,9 +122,7 @@ def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Se
     """One project's part of the report: the front page, then every builder's sections, each
     run on the whole project (builders marked ``whole_project``) or once per facet cell and
     merged (see ``analysis.report.faceting``)."""
-    plan = facet_plan(data.schema_meta, data.tasks, data.options.by, data.options.where)
-    own = {"tasks": data.tasks, "judgments": data.judgments, "spans": data.spans}
-    filtered = filter_tables(own, plan.where)
+    plan, filtered = project_cut(data)
     whole = replace(data, tasks=filtered["tasks"], judgments=filtered["judgments"], spans=filtered["spans"], cache={})
     cells = facet_cells(filtered, plan.by, total=plan.total)
     faceted = len(cells) > 1 or bool(cells and cells[0].values)
@@ -149,13 +148,27 @@ def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Se
                 after_merge(merged, plan.by)
             built += merged
     n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
-    sentences = plan_sentences(plan, cells or facet_cells(filtered, ()), n_left_out, _task_count(data.tasks))
+    sentences = plan_sentences(
+        plan,
+        cells or facet_cells(filtered, ()),
+        n_left_out,
+        _task_count(data.tasks),
+        empty_left_out(plan.where, data.tasks, filtered["tasks"]),
+    )
     if not faceted and plan.study_by:
         counts = pooled_counts(whole.tasks, plan.study_by)
         if counts:
             sentences[-1] = sentences[-1].rstrip(".") + f" (tasks per {', '.join(plan.study_by)}: {counts})."
     front = front_page(whole, built, sentences, plan.by if faceted else (), cells_table(cells) if faceted else None)
     return Section(_project_title(data), [], [front, *built])
+
+
+def project_cut(data: ProjectData) -> tuple[FacetPlan, dict[str, pd.DataFrame]]:
+    """The project's cut (:func:`facet_plan`) and its tables after the cut's filter."""
+    kept = data.options.cuts.get(str(data.project))
+    plan = facet_plan(data.schema_meta, data.tasks, data.options.by, data.options.where, kept)
+    own = {"tasks": data.tasks, "judgments": data.judgments, "spans": data.spans}
+    return plan, filter_tables(own, plan.where)
 
 
 def _task_count(tasks: pd.DataFrame) -> int:
@@ -218,7 +231,9 @@ def build_reports(
             options=options,
             context=frames,
         )
-        entries.append(ReportEntry(name, schema_names, projects, paths, _counts(subset)))
+        entries.append(
+            ReportEntry(name, schema_names, projects, paths, _used_counts(subset, projects, schemas, options))
+        )
         if on_report:
             on_report(len(entries), len(groups))
     index = out_dir / "index.html"
@@ -272,6 +287,26 @@ def _counts(frames: Mapping[str, pd.DataFrame]) -> dict[str, int]:
         "judgments": len(judgments),
         "spans": int((spans["source"] == HUMAN_SOURCE).sum()),
     }
+
+
+def _used_counts(
+    frames: Mapping[str, pd.DataFrame],
+    projects: Sequence[object],
+    schemas: Mapping[str, Mapping[str, Any]],
+    options: ReportOptions | None,
+) -> dict[str, int]:
+    """:func:`_counts` of what the report used: each project's rows after its cut's filter."""
+    options = options or ReportOptions()
+    parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLE_NAMES}
+    for project in projects:
+        own = {name: frame[frame["project"] == project] for name, frame in frames.items() if name in TABLE_NAMES}
+        schema_name = _schema_name(project, own["tasks"], schemas)
+        kept = options.cuts.get(str(project))
+        meta = schemas.get(schema_name, {}) if schema_name else {}
+        plan = facet_plan(meta, own["tasks"], options.by, options.where, kept)
+        for name, frame in filter_tables(own, plan.where).items():
+            parts[name].append(frame)
+    return _counts({name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()})
 
 
 def _unique_slug(name: str, used: set[str]) -> str:

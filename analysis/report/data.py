@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.facets import FacetCell
+from judgelab.analysis.facets import Cut, FacetCell
 from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
@@ -36,15 +36,17 @@ class ReportOptions:
     ``cluster`` adds the span clustering section (needs the ``clustering`` extra);
     ``n_boot`` and ``seed`` set the bootstrap intervals; ``max_rows`` caps the rows a long
     table shows on the page (its CSV always has every row). ``by`` and ``where`` cut every
-    table and figure (see ``analysis.report.faceting``); ``None`` takes the schema's default.
+    table and figure (see ``analysis.report.faceting``); ``None`` takes the cut kept with the
+    project's tables (``cuts``, by project id as text), and a project without one is whole.
     """
 
     cluster: bool = False
     n_boot: int = 1000
     seed: int = 0
     max_rows: int = 25
-    by: tuple[str, ...] | None = None  # None: the schema's analysis.by; (): no facets
-    where: str | None = None  # None: the schema's analysis.where; "": no filter
+    by: tuple[str, ...] | None = None  # None: the project's kept cut; (): no facets
+    where: str | None = None  # None: the project's kept cut; "": no filter
+    cuts: Mapping[str, Cut] = field(default_factory=dict)  # the cut kept with each project's tables
 
 
 @dataclass(frozen=True)

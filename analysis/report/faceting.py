@@ -1,16 +1,12 @@
 """A faceted report: which cut applies to a project, and how the sections of its cells become one.
 
-The cut comes from ``--by`` / ``--where`` (``ReportOptions.by`` / ``where``), else from the
-schema's ``analysis`` entry in ``schema.yaml``::
-
-    analysis:
-      by: [language, round]          # the study's factors: one cell per combination
-      where: "model != 'human'"      # the units the study analyses
-      total: true                    # add an '(all)' cell pooling every cell
-
-A default names fields the project may not have (a Label Studio project of the BASSE schema
-has no ``round``): those are left out, and the report says so. Fields given on the command
-line must exist (:class:`analysis.facets.FacetError` otherwise).
+The cut (:class:`analysis.facets.Cut`) comes from ``--by`` / ``--where`` (``ReportOptions.by`` /
+``where``), else from the cut kept with the project's tables (``ReportOptions.cuts``: a published
+data set's, which ``judgelab load`` records, or one a team kept with ``report --keep-cut``), else
+there is none and the project is reported whole. A kept cut may name fields the project lacks:
+those are left out, and the report says so. Fields given on the command line must exist
+(:class:`analysis.facets.FacetError` otherwise). A schema's ``suggested_cut`` (the factors its
+guideline's study is analysed by) is never applied by itself: the report only says how to apply it.
 
 Every section builder runs once per cell; :func:`merge_cell_sections` then folds the cells'
 sections into one: a table becomes one table with the cell's fields as its first columns (so
@@ -28,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import (
+    Cut,
     Expression,
     FacetCell,
     check_fields,
@@ -38,63 +35,75 @@ from judgelab.analysis.facets import (
 from judgelab.analysis.report.blocks import Block, Details, Figure, Gallery, Paragraph, Section, Table
 from judgelab.analysis.report.data import plural
 
-COMMAND_LINE = "command line"
+COMMAND_LINE = "as asked"
+KEPT_CUT = "the cut kept with these tables"
 MAX_LISTED_CELLS = 6  # more cells than this: their sizes go to cells.csv, not into the sentence
-SCHEMA_DEFAULT = "the schema's default"
 
 
 @dataclass(frozen=True)
 class FacetPlan:
-    """The cut of one project: ``by`` fields used, the ``where`` filter, and what was left out."""
+    """The cut of one project: ``by`` fields used, the ``where`` filter, what was left out, and
+    where each came from (:data:`COMMAND_LINE`, or the kept cut's own words)."""
 
     by: tuple[str, ...] = ()
     where: Expression | None = None
     total: bool = False
-    by_origin: str = SCHEMA_DEFAULT
-    where_origin: str = SCHEMA_DEFAULT
-    study_by: tuple[str, ...] = ()  # the schema's factors, whether or not used
+    by_origin: str = KEPT_CUT
+    where_origin: str = KEPT_CUT
+    study_by: tuple[str, ...] = ()  # the kept cut's factors, whether or not used
     notes: list[str] = field(default_factory=list)
+    suggested_by: tuple[str, ...] = ()  # the schema's suggested factors these tasks have, when nothing cuts
 
 
 def facet_plan(
-    schema_meta: Mapping[str, Any] | None, tasks: pd.DataFrame, by: Sequence[str] | str | None, where: str | None
+    schema_meta: Mapping[str, Any] | None,
+    tasks: pd.DataFrame,
+    by: Sequence[str] | str | None,
+    where: str | None,
+    kept: Cut | None = None,
 ) -> FacetPlan:
     """The cut for a project with these ``tasks``: ``by``/``where`` when given (``()`` and ``""``
-    turn the schema's default off), else the schema's ``analysis`` entry, restricted to the
-    fields the tasks have."""
-    analysis = dict((schema_meta or {}).get("analysis") or {})
-    study_by = split_by(analysis.get("by"))
+    turn the kept cut off), else the ``kept`` cut, restricted to the fields the tasks have, else
+    none."""
+    kept = kept or Cut()
+    origin = kept.origin or KEPT_CUT
     notes: list[str] = []
     if by is not None:
         chosen_by, by_origin = split_by(by), COMMAND_LINE
         check_fields(chosen_by, tasks, "--by")
     else:
-        chosen_by, by_origin = tuple(name for name in study_by if name in tasks.columns), SCHEMA_DEFAULT
-        missing = [name for name in study_by if name not in tasks.columns]
+        chosen_by, by_origin = tuple(name for name in kept.by if name in tasks.columns), origin
+        missing = [name for name in kept.by if name not in tasks.columns]
         if missing:
             notes.append(
-                f"The study is analysed by {_names(study_by)}, but these tasks have no {_names(missing, 'or')} "
-                f"field, so {'the tables are cut by ' + _names(chosen_by) + ' only' if chosen_by else 'nothing is cut'}"
-                "."
+                f"The study is analysed by {_names(kept.by)} ({origin}), but these tasks have no "
+                f"{_names(missing, 'or')} field, so "
+                f"{'the tables are cut by ' + _names(chosen_by) + ' only' if chosen_by else 'nothing is cut'}."
             )
-    expression, where_origin = None, SCHEMA_DEFAULT
+    expression, where_origin = None, origin
     if where is not None:
         where_origin = COMMAND_LINE
         if where.strip() and where.strip().lower() != "none":
             expression = parse_where(where)
             check_fields(expression_fields(expression), tasks, "--where")
-    elif analysis.get("where"):
-        candidate = parse_where(str(analysis["where"]))
+    elif kept.where:
+        candidate = parse_where(kept.where)
         missing = sorted(expression_fields(candidate) - set(tasks.columns) - {"annotator", "source"})
         if missing:
             notes.append(
-                f"The study's filter ({candidate}) needs the field(s) {', '.join(missing)}, which these tasks lack: "
-                "every task is kept."
+                f"The study's filter ({candidate}; {origin}) needs the field(s) {', '.join(missing)}, which these "
+                "tasks lack: every task is kept."
             )
         else:
             expression = candidate
-    total = bool(analysis.get("total")) if by is None else False
-    return FacetPlan(chosen_by, expression, total, by_origin, where_origin, study_by, notes)
+    total = kept.total if by is None else False
+    suggested: tuple[str, ...] = ()
+    if not chosen_by and expression is None and by is None and where is None:
+        wanted = split_by(((schema_meta or {}).get("suggested_cut") or {}).get("by"))
+        suggested = tuple(
+            name for name in wanted if name in tasks.columns and tasks[name].dropna().astype(str).nunique() > 1
+        )
+    return FacetPlan(chosen_by, expression, total, by_origin, where_origin, kept.by, notes, suggested)
 
 
 def _names(names: Sequence[str], joiner: str = "and") -> str:
@@ -104,18 +113,33 @@ def _names(names: Sequence[str], joiner: str = "and") -> str:
     return ", ".join(names[:-1]) + f" {joiner} {names[-1]}"
 
 
-def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: int, n_tasks: int) -> list[str]:
-    """What the cut is, in sentences, with the number of tasks in each cell."""
+def plan_sentences(
+    plan: FacetPlan,
+    cells: Sequence[FacetCell],
+    n_filtered_out: int,
+    n_tasks: int,
+    empty_left_out: Mapping[str, int] | None = None,
+) -> list[str]:
+    """What the cut is, in sentences, with the number of tasks in each cell. ``empty_left_out``
+    counts, per field of the filter, the tasks left out whose field is empty."""
     sentences = list(plan.notes)
-    if plan.where is not None:
-        origin = "the study's filter" if plan.where_origin == SCHEMA_DEFAULT else "the filter given"
-        sentences.append(
-            f"Only tasks and answers with {plan.where} are analysed ({origin}): {n_filtered_out} of the "
-            f"{n_tasks} tasks are left out."
-        )
     real = [cell for cell in cells if not cell.is_total]
-    if plan.by and len(real) >= 1:
-        origin = "as the study is analysed" if plan.by_origin == SCHEMA_DEFAULT else "as asked"
+    cutting = plan.by and len(real) >= 1
+    # one origin for both the filter and the facets: said once, before them
+    shared = plan.where is not None and cutting and plan.where_origin == plan.by_origin != COMMAND_LINE
+    if shared:
+        sentences.append(f"This report follows {plan.by_origin}.")
+    if plan.where is not None:
+        origin = "the filter given" if plan.where_origin == COMMAND_LINE else plan.where_origin
+        text = (
+            f"Only tasks and answers with {plan.where} are analysed{'' if shared else f' ({origin})'}: "
+            f"{n_filtered_out} of the {n_tasks} tasks are left out."
+        )
+        empties = [f"{count} because their {name} is empty" for name, count in (empty_left_out or {}).items() if count]
+        if empties:
+            text = text.rstrip(".") + f", {_names(empties)}."
+        sentences.append(text)
+    if cutting:
         sizes = [cell.n_tasks for cell in real]
         if len(real) > MAX_LISTED_CELLS:
             spread = str(min(sizes)) if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)}"
@@ -123,8 +147,8 @@ def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: 
         else:
             counts = "tasks per cell: " + "; ".join(f"{cell.short_label}: {cell.n_tasks}" for cell in real)
         text = (
-            f"Every table and figure below is cut by {_names(plan.by)} ({origin}): {plural(len(real), 'cell')}, "
-            f"{counts}."
+            f"Every table and figure below is cut by {_names(plan.by)}{'' if shared else f' ({plan.by_origin})'}: "
+            f"{plural(len(real), 'cell')}, {counts}."
         )
         if any(cell.is_total for cell in cells):
             text += " The '(all)' rows pool every cell."
@@ -133,6 +157,12 @@ def plan_sentences(plan: FacetPlan, cells: Sequence[FacetCell], n_filtered_out: 
         sentences.append(
             f"This report pools all {cells[0].n_tasks if cells else 0} tasks in one: it is not cut by "
             f"{_names(plan.study_by)}, the study's factors."
+        )
+    elif plan.suggested_by:
+        sentences.append(
+            f"This report takes the project whole. The schema's guideline analyses its study by "
+            f"{_names(plan.suggested_by)}: `judgelab report --by {','.join(plan.suggested_by)} --keep-cut` cuts "
+            "this project's reports by them from now on."
         )
     return sentences
 

@@ -177,14 +177,20 @@ def _modes(report) -> str:
     "--by",
     "by",
     metavar="FIELD[,FIELD]",
-    help="Cut every table and figure by these task (or annotator) fields; 'none' pools. Default: the schema's.",
+    help="Cut every table and figure by these task (or annotator) fields; 'none' pools. Default: the cut kept "
+    "with the tables (a published data set's), else none.",
 )
 @click.option(
     "--where",
     "where",
     metavar="EXPR",
     help="Keep only tasks/answers matching EXPR, e.g. \"model != 'human' and round in (0, 1)\"; 'none' keeps all. "
-    "Default: the schema's.",
+    "Default: the cut kept with the tables, else every task.",
+)
+@click.option(
+    "--keep-cut",
+    is_flag=True,
+    help="Keep --by/--where with the reported projects' tables (cut.json), so every later report uses them.",
 )
 @click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap resamples for intervals.")
 def report_cmd(
@@ -194,6 +200,7 @@ def report_cmd(
     cluster: bool,
     by: str | None,
     where: str | None,
+    keep_cut: bool,
     n_boot: int,
 ) -> None:
     """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
@@ -203,26 +210,31 @@ def report_cmd(
     evaluation_interface annotations, say).
 
     \b
-    Every table and figure is cut the way the schema's study is analysed (schema.yaml
-    'analysis': BASSE by language and round on machine summaries, StorySumm by split, ...);
-    --by and --where replace that cut. EXPR is a small expression language (parsed, never
-    run as Python): FIELD == 'text', FIELD != 3, <, <=, >, >=, FIELD in ('a', 'b'),
+    A project is reported whole, unless its tables keep a cut: a published data set's
+    ('judgelab load' records it: BASSE by language and round on machine summaries, StorySumm
+    by split, ...) or one kept with --keep-cut. --by and --where replace that cut for this run
+    (with --keep-cut, for every later run too). EXPR is a small expression language (parsed,
+    never run as Python): FIELD == 'text', FIELD != 3, <, <=, >, >=, FIELD in ('a', 'b'),
     FIELD not in (...), joined with and, or, not and parentheses; `odd-name` in backticks.
     Fields are the tasks' columns and the annotator fields annotator and source.
     """
     import pandas as pd
 
-    from judgelab.analysis.facets import split_by
+    from judgelab.analysis.facets import Cut, FacetError, split_by
     from judgelab.analysis.report import build_reports
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
-    from judgelab.sync.export import read_tables
+    from judgelab.sync.export import read_cuts, read_tables, write_cuts
     from judgelab.sync.usage import read_usage
 
+    if keep_cut and by is None and where is None:
+        _fail("--keep-cut keeps --by/--where: give at least one of them ('none' keeps the projects whole)")
     folders = tables_dirs or (Path("judgelab-data"),)
-    parts, problems, seen = [], [], {}
+    parts, problems, seen, cuts = [], [], {}, {}
     for folder in folders:
         tables = read_tables(folder)
+        for project, cut in read_cuts(folder).items():
+            cuts.setdefault(project, cut)
         for project in set(tables.tasks.get("project", pd.Series(dtype=object)).dropna()):
             if project in seen:
                 click.secho(f"warning: project {project} is in {seen[project]} and {folder}; rows combined", err=True)
@@ -251,6 +263,7 @@ def report_cmd(
         n_boot=max(0, n_boot),
         by=None if by is None else split_by(by),
         where=None if where is None else ("" if where.strip().lower() == "none" else where),
+        cuts=cuts,
     )
     with progress_bar(None, "reports", unit="report") as bar:
 
@@ -265,6 +278,28 @@ def report_cmd(
     for entry in index.reports:
         click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
     click.echo(f"index: {index.index}")
+    if keep_cut:
+        try:
+            cut = Cut(
+                options.by if options.by is not None else (),
+                options.where or None,
+                origin=f"kept with --keep-cut: {_cut_words(by, where)}",
+            )
+        except FacetError as exc:
+            _fail(str(exc))
+        for folder in dict.fromkeys(seen.values()):
+            mine = [project for project, where_from in seen.items() if where_from == folder]
+            path = write_cuts(folder, dict.fromkeys((str(p) for p in mine), cut))
+            click.echo(f"cut kept for {len(mine)} project(s) in {path}: every later report uses it")
+
+
+def _cut_words(by: str | None, where: str | None) -> str:
+    words = []
+    if by is not None:
+        words.append(f"--by {by}")
+    if where is not None:
+        words.append(f'--where "{where}"')
+    return " ".join(words)
 
 
 def _data_set_names() -> list[str]:
@@ -319,10 +354,11 @@ def load_cmd(
     """
     import warnings
 
+    from judgelab.analysis.facets import Cut
     from judgelab.analysis.loaders import LoaderError, LoaderWarning
     from judgelab.analysis.report import problems_with_project
     from judgelab.analysis.report.safe_text import write_csv
-    from judgelab.sync.export import write_tables
+    from judgelab.sync.export import write_cuts, write_tables
     from judgelab.sync.tidy import TidyTables
 
     if old_project is not None:
@@ -360,6 +396,7 @@ def load_cmd(
     written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
     problems_path = write_csv(problems, Path(out) / "problems.csv")  # formulas neutralised
     projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
+    cut_path = write_cuts(out, dict.fromkeys(projects, data_set.cut or Cut()))
     click.echo(
         f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
         f"{len(loaded['spans'])} spans in {len(projects)} project(s): {', '.join(projects)}"
@@ -373,7 +410,9 @@ def load_cmd(
             where = Path(str(first["file"])).name + (f": line {int(first['line'])}" if _present(first["line"]) else "")
             task = f" task {first['task_id']}" if _present(first["task_id"]) else ""
             click.echo(f"  {problem_kind:24} {len(rows):5}  e.g. {where}{task}: {first['message']}")
-    click.echo("wrote " + ", ".join(str(p) for p in [*written, problems_path]))
+    if data_set.cut is not None:
+        click.echo(f"cut: {data_set.cut.origin} (kept in {cut_path}; --by/--where replace it)")
+    click.echo("wrote " + ", ".join(str(p) for p in [*written, problems_path, cut_path]))
 
 
 def _present(value: object) -> bool:
