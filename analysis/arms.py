@@ -21,9 +21,12 @@ as the unit of analysis (several annotators of one task are not independent):
 - time: mean lead time per task.
 
 Each difference between the arms gets a Welch 95% interval and p-value over tasks, and the
-minimum detectable difference at 80% power (two-sided, 5%): ``(z_0.975 + z_0.8) * sqrt(s1^2/n1 +
-s2^2/n2)`` with the observed per-task standard deviations, which says what the study's size can
-see at all.
+minimum detectable difference at 80% power (two-sided, 5%): ``(t_0.975 + t_0.8) * sqrt(s1^2/n1 +
+s2^2/n2)`` with the observed per-task standard deviations and t quantiles at Welch's degrees of
+freedom (normal quantiles, 2.80, would promise small arms far more than they can see: at 4 and 2
+tasks, df about 1.2, the factor is about 10), which says what the study's size can see at all.
+With fewer than :data:`MIN_ARM_TASKS` tasks in an arm nothing is computed: the arms are too
+small.
 """
 
 from __future__ import annotations
@@ -44,9 +47,19 @@ from judgelab.analysis.tables import MODEL_SOURCE_PREFIX
 from judgelab.configs.arms import ARM_FIELD, ARMS, BLIND, PAIR_FIELD, SUGGESTED
 from judgelab.configs.tables import PREDICTION_PREFIX
 
-POWER_Z = float(stats.norm.ppf(0.975) + stats.norm.ppf(0.8))  # 2.80
+MIN_ARM_TASKS = 2  # a per-task standard deviation needs two tasks in each arm
 COMPARISON_COLUMNS = ["group", "kind", "measure", "better", "suggested", "blind", "n_suggested", "n_blind",
-                      "difference", "ci_low", "ci_high", "p_value", "mdd80"]  # fmt: skip
+                      "difference", "ci_low", "ci_high", "p_value", "df", "mdd80"]  # fmt: skip
+
+
+def power_factor(dof: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """``t_{1-alpha/2} + t_{power}`` at ``dof`` degrees of freedom: the minimum detectable
+    difference in standard errors.
+
+    >>> round(power_factor(1e9), 2), round(power_factor(1.2), 1), round(power_factor(30), 2)
+    (2.8, 9.9, 2.9)
+    """
+    return float(stats.t.ppf(1 - alpha / 2, dof) + stats.t.ppf(power, dof))
 
 
 @dataclass
@@ -106,19 +119,20 @@ def _difference(per_task: pd.DataFrame) -> dict[str, float]:
     b = per_task.loc[per_task["arm"] == BLIND, "score"].dropna().to_numpy(dtype=float)
     out = {"suggested": float(a.mean()) if len(a) else np.nan, "blind": float(b.mean()) if len(b) else np.nan,
            "n_suggested": len(a), "n_blind": len(b)}  # fmt: skip
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < MIN_ARM_TASKS or len(b) < MIN_ARM_TASKS:
         return {**out, "difference": out["suggested"] - out["blind"], "ci_low": np.nan, "ci_high": np.nan,
-                "p_value": np.nan, "mdd80": np.nan}  # fmt: skip
+                "p_value": np.nan, "df": np.nan, "mdd80": np.nan}  # fmt: skip
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     se = float(np.sqrt(va + vb))
     diff = float(a.mean() - b.mean())
     if se == 0.0:
-        return {**out, "difference": diff, "ci_low": diff, "ci_high": diff, "p_value": np.nan, "mdd80": 0.0}
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+        return {**out, "difference": diff, "ci_low": diff, "ci_high": diff, "p_value": np.nan, "df": np.nan,
+                "mdd80": 0.0}  # fmt: skip
+    dof = float((va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)))
     half = float(stats.t.ppf(0.975, dof)) * se
     p = float(2 * stats.t.sf(abs(diff) / se, dof))
-    return {**out, "difference": diff, "ci_low": diff - half, "ci_high": diff + half, "p_value": p,
-            "mdd80": POWER_Z * se}  # fmt: skip
+    return {**out, "difference": diff, "ci_low": diff - half, "ci_high": diff + half, "p_value": p, "df": dof,
+            "mdd80": power_factor(dof) * se}  # fmt: skip
 
 
 def _majority(rows: pd.DataFrame, kind: str, by: list[str]) -> pd.DataFrame:

@@ -450,11 +450,17 @@ def calibrate_group(
             min_items_per_annotator=min_items_per_annotator,
         )
         main = tests[max(epsilons)] if epsilons else None
+        answered_humans = ~np.isnan(block[answered])
+        shared = answered_humans.sum(axis=1) >= 2  # units the alphas and the alt-test can use
         summary = {
             "group": group.group,
             "kind": group.kind,
             "judge": judge,
             "n_units": int(answered.sum()),
+            "n_shared_units": int(shared.sum()),
+            # the most units one annotator shares with another annotator and the judge (the alt-test's n)
+            "max_annotator_units": int((answered_humans & shared[:, None]).sum(axis=0).max(initial=0)),
+            "alt_test_needs": min_items_per_annotator,
             "n_humans": int((~np.isnan(block)).any(axis=0).sum()),
             "alpha_with_majority": table.at[to_majority, "alpha"],
             "majority_ci_low": table.at[to_majority, "ci_low"],

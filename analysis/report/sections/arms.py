@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from judgelab.analysis.arms import ArmComparison, compare_arms
+from judgelab.analysis.arms import MIN_ARM_TASKS, ArmComparison, compare_arms
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import ProjectData, is_nan, number, p_value, plural, with_project
 from judgelab.configs.arms import ARM_FIELD
@@ -63,19 +63,28 @@ def _shown(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 def _sentence(row: pd.Series) -> str:
     digits = _digits(row["kind"])
-    text = (
-        f"{row['group']}, {row['measure']}: {number(row['suggested'], digits)} in the suggested arm against "
-        f"{number(row['blind'], digits)} in the blind arm (difference {number(row['difference'], digits)}, 95% "
-        f"interval {number(row['ci_low'], digits)} to {number(row['ci_high'], digits)}, {p_value(row['p_value'])})."
-    )
+    means = [f"{number(row[arm], digits)} in the {arm} arm" for arm in ("suggested", "blind") if not is_nan(row[arm])]
+    text = f"{row['group']}, {row['measure']}: {' against '.join(means) or 'no value in either arm'}"
+    if is_nan(row["ci_low"]):
+        text += "."
+    else:
+        text += (
+            f" (difference {number(row['difference'], digits)}, 95% interval {number(row['ci_low'], digits)} to "
+            f"{number(row['ci_high'], digits)}"
+            + (f", {p_value(row['p_value'])})." if not is_nan(row["p_value"]) else ").")
+        )
     if is_nan(row["mdd80"]):
-        return text + " Too few tasks in an arm to say more."
+        return text + (
+            f" The arms are too small to say more: each needs {MIN_ARM_TASKS} tasks or more with a value "
+            f"(here {int(row['n_suggested'])} and {int(row['n_blind'])})."
+        )
     significant = not is_nan(row["ci_low"]) and (row["ci_low"] > 0 or row["ci_high"] < 0)
     if significant:
         return text + " The arms differ by more than chance would make them."
     return text + (
-        f" With {int(row['n_suggested'])} and {int(row['n_blind'])} tasks, only a difference of about "
-        f"{number(row['mdd80'], digits)} or more would be found 4 times in 5; a smaller one may be there unseen."
+        f" With {int(row['n_suggested'])} and {int(row['n_blind'])} tasks (Welch's df {number(row['df'], 1)}), only a "
+        f"difference of about {number(row['mdd80'], digits)} or more would be found 4 times in 5; a smaller one may "
+        "be there unseen."
     )
 
 

@@ -74,15 +74,16 @@ def summary_table(calibrations: list[JudgeCalibration]) -> pd.DataFrame:
 def _shown_summary(summary: pd.DataFrame) -> pd.DataFrame:
     def verdict(row: pd.Series, eps: float) -> str:
         omega = row.get(f"omega_{eps:g}")
-        if is_nan(omega):
-            return "n/a"
+        if not row["n_annotators_tested"] or is_nan(omega):
+            return "not tested"
         return f"{'pass' if row[f'passes_{eps:g}'] else 'fail'} ({omega:.2f})"
 
     shown = pd.DataFrame(
         {
             "group": summary["group"],
             "judge": summary["judge"].map(_name),
-            "units": summary["n_units"].astype(int),
+            "shared units": summary["n_shared_units"].astype(int),
+            "tasks it answered": summary["n_units"].astype(int),
             "judge vs human majority": [
                 _ci(v, lo, hi)
                 for v, lo, hi in zip(
@@ -121,6 +122,56 @@ def _seen(row: pd.Series) -> bool:
     return bool(row["anchored_share"] > 0 and row["all_answers"])
 
 
+def _judge_words(row: pd.Series, ranked: bool) -> str:
+    if ranked:
+        return f"the best judge is {_name(row['judge'])} (rho {number(row['rho'], 2)}, the alt-test's ranking);"
+    return f"no judge could be ranked by the alt-test; {_name(row['judge'])}:"
+
+
+def _alpha_words(row: pd.Series) -> str:
+    """The judge's alpha with one annotator against the annotators' own, with a comparison only
+    when both exist (and 'within reach' when their intervals overlap)."""
+    units = plural(int(row["n_shared_units"]), "unit")
+    judge, ceiling = row["judge_human_alpha"], row["human_human_alpha"]
+    if is_nan(judge) and is_nan(ceiling):
+        return (
+            f"its alpha with the annotators and theirs with each other cannot be computed on {units} answered by "
+            "the judge and two or more annotators"
+        )
+    judge_text = _ci(judge, row["judge_ci_low"], row["judge_ci_high"])
+    ceiling_text = _ci(ceiling, row["human_ci_low"], row["human_ci_high"])
+    if is_nan(judge):
+        return f"its alpha with one annotator cannot be computed ({units} shared); the annotators reach {ceiling_text}"
+    if is_nan(ceiling):
+        return (
+            f"it agrees with one annotator at alpha {judge_text} on {units}; the annotators' agreement with each "
+            "other cannot be computed there, so there is no ceiling to compare with"
+        )
+    if row["intervals_overlap"] and not is_nan(row["judge_ci_low"]):
+        relation = "within reach of"
+    else:
+        relation = "below" if judge < ceiling else "above"
+    return (
+        f"it agrees with one annotator at alpha {judge_text}, {relation} the annotators' agreement with each other, "
+        f"{ceiling_text}, on {units}"
+    )
+
+
+def _alt_test_words(row: pd.Series) -> str:
+    """The alt-test's verdict, or why it was not run."""
+    if not row["n_annotators_tested"]:
+        units = plural(int(row["max_annotator_units"]), "unit")
+        return (
+            f"the alt-test is not run: each annotator shares at most {units} with another annotator and the judge, "
+            f"the test needs {int(row['alt_test_needs'])}"
+        )
+    eps_pass = [eps for eps in EPSILONS if row[f"passes_{eps:g}"]]
+    tested = plural(int(row["n_annotators_tested"]), "annotator")
+    if eps_pass:
+        return f"it passes the alt-test from epsilon {min(eps_pass):g} ({tested} tested)"
+    return f"it fails the alt-test at every epsilon up to {max(EPSILONS):g} ({tested} tested)"
+
+
 def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
     """One short verdict per group: the best independent judge, its alpha against the ceiling and
     the alt-test; judges whose suggestions the annotators saw are named apart."""
@@ -133,24 +184,13 @@ def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
             text += "every judge here was compared with annotators who had seen its suggestions, so none is judged."
             out.append(Paragraph(text))
             continue
-        best = independent.iloc[0]
+        tested = independent[independent["n_annotators_tested"] > 0]
+        best = (tested if not tested.empty else independent).iloc[0]
         ceiling = best["human_human_alpha"]
         loose = f"passes_{max(EPSILONS):g}"
-        if best["intervals_overlap"]:
-            relation = "within reach of"
-        else:
-            relation = "below" if best["judge_human_alpha"] < ceiling else "above"
-        eps_pass = [eps for eps in EPSILONS if best[f"passes_{eps:g}"]]
-        verdict = (
-            f"passes the alt-test from epsilon {min(eps_pass):g}" if eps_pass else "fails the alt-test at every epsilon"
-        )
-        text += (
-            f"the best judge is {_name(best['judge'])} (rho {number(best['rho'], 2)}); it agrees with one annotator at "
-            f"alpha {_ci(best['judge_human_alpha'], best['judge_ci_low'], best['judge_ci_high'])}, "
-            f"{relation} the annotators' agreement with each other, "
-            f"{_ci(best['human_human_alpha'], best['human_ci_low'], best['human_ci_high'])}, and {verdict}."
-        )
-        others = [_name(j) for j in independent["judge"].iloc[1:] if independent.set_index("judge").at[j, loose]]
+        text += f"{_judge_words(best, ranked=not tested.empty)} {_alpha_words(best)}; {_alt_test_words(best)}."
+        passing = tested.iloc[1:]
+        others = [_name(j) for j, ok in zip(passing["judge"], passing[loose], strict=True) if ok]
         if others:
             text += f" Also passing at epsilon {max(EPSILONS):g}: {', '.join(others)}."
         out.append(Paragraph(text))
