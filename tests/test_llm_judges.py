@@ -3,6 +3,7 @@ the LLM annotator and the real backend app against the simulated OpenAI-compatib
 
 from __future__ import annotations
 
+import doctest
 import json
 
 import httpx
@@ -12,6 +13,7 @@ from test_llm_annotator import HOTEL_XML, ServerThread, hotel_tasks, predict_bod
 
 from judgelab.backend.annotators.llm import LLMAnnotator
 from judgelab.backend.app import create_app
+from judgelab.backend.llm import token_estimate
 from judgelab.backend.llm.cache import MemoryCache
 from judgelab.backend.llm.judges import Judge, JudgeError, judges_for
 from judgelab.backend.llm.usage import SQLiteUsage
@@ -169,6 +171,11 @@ def test_usage_is_recorded_per_request_task_and_model_version(closing):
     assert rows[13]["requests"] == 0 and rows[13]["cost"] == 0.0
     later = annotator.usage.summary("7", after=summary["last_id"])
     assert later["total"]["requests"] == 0
+
+
+def test_token_estimates_doctests():
+    result = doctest.testmod(token_estimate)
+    assert result.failed == 0 and result.attempted > 0
 
 
 def test_a_server_without_usage_is_counted_with_estimated_tokens_and_says_so(closing):
