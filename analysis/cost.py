@@ -3,8 +3,10 @@ see :data:`judgelab.configs.tables.USAGE_COLUMNS`).
 
 ``cost_per_model_version(usage)`` sums it per model version (the judges of a project);
 ``cost_per_task(usage)`` per task over all model versions. A cost is missing (NaN) when no
-price was given; tokens are 0 for requests whose server reported no usage (counted in
-``unreported``), and answers from the cache cost nothing (counted in ``cached``).
+price was given; the tokens and cost of requests whose server reported no usage (counted in
+``unreported``) are estimates from their text, and their part of the totals is
+``estimated_tokens`` and ``estimated_cost``; answers from the cache cost nothing (counted in
+``cached``).
 
 >>> import pandas as pd
 >>> usage = pd.DataFrame({"project": [1, 1, 1], "task_id": [1, 2, 1], "model_version": ["a", "a", "b"],
@@ -24,6 +26,8 @@ import pandas as pd
 from judgelab.configs.tables import USAGE_COLUMNS
 
 COUNT_COLUMNS = ["requests", "answers", "cached", "unreported", "unpriced", "prompt_tokens", "completion_tokens"]
+COUNT_COLUMNS += ["estimated_tokens"]
+MONEY_COLUMNS = ["cost", "estimated_cost"]
 
 
 def _normalised(usage: pd.DataFrame | None) -> pd.DataFrame:
@@ -32,23 +36,26 @@ def _normalised(usage: pd.DataFrame | None) -> pd.DataFrame:
     frame = usage.reindex(columns=[*usage.columns, *[c for c in USAGE_COLUMNS if c not in usage.columns]]).copy()
     for column in COUNT_COLUMNS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0).astype("int64")
-    frame["cost"] = pd.to_numeric(frame["cost"], errors="coerce").astype("float64")
+    for column in MONEY_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 
 
 def _summed(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     grouped = frame.groupby(keys, sort=False, dropna=False)
     out = grouped[COUNT_COLUMNS].sum().reset_index()
-    out["cost"] = grouped["cost"].sum(min_count=1).to_numpy()  # NaN when no row has a price
+    for column in MONEY_COLUMNS:
+        out[column] = grouped[column].sum(min_count=1).to_numpy()  # NaN when no row has a price (or an estimate)
     return out
 
 
 def cost_per_model_version(usage: pd.DataFrame | None) -> pd.DataFrame:
     """One row per model version (and model): tasks, requests, answers, cached answers,
-    unreported and unpriced requests, tokens, cost and cost per task."""
+    unreported and unpriced requests, tokens, cost, cost per task and the estimated part."""
     frame = _normalised(usage)
     if frame.empty:
-        return pd.DataFrame(columns=["model_version", "model", "tasks", *COUNT_COLUMNS, "cost", "cost_per_task"])
+        columns = ["model_version", "model", "tasks", *COUNT_COLUMNS, *MONEY_COLUMNS, "cost_per_task"]
+        return pd.DataFrame(columns=columns)
     out = _summed(frame, ["model_version", "model"])
     tasks = frame.groupby(["model_version", "model"], sort=False, dropna=False)["task_id"].nunique().to_numpy()
     out.insert(2, "tasks", tasks)
@@ -60,5 +67,5 @@ def cost_per_task(usage: pd.DataFrame | None) -> pd.DataFrame:
     """One row per task (all its model versions together): requests, tokens and cost."""
     frame = _normalised(usage)
     if frame.empty:
-        return pd.DataFrame(columns=["project", "task_id", *COUNT_COLUMNS, "cost"])
+        return pd.DataFrame(columns=["project", "task_id", *COUNT_COLUMNS, *MONEY_COLUMNS])
     return _summed(frame, ["project", "task_id"])

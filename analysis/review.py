@@ -19,9 +19,16 @@ undone by hand stays ``prediction-changed``, some edits never flip it, deletions
 Suggestions without region ids (imported by hand without ``id``) cannot be followed: Label Studio
 gives such results fresh ids in the annotation, and every span shows as deleted and added again.
 judgelab's backend gives every result an id.
+
+Label Studio's API accepts a ``parent_prediction`` that names a prediction of another task (its
+UI only ever links the task's own). Such a link says nothing about what the reviewer saw:
+:func:`foreign_parent_links` finds them (when that prediction's rows are in the tables), and
+the annotation counts as not started from a suggestion (:func:`without_parents`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,6 +73,68 @@ def _parent_ids(values: pd.Series) -> pd.Series:
     numbers = pd.to_numeric(values, errors="coerce")
     text = PREDICTION_PREFIX + numbers.astype("Int64").astype(str)
     return text.where(numbers.notna(), None)
+
+
+FOREIGN_LINK_COLUMNS = ["project", "task_id", "annotation_id", "parent_prediction", "parent_project", "parent_task_id"]
+
+
+def _id_text(values: pd.Series) -> pd.Series:
+    """Ids as text for comparing: whole numbers without a decimal point (``5``, ``5.0``, ``"5"``
+    all read ``"5"``), anything else as it is."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    whole = numbers.notna() & (numbers == numbers.round())
+    text = values.astype(str)
+    text[whole] = numbers[whole].astype("int64").astype(str)
+    return text
+
+
+def _prediction_places(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """``prediction:<id>`` -> the project and task its rows belong to (index: annotation_id)."""
+    parts = []
+    for frame in frames:
+        if frame.empty or "annotation_id" not in frame.columns:
+            continue
+        ids = frame["annotation_id"].astype(str)
+        predictions = frame.loc[ids.str.startswith(PREDICTION_PREFIX)]
+        parts.append(predictions.reindex(columns=["annotation_id", "project", "task_id"]))
+    if not parts:
+        return pd.DataFrame(columns=["parent_project", "parent_task_id"])
+    places = pd.concat(parts, ignore_index=True)
+    places = places.assign(annotation_id=places["annotation_id"].astype(str)).drop_duplicates("annotation_id")
+    return places.set_index("annotation_id").rename(columns={"project": "parent_project", "task_id": "parent_task_id"})
+
+
+def foreign_parent_links(
+    judgments: pd.DataFrame, spans: pd.DataFrame, context: Sequence[pd.DataFrame] = ()
+) -> pd.DataFrame:
+    """The annotations whose ``parent_prediction`` names a prediction of another task (or of another
+    project): one row each, with the task that prediction belongs to. A prediction is placed by
+    its own rows in ``judgments``, ``spans`` and the ``context`` frames (the other projects of a
+    report run); one without rows anywhere cannot be placed and is not listed."""
+    columns = ["project", "task_id", "annotation_id", "parent_prediction"]
+    linked = [
+        frame.loc[frame["parent_prediction"].notna()].reindex(columns=columns)
+        for frame in (judgments, spans)
+        if not frame.empty and "parent_prediction" in frame.columns
+    ]
+    linked = [frame for frame in linked if not frame.empty]
+    if not linked:
+        return pd.DataFrame(columns=FOREIGN_LINK_COLUMNS)
+    links = pd.concat(linked, ignore_index=True).drop_duplicates("annotation_id")
+    links = links.assign(parent=_parent_ids(links["parent_prediction"])).dropna(subset=["parent"])
+    links = links.join(_prediction_places([judgments, spans, *context]), on="parent", how="inner")
+    other_task = _id_text(links["task_id"]) != _id_text(links["parent_task_id"])
+    other_project = _id_text(links["project"]) != _id_text(links["parent_project"])
+    return links.loc[other_task | other_project, FOREIGN_LINK_COLUMNS].reset_index(drop=True)
+
+
+def without_parents(frame: pd.DataFrame, annotation_ids: Sequence[object] | pd.Series) -> pd.DataFrame:
+    """``frame`` with the ``parent_prediction`` of these annotations emptied (as if each had been
+    started from a blank task)."""
+    if frame.empty or "parent_prediction" not in frame.columns or len(annotation_ids) == 0:
+        return frame
+    chosen = frame["annotation_id"].astype(str).isin({str(a) for a in annotation_ids})
+    return frame.assign(parent_prediction=frame["parent_prediction"].mask(chosen)) if chosen.any() else frame
 
 
 def _reviewed_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +283,10 @@ def _span_units(spans: pd.DataFrame, reviewed: pd.DataFrame, annotations: pd.Dat
 def review_table(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     """The review table of every annotation in ``judgments``/``spans`` that has a
     ``parent_prediction`` (see the module docstring); empty (with its columns) when there is
-    none, as with tables written before judgelab kept ``parent_prediction``."""
+    none, as with tables written before judgelab kept ``parent_prediction``. An annotation whose
+    parent is a prediction of another task counts as not started from a suggestion."""
+    foreign = foreign_parent_links(judgments, spans)["annotation_id"]
+    judgments, spans = without_parents(judgments, foreign), without_parents(spans, foreign)
     reviewed_j = _reviewed_rows(judgments)
     reviewed_s = _reviewed_rows(spans)
     annotations = _annotations([reviewed_j, reviewed_s])

@@ -77,9 +77,10 @@ def prediction_annotation_id(prediction_id: object) -> str:
 #: LLM token usage per task and model version, from the ML backend's usage log (``judgelab sync``
 #: stores it as ``usage`` next to the tables): ``requests`` that carried the task's tokens,
 #: ``answers`` they gave, ``cached`` answers that cost nothing (the cache, or shared with an
-#: identical task), ``unreported`` requests whose server reported no usage (not counted),
-#: ``unpriced`` requests without a price, the token sums and ``cost`` (empty without prices);
-#: ``backend`` is the ML backend's URL.
+#: identical task), ``unreported`` requests whose server reported no usage (their tokens and cost
+#: are estimated from the text), ``unpriced`` requests without a price, the token sums and
+#: ``cost`` (empty without prices), and the estimated part of them (``estimated_tokens``,
+#: ``estimated_cost``); ``backend`` is the ML backend's URL.
 USAGE_COUNTS = [  # what the backend sums per task and model version (its usage log's summaries too)
     "requests",
     "answers",
@@ -89,5 +90,7 @@ USAGE_COUNTS = [  # what the backend sums per task and model version (its usage 
     "prompt_tokens",
     "completion_tokens",
     "cost",
+    "estimated_tokens",
+    "estimated_cost",
 ]
 USAGE_COLUMNS = ["project", "task_id", "model_version", "model", *USAGE_COUNTS, "backend"]

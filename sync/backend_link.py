@@ -226,11 +226,13 @@ class RunUsage:
     requests: int = 0
     answers: int = 0
     cached: int = 0
-    unreported: int = 0  # requests whose server reported no token usage (not counted)
+    unreported: int = 0  # requests whose server reported no token usage (their tokens are estimated)
     unpriced: int = 0  # requests with tokens but no price
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    estimated_tokens: int = 0  # of the tokens, those estimated from the text
+    estimated_cost: float | None = None  # of the cost, the part estimated
     max_task_cost: float | None = None
     by_model_version: list[dict[str, Any]] = field(default_factory=list)
 
@@ -239,15 +241,22 @@ class RunUsage:
         return self.prompt_tokens + self.completion_tokens
 
     def describe(self) -> str:
-        """One line for the user: tokens, requests, cache hits, cost."""
+        """One line for the user: tokens, requests, cache hits, cost (and which part is estimated)."""
         parts = [
             f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens in {self.requests} "
             f"request(s); {self.cached} answer(s) from the cache (free)"
         ]
         if self.unreported:
-            parts.append(f"{self.unreported} request(s) without token usage from the server (not counted)")
+            parts.append(
+                f"{self.unreported} request(s) without token usage from the server: tokens and cost estimated "
+                f"from their text ({self.estimated_tokens:,} tokens)"
+            )
         if self.cost is not None:
-            parts.append(f"cost {self.cost:.4f}" + (f" ({self.unpriced} request(s) unpriced)" if self.unpriced else ""))
+            cost = f"cost {self.cost:.4f}"
+            if self.estimated_cost:
+                share = "all of it" if self.estimated_cost >= self.cost else f"{self.estimated_cost:.4f} of it"
+                cost += f" ({share} estimated)"
+            parts.append(cost + (f" ({self.unpriced} request(s) unpriced)" if self.unpriced else ""))
         elif self.requests:
             parts.append("cost unknown (no --price-in/--price-out)")
         return "; ".join(parts)
@@ -278,6 +287,8 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
         prompt_tokens=int(total.get("prompt_tokens") or 0),
         completion_tokens=int(total.get("completion_tokens") or 0),
         cost=total.get("cost"),
+        estimated_tokens=int(total.get("estimated_tokens") or 0),
+        estimated_cost=total.get("estimated_cost"),
         max_task_cost=payload.get("max_task_cost"),
         by_model_version=list(payload.get("by_model_version") or []),
         **counts,

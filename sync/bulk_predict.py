@@ -50,7 +50,7 @@ class PushReport:
 @dataclass
 class Budget:
     """At most ``limit`` money for the run; ``spent()`` reads what the run has cost so far (the
-    backend's usage log)."""
+    backend's usage log; a request whose server reported no usage counts at its estimated cost)."""
 
     limit: float
     spent: Callable[[], RunUsage | None]
@@ -60,12 +60,7 @@ class Budget:
         usage = self.spent()
         if usage is None:
             raise SyncError("--budget: the ML backend keeps no token usage (is it the LLM annotator?)")
-        if usage.requests and usage.unreported == usage.requests:
-            raise SyncError(
-                "--budget: the LLM server reports no token usage, so the budget cannot be kept; "
-                "run without --budget, or use a server that reports usage"
-            )
-        if usage.requests > usage.unreported and usage.cost is None:
+        if usage.requests and usage.cost is None:
             raise SyncError("--budget needs --price-in and --price-out (per million tokens) for every model")
         spent = usage.cost or 0.0
         if spent >= self.limit:

@@ -24,8 +24,13 @@ from judgelab.sync.ls_api import as_api
 STATE_FILE = "judgelab.sqlite"
 PARQUET_FILE = "usage.parquet"
 _INTEGER = {"project", "task_id", "requests", "answers", "cached", "unreported", "unpriced"}
-_INTEGER |= {"prompt_tokens", "completion_tokens"}
-_SQL = ", ".join(f'"{c}" ' + ("INTEGER" if c in _INTEGER else "REAL" if c == "cost" else "TEXT") for c in USAGE_COLUMNS)
+_INTEGER |= {"prompt_tokens", "completion_tokens", "estimated_tokens"}
+_REAL = {"cost", "estimated_cost"}
+_TYPES = {c: "INTEGER" if c in _INTEGER else "REAL" if c in _REAL else "TEXT" for c in USAGE_COLUMNS}
+_SQL = ", ".join(f'"{c}" {t}' for c, t in _TYPES.items())
+_INSERT = "INSERT INTO usage ({}) VALUES ({})".format(
+    ", ".join(f'"{c}"' for c in USAGE_COLUMNS), ", ".join("?" for _ in USAGE_COLUMNS)
+)
 
 
 @dataclass
@@ -90,12 +95,12 @@ def sync_usage(client: Any, out_dir: Path, project_ids: list[int], write_parquet
     out_dir.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(out_dir / STATE_FILE) as db:
         db.execute(f"CREATE TABLE IF NOT EXISTS usage ({_SQL})")
+        present = {row[1] for row in db.execute("PRAGMA table_info(usage)")}
+        for column in [c for c in USAGE_COLUMNS if c not in present]:  # a table written by an older judgelab
+            db.execute(f'ALTER TABLE usage ADD COLUMN "{column}" {_TYPES[column]}')
         for project_id, rows in fetched.items():
             db.execute("DELETE FROM usage WHERE project = ?", (project_id,))
-            db.executemany(
-                f"INSERT INTO usage VALUES ({', '.join('?' for _ in USAGE_COLUMNS)})",
-                [tuple(row.get(c) for c in USAGE_COLUMNS) for row in rows],
-            )
+            db.executemany(_INSERT, [tuple(row.get(c) for c in USAGE_COLUMNS) for row in rows])
         report.rows = db.execute("SELECT COUNT(*) FROM usage").fetchone()[0]
     if write_parquet:
         frame = read_usage_table(out_dir / STATE_FILE)
@@ -114,9 +119,11 @@ def read_usage_table(db_path: Path) -> Any:
         if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'").fetchone():
             return None
         frame = pd.read_sql("SELECT * FROM usage ORDER BY project, task_id", db)
+    frame = frame.reindex(columns=[*frame.columns, *[c for c in USAGE_COLUMNS if c not in frame.columns]])
     for column in _INTEGER:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
-    frame["cost"] = pd.to_numeric(frame["cost"], errors="coerce").astype("float64")
+    for column in _REAL:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     return frame
 
 

@@ -12,7 +12,9 @@ applies (``None`` in it: a normal answer). It records every request (time, heade
 
 Like the OpenAI API it reports ``usage`` (``prompt_tokens``: a quarter of the characters of the
 messages, ``completion_tokens``: a quarter of the characters of each choice, at least 1 each;
-``report_usage=False`` leaves it out, as some servers do), answers ``n`` choices for ``n`` > 1
+``report_usage=False`` leaves it out, as some servers do; ``usage_every=4`` reports it on the
+first answer of every four only, as a server that reports it for some answers; every request
+records the ``tokens`` it used, reported or not), answers ``n`` choices for ``n`` > 1
 (``supports_n=False``: one, as Ollama does) and, given ``models``, serves only those names
 (another model is a 404, as OpenAI answers).
 
@@ -117,6 +119,7 @@ class SimRequest:
     body: Any
     wall: float = 0.0  # time.time() when it arrived
     usage: dict[str, int] | None = None  # what the answer reported (None: no usage, or no answer)
+    tokens: dict[str, int] | None = None  # what the answer used, reported or not (None: no answer)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -137,6 +140,7 @@ class LLMSim:
     model: str = "sim-model"
     models: tuple[str, ...] = ()  # served model names (empty: any name is answered)
     report_usage: bool = True  # False: answers carry no ``usage``
+    usage_every: int = 1  # k: only the 1st, (k+1)th, (2k+1)th... answer carries ``usage``
     supports_n: bool = True  # False: one choice whatever ``n`` asks
     host: str = "127.0.0.1"
     port: int = 0
@@ -151,6 +155,7 @@ class LLMSim:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._samples: dict[tuple[str, str], int] = {}  # (model, messages) -> answers given so far
+        self._answers = 0  # chat answers given (for ``usage_every``)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -203,6 +208,7 @@ class LLMSim:
         with self._lock:
             self.requests.clear()
             self.max_in_flight = self.in_flight
+            self._answers = 0
 
     # ------------------------------------------------------------------ behaviour
 
@@ -236,6 +242,12 @@ class LLMSim:
 
     def completion(self, replies: str | Reply | list[str | Reply], body: Any = None) -> dict[str, Any]:
         """A chat completion with one choice per reply, and its ``usage`` unless left out."""
+        return self.completion_and_tokens(replies, body)[0]
+
+    def completion_and_tokens(
+        self, replies: str | Reply | list[str | Reply], body: Any = None
+    ) -> tuple[dict[str, Any], dict[str, int]]:
+        """:meth:`completion`, and the tokens it used (reported or not)."""
         replies = [
             r if isinstance(r, Reply) else Reply(r) for r in (replies if isinstance(replies, list) else [replies])
         ]
@@ -251,15 +263,17 @@ class LLMSim:
             ],
         }
         given = [r.usage for r in replies if r.usage is not None]
-        if self.report_usage and False not in given:
-            if given and isinstance(given[0], dict):
-                usage = dict(given[0])
-            else:
-                completion = sum(tokens_of(r.text) for r in replies)
-                usage = {"prompt_tokens": prompt_tokens(body.get("messages", [])), "completion_tokens": completion}
-            usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        if given and isinstance(given[0], dict):
+            usage = dict(given[0])
+        else:
+            completion = sum(tokens_of(r.text) for r in replies)
+            usage = {"prompt_tokens": prompt_tokens(body.get("messages", [])), "completion_tokens": completion}
+        usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        with self._lock:
+            turn, self._answers = self._answers, self._answers + 1
+        if self.report_usage and False not in given and turn % max(1, self.usage_every) == 0:
             payload["usage"] = usage
-        return payload
+        return payload, dict(usage)
 
 
 def _arity(function: Callable[..., Any]) -> int:
@@ -338,7 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
         sim = self.sim
         failure = next((b for b in behaviours if isinstance(b, Failure)), None)
         if failure is None:
-            payload = sim.completion(list(behaviours), request.body)  # type: ignore[arg-type]
+            payload, request.tokens = sim.completion_and_tokens(list(behaviours), request.body)  # type: ignore[arg-type]
             request.usage = payload.get("usage")
             self._json(200, payload)
             return
@@ -359,7 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"id": "x", "object": "chat.completion", "model": sim.model})
         elif kind == "hang":
             sim._stopping.wait(behaviour.seconds)
-            self._json(200, sim.completion("{}", request.body))
+            payload, request.tokens = sim.completion_and_tokens("{}", request.body)
+            request.usage = payload.get("usage")
+            self._json(200, payload)
         elif kind == "echo_auth":
             echoed = request.headers.get("Authorization", "")
             self._json(behaviour.status, {"error": {"message": f"bad request with header {echoed}"}})
@@ -376,6 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--model", action="append", default=[], help="a served model name (repeatable)")
     parser.add_argument("--no-usage", action="store_true", help="answers carry no usage")
+    parser.add_argument("--usage-every", type=int, default=1, help="only one answer in this many carries usage")
     args = parser.parse_args(argv)
     models = tuple(args.model)
     with LLMSim(
@@ -385,6 +402,7 @@ def main(argv: list[str] | None = None) -> None:
         model=models[0] if models else "sim-model",
         models=models,
         report_usage=not args.no_usage,
+        usage_every=args.usage_every,
     ) as sim:
         print(sim.url, flush=True)
         try:

@@ -236,7 +236,53 @@ def test_budget_stops_before_it_is_passed_and_a_later_run_finishes(judges_stack)
     assert "--budget needs --push" in refused.output
 
 
-def test_a_server_without_usage_is_counted_as_such(judges_stack):
+def sim_cost(tokens: dict[str, int], price_in: float = 2.5, price_out: float = 10.0) -> float:
+    """What the simulated server's tokens of one request cost (prices per million tokens)."""
+    return (tokens["prompt_tokens"] * price_in + tokens["completion_tokens"] * price_out) / 1_000_000
+
+
+def test_the_budget_holds_when_the_server_reports_usage_for_some_answers_only(judges_stack, tmp_path):
+    client, sim = judges_stack["client"], judges_stack["sim"]
+    options = "--model gpt-4o --samples 1 --price-in 2.5 --price-out 10"
+    fresh_project(client, dubai_tasks(1, "P"))
+    judgelab(judges_stack, f"judgelab preannotate --schema hotel_spans --push {options}")
+    task_cost = sim_cost(sim.chat_requests[-1].tokens)  # every task of equal length costs the same
+    project_id = fresh_project(client, dubai_tasks(12, "Q"))
+    budget = 4.5 * task_cost
+    sim.reset_counts()
+    sim.usage_every = 4  # only the first answer of every four carries usage
+    try:
+        out = judgelab(
+            judges_stack, f"judgelab preannotate --schema hotel_spans --push {options} --budget {budget!r}"
+        ).output
+    finally:
+        sim.usage_every = 1
+    paid = [sim_cost(r.tokens) for r in sim.chat_requests]
+    assert any(r.usage is None for r in sim.chat_requests) and any(r.usage for r in sim.chat_requests)
+    assert sum(paid) <= budget + max(paid), (sum(paid) / budget, out)  # never more than one request over
+    assert "stopped before passing the budget" in out, out
+    # what the run says it cost is what it cost, marked as estimated
+    assert printed(out, "cost") == pytest.approx(sum(paid), rel=0.05), out
+    unreported = sum(1 for r in sim.chat_requests if r.usage is None)
+    assert f"{unreported} request(s) without token usage from the server: tokens and cost estimated" in out, out
+    judgelab(judges_stack, f"judgelab sync --out {tmp_path / 'tables'} --project {project_id}")
+    usage = read_usage(tmp_path / "tables")
+    assert int(usage["unreported"].sum()) == unreported
+    estimated = usage[usage["unreported"] > 0]
+    assert (estimated["estimated_tokens"] == estimated["prompt_tokens"] + estimated["completion_tokens"]).all()
+    assert estimated["estimated_cost"].sum() == pytest.approx(estimated["cost"].sum())
+    assert usage["cost"].sum() == pytest.approx(sum(paid), rel=0.05)
+    judgelab(judges_stack, f"judgelab report --tables {tmp_path / 'tables'} --out {tmp_path / 'report'}")
+    [markdown] = list((tmp_path / "report").glob("*/report.md"))
+    cost_text = markdown.read_text(encoding="utf-8").split("## Cost", 1)[1]
+    assert (
+        f"{unreported} request(s) came from a server that reported no token usage: their tokens and cost are "
+        "estimated" in cost_text
+    )
+    assert "it cost an estimated" in cost_text and "estimated_cost" in cost_text
+
+
+def test_a_server_without_usage_is_counted_at_estimated_tokens(judges_stack):
     client, sim = judges_stack["client"], judges_stack["sim"]
     fresh_project(client, dubai_tasks(2, "U"))
     sim.report_usage = False
@@ -244,15 +290,14 @@ def test_a_server_without_usage_is_counted_as_such(judges_stack):
         out = judgelab(
             judges_stack, "judgelab preannotate --schema hotel_spans --push --model gpt-4o --samples 1"
         ).output
-        assert "0 prompt + 0 completion tokens in 2 request(s)" in out
-        assert "2 request(s) without token usage from the server (not counted)" in out, out
+        assert "in 2 request(s)" in out and "0 prompt + 0 completion tokens" not in out, out
+        assert "2 request(s) without token usage from the server: tokens and cost estimated" in out, out
         fresh_project(client, dubai_tasks(2, "V"))
-        refused = judgelab(
+        out = judgelab(
             judges_stack,
             "judgelab preannotate --schema hotel_spans --push --model gpt-4o --price-in 1 --price-out 1 --budget 1",
-            expect=1,
-        )
-        assert "reports no token usage" in refused.output
+        ).output
+        assert "2/2 tasks have a prediction" in out and "(all of it estimated)" in out, out
     finally:
         sim.report_usage = True
 

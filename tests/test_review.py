@@ -8,7 +8,7 @@ import copy
 
 import pandas as pd
 
-from judgelab.analysis.review import REVIEW_COLUMNS, outcome_counts, review_table
+from judgelab.analysis.review import REVIEW_COLUMNS, foreign_parent_links, outcome_counts, review_table
 from judgelab.configs.schema import get_schema
 from judgelab.sync.tidy import tidy_from_export
 
@@ -170,3 +170,18 @@ def test_choices_only_schema_and_a_suggestion_deleted_whole():
     review = review_table(tables.judgments, tables.spans).set_index("category")
     assert review["outcome"].to_dict() == {"Coherence": "kept", "5W": "kept", "Fluency": "edited", "Relevance": "added"}
     assert review.loc["5W", "region_id"] == "zz"
+
+
+def test_a_parent_prediction_of_another_task_is_not_followed():
+    other = copy.deepcopy(TASK)
+    other["id"] = 6
+    other["predictions"] = [{**PREDICTION, "id": 32, "result": PREDICTION["result"][-1:]}]
+    other["annotations"] = [{**ANNOTATION, "id": 701}]  # names task 5's prediction 31
+    tables = tidy_from_export(2, "hotel_spans", get_schema("hotel_spans"), [TASK, other], users={3: "ann@x"})
+    links = foreign_parent_links(tables.judgments, tables.spans)
+    assert links[["annotation_id", "task_id", "parent_prediction", "parent_task_id"]].values.tolist() == [
+        ["701", 6, 31, 5]
+    ]
+    review = review_table(tables.judgments, tables.spans)
+    assert set(review["annotation_id"]) == {"700"}  # 701 counts as not started from a suggestion
+    assert review.equals(review_of(TASK))

@@ -36,6 +36,7 @@ from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
 from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
+from judgelab.analysis.review import foreign_parent_links, without_parents
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
 REPORT_TITLE = "Human evaluation report"
@@ -102,9 +103,11 @@ def build_report(
     options = options or ReportOptions()
     problems = tables.get("problems")
     usage = tables.get("usage")
+    frames, foreign = _without_foreign_parents(frames, everything)
     sections: list[Section] = []
     for project in _projects(frames):
         data = _project_data(project, frames, everything, schemas, options, problems, usage)
+        data = replace(data, notes=_foreign_parent_notes(foreign[foreign["project"] == project]))
         sections.append(project_section(data, builders))
     sections.append(guide_section())
 
@@ -381,6 +384,37 @@ def _project_data(
         peers=peers,
         problems=_project_problems(problems, project),
         usage=_project_usage(usage, project),
+    )
+
+
+def _without_foreign_parents(
+    frames: dict[str, pd.DataFrame], context: Mapping[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """The tables with every ``parent_prediction`` that names a prediction of another task emptied
+    (the annotation counts as not started from a suggestion), and those links (see
+    :func:`judgelab.analysis.review.foreign_parent_links`)."""
+    foreign = foreign_parent_links(frames["judgments"], frames["spans"], [context["judgments"], context["spans"]])
+    if foreign.empty:
+        return frames, foreign
+    ids = foreign["annotation_id"]
+    cleaned = {**frames, "judgments": without_parents(frames["judgments"], ids)}
+    return {**cleaned, "spans": without_parents(frames["spans"], ids)}, foreign
+
+
+def _foreign_parent_notes(links: pd.DataFrame) -> tuple[str, ...]:
+    """The report's note on annotations whose parent_prediction is a prediction of another task."""
+    if links.empty:
+        return ()
+    shown = [
+        f"{row.annotation_id} (task {row.task_id}; prediction {row.parent_prediction} is task {row.parent_task_id}'s)"
+        for row in links.head(10).itertuples()
+    ]
+    more = f" and {len(links) - 10} more" if len(links) > 10 else ""
+    return (
+        f"{len(links)} annotation(s) name as their parent_prediction a prediction of another task (Label Studio's "
+        "API accepts such a link): the link is ignored, and these annotations count as not started from a "
+        "suggestion (in the suggestions kept, edited and deleted, the lead times and the judges' comparison). "
+        f"Annotation ids: {', '.join(shown)}{more}.",
     )
 
 

@@ -55,7 +55,8 @@ class ProjectData:
 
     ``peers`` maps every other project of the same schema in the report run to its tables
     (``tasks``, ``judgments``, ``spans``); ``problems`` holds the loader's notes for this
-    project (may be empty); ``usage`` the LLM's token usage, when the tables have it. In a
+    project (may be empty), ``notes`` what reading the tables found odd (sentences); ``usage`` the
+    LLM's token usage, when the tables have it. In a
     faceted report a builder gets one cell's rows (``facet`` says which cell) and ``whole`` holds
     the project's rows of every cell (after ``--where``); the kinds of items (``meta``, ``kinds``)
     are always decided on ``whole``.
@@ -77,6 +78,7 @@ class ProjectData:
     title: str | None = None
     groups: RowGroups | None = field(default=None, compare=False, repr=False)  # the whole's: its cells' rows
     cell_number: int | None = None  # a cell's group in ``whole.groups`` (None: not faceted, or the '(all)' cell)
+    notes: tuple[str, ...] = ()  # what reading the tables found odd and how it was taken (the loading notes show it)
 
     @property
     def all_cells(self) -> ProjectData:

@@ -13,7 +13,9 @@ API key.
 Several judges (models) and samples per task: ``annotate_judges(..., judges)`` gives each
 judge's drafts (see :mod:`judgelab.backend.llm.judges`; the batch itself is
 :class:`~judgelab.backend.annotators.llm_batch.BatchRun`). The token usage of every answer is
-recorded in :attr:`LLMAnnotator.usage` (the cache's SQLite file).
+recorded in :attr:`LLMAnnotator.usage` (the cache's SQLite file); an answer whose server
+reported none is recorded with tokens estimated from its text (:attr:`LLMAnnotator.token_estimates`,
+calibrated by the answers that did report theirs).
 
 The requests run on one event loop in a background thread owned by the annotator (one
 connection pool, one concurrency bound for the whole process), so the blocking
@@ -41,6 +43,7 @@ from judgelab.backend.llm.cache import ResponseCache, open_cache
 from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.llm.judges import Judge, judges_for
+from judgelab.backend.llm.token_estimate import TokenEstimator
 from judgelab.backend.llm.usage import UsageLog, open_usage
 from judgelab.backend.model_registry import ModelRegistry
 from judgelab.backend.settings import (
@@ -117,6 +120,7 @@ class LLMAnnotator:
             else open_cache(settings.cache_file(), max_bytes=int(settings.cache_max_mb * 1024 * 1024))
         )
         self.usage: UsageLog = usage if usage is not None else open_usage(settings.cache_file())
+        self.token_estimates = TokenEstimator()  # for answers whose server reports no usage
         self.stats: Counter = Counter()
         self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
         # the LLM tasks of the configs seen lately, bounded like the backend's models

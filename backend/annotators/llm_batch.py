@@ -11,7 +11,8 @@ what arrived is kept.
 
 A task's draft for a judge is the judge's single answer, or, with several samples, their
 majority (:func:`judgelab.backend.llm.voting.majority_draft`). Every answer used is a row of
-token usage (:mod:`judgelab.backend.llm.usage`), recorded when the batch ends.
+token usage (:mod:`judgelab.backend.llm.usage`), recorded when the batch ends; a request whose
+server reported no usage is counted with tokens estimated from its text, marked as estimated.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.backend.draft import Draft
 from judgelab.backend.llm.cache import cache_key
-from judgelab.backend.llm.client import Choice, Completion, LLMError, without_surrogates
+from judgelab.backend.llm.client import Choice, Completion, LLMError, Usage, without_surrogates
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.llm.judges import Judge
 from judgelab.backend.llm.usage import UsageRow
@@ -152,7 +153,9 @@ class BatchRun:
         task_id = ids[i] if ids and i < len(ids) else None
         return task_id if isinstance(task_id, int) and not isinstance(task_id, bool) else None
 
-    def _usage_row(self, prompt: _Prompt, i: int, s: int, request: str | None, tokens: Any, cost: Any) -> UsageRow:
+    def _usage_row(
+        self, prompt: _Prompt, i: int, s: int, request: str | None, tokens: Any, cost: Any, estimated: bool = False
+    ) -> UsageRow:
         judge = self.judges[prompt.judge]
         cached = request is None
         prompt_tokens, completion_tokens = tokens
@@ -169,6 +172,7 @@ class BatchRun:
             completion_tokens=completion_tokens,
             cached=cached,
             cost=cost,
+            estimated=estimated,
             at=time.time(),
         )
 
@@ -211,8 +215,8 @@ class BatchRun:
         """Sample answers in ``slots`` from one request: drafts, cache, usage rows."""
         request = uuid.uuid4().hex[:16]
         judge = self.judges[prompt.judge]
-        usage = completion.usage
-        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
+        usage, estimated = self._paid(prompt, completion)
+        tokens = (usage.prompt_tokens, usage.completion_tokens)
         first, *others = prompt.tasks
         for n, (s, choice) in enumerate(zip(slots, completion.choices, strict=False)):
             prompt.answers[s] = choice
@@ -223,10 +227,21 @@ class BatchRun:
                 self.counts[f"not cached: {why_not}"] += 1
             else:
                 await asyncio.to_thread(self.annotator.cache.put, prompt.keys[s], choice.text)
-            paid = tokens if n == 0 else ((0, 0) if usage else (None, None))
+            paid = tokens if n == 0 else (0, 0)  # the request's tokens go on its first answer's row
             cost = judge.cost(usage) if n == 0 else (0.0 if judge.cost(usage) is not None else None)
-            self.usage.append(self._usage_row(prompt, first, s, request, paid, cost))
+            self.usage.append(self._usage_row(prompt, first, s, request, paid, cost, estimated))
             self.usage.extend(self._usage_row(prompt, i, s, None, (None, None), None) for i in others)
+
+    def _paid(self, prompt: _Prompt, completion: Completion) -> tuple[Usage, bool]:
+        """The tokens a request cost, and whether they are estimated: the server's ``usage`` (which
+        calibrates the model's estimates), else an estimate from the messages and the choices."""
+        model = self.judges[prompt.judge].model
+        estimates = self.annotator.token_estimates
+        texts = [choice.text for choice in completion.choices]
+        if completion.usage is not None:
+            estimates.observe(model, prompt.messages, texts, completion.usage)
+            return completion.usage, False
+        return estimates.estimate(model, prompt.messages, texts), True
 
     async def ask(self, prompt: _Prompt) -> None:
         """Every missing sample of the prompt: one request for all (``n``), then one per sample

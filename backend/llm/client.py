@@ -74,7 +74,8 @@ class Choice:
 @dataclass(frozen=True)
 class Completion:
     """One answered request: its choices (at least one, each with text) and its ``usage``
-    (``None`` when the server did not report it: nothing is counted then)."""
+    (``None`` when the server did not report it: the usage log then counts tokens estimated from
+    the text, see :mod:`judgelab.backend.llm.token_estimate`)."""
 
     choices: list[Choice] = field(default_factory=list)
     usage: Usage | None = None

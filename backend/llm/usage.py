@@ -2,11 +2,15 @@
 SQLite file (table ``usage``).
 
 Every answer a task uses is one row: the row of the request that paid for it carries the
-tokens the server reported (``prompt_tokens``, ``completion_tokens``; NULL when the server did
-not report usage: nothing is counted then, and the summaries say how many requests that was)
-and their cost at the judge's prices; an answer from the cache, or shared with another task of
-the same batch, is a row with ``cached`` = 1 and no tokens: it cost nothing. A :class:`UsageLog`
-is three methods, so the SQLite file can be replaced by a shared store, like the cache.
+tokens the server reported (``prompt_tokens``, ``completion_tokens``) and their cost at the
+judge's prices. When the server did not report usage, the tokens are estimated from the text
+(:mod:`judgelab.backend.llm.token_estimate`) and the row has ``estimated`` = 1: the request was
+paid for all the same, so it counts, and the summaries say how many requests, tokens and how
+much of the cost were estimated (``unreported``, ``estimated_tokens``, ``estimated_cost``). Rows
+written before estimates were made have NULL tokens; they count in ``unreported`` only. An
+answer from the cache, or shared with another task of the same batch, is a row with ``cached`` =
+1 and no tokens: it cost nothing. A :class:`UsageLog` is three methods, so the SQLite file can be
+replaced by a shared store, like the cache.
 
 Several processes may write one file (WAL, a busy timeout, one short transaction per batch).
 """
@@ -40,6 +44,7 @@ class UsageRow:
     completion_tokens: int | None
     cached: bool
     cost: float | None
+    estimated: bool = False  # the tokens (and cost) are estimated: the server reported no usage
     at: float = 0.0
 
 
@@ -71,8 +76,12 @@ class SQLiteUsage:
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY AUTOINCREMENT, project TEXT, task_id INTEGER, "
             "model TEXT NOT NULL, model_version TEXT NOT NULL, request TEXT, sample INTEGER NOT NULL, "
-            "prompt_tokens INTEGER, completion_tokens INTEGER, cached INTEGER NOT NULL, cost REAL, at REAL NOT NULL)"
+            "prompt_tokens INTEGER, completion_tokens INTEGER, cached INTEGER NOT NULL, cost REAL, "
+            "estimated INTEGER NOT NULL DEFAULT 0, at REAL NOT NULL)"
         )
+        present = {row[1] for row in self._conn.execute("PRAGMA table_info(usage)")}
+        if "estimated" not in present:  # a log written before estimates were made
+            self._conn.execute("ALTER TABLE usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0")
         self._conn.execute("CREATE INDEX IF NOT EXISTS usage_by_project ON usage (project, id)")
         self._warned = False
 
@@ -151,9 +160,11 @@ _AGGREGATES_NO_TASKS = (
     "COUNT(DISTINCT CASE WHEN cached = 0 THEN request END), "
     "SUM(CASE WHEN cached = 0 THEN 1 ELSE 0 END), "
     "SUM(cached), "
-    "COUNT(DISTINCT CASE WHEN cached = 0 AND prompt_tokens IS NULL THEN request END), "
+    "COUNT(DISTINCT CASE WHEN cached = 0 AND (estimated = 1 OR prompt_tokens IS NULL) THEN request END), "
     "COUNT(DISTINCT CASE WHEN cached = 0 AND prompt_tokens IS NOT NULL AND cost IS NULL THEN request END), "
-    "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), SUM(cost)"
+    "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), SUM(cost), "
+    "COALESCE(SUM(CASE WHEN estimated = 1 THEN prompt_tokens + completion_tokens END), 0), "
+    "SUM(CASE WHEN estimated = 1 THEN cost END)"
 )
 _AGGREGATES = "COUNT(DISTINCT task_id), " + _AGGREGATES_NO_TASKS
 

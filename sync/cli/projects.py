@@ -472,6 +472,8 @@ def preannotate_cmd(
             out.line(f"{project.schema_name}: LLM usage of this run: {usage.describe()}")
             entry["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
             entry["usage"] |= {"requests": usage.requests, "cached": usage.cached, "cost": usage.cost}
+            entry["usage"] |= {"unreported": usage.unreported, "estimated_tokens": usage.estimated_tokens}
+            entry["usage"] |= {"estimated_cost": usage.estimated_cost}
         listed.append(entry)
     out.result({"projects": listed})
 

@@ -34,31 +34,37 @@ def cost_section(data: ProjectData) -> Section | None:
         f"{completion:,} completion tokens; {cached} answer(s) came from the response cache (or from an identical "
         "task of the same batch) and cost nothing."
     )
+    unreported = int(per_version["unreported"].sum())
     priced = per_task["cost"].dropna()
     if not priced.empty:
         text += (
-            f" At the prices given (--price-in/--price-out) it cost {money(priced.sum())} in all: "
-            f"{money(priced.median())} for the median task, {money(priced.max())} for the dearest."
+            f" At the prices given (--price-in/--price-out) it cost {'an estimated ' if unreported else ''}"
+            f"{money(priced.sum())} in all: {money(priced.median())} for the median task, "
+            f"{money(priced.max())} for the dearest."
         )
     else:
         text += " No prices were given (--price-in/--price-out), so no cost is shown."
     notes = []
-    unreported = int(per_version["unreported"].sum())
     if unreported:
+        estimated_tokens = int(per_version["estimated_tokens"].sum())
+        estimated_cost = per_version["estimated_cost"].sum(min_count=1)
+        of_cost = "" if pd.isna(estimated_cost) else f" and {money(estimated_cost)} of the cost"
         notes.append(
-            f"{unreported} request(s) came from a server that reported no token usage: they are not counted, "
-            "so the tokens and cost are too low by their share."
+            f"{unreported} request(s) came from a server that reported no token usage: their tokens and cost are "
+            f"estimated from the length of their prompt and answer ({estimated_tokens:,} of the tokens{of_cost}; "
+            "the columns estimated_tokens and estimated_cost), so the totals are estimates."
         )
     unpriced = int(per_version["unpriced"].sum())
     if unpriced:
         notes.append(f"{unpriced} request(s) had tokens but no price: their cost is missing from the totals.")
     columns = ["model_version", "model", "tasks", "requests", "answers", "cached", "unreported", "unpriced"]
-    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task"]
+    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task", "estimated_tokens", "estimated_cost"]
     if (per_version["answers"] == per_version["requests"]).all():
         columns.remove("answers")  # one answer per request: no samples asked with n
-    columns = [c for c in columns if c not in ("unreported", "unpriced") or per_version[c].any()]
-    shown = per_version.assign(cost=per_version["cost"].map(money))
-    shown = shown.assign(cost_per_task=per_version["cost_per_task"].map(money))[columns]
+    optional = ("unreported", "unpriced", "estimated_tokens", "estimated_cost")
+    columns = [c for c in columns if c not in optional or per_version[c].fillna(0).any()]
+    shown = per_version.assign(**{c: per_version[c].map(money) for c in ("cost", "cost_per_task", "estimated_cost")})
+    shown = shown[columns]
     blocks = [
         Paragraph(text + (" " + " ".join(notes) if notes else "")),
         Paragraph(
@@ -69,8 +75,14 @@ def cost_section(data: ProjectData) -> Section | None:
                 if "answers" in columns
                 else ""
             )
-            + "cached: answers that cost nothing; cost_per_task: cost divided by tasks. cost_per_task.csv has "
-            "every task."
+            + "cached: answers that cost nothing; cost_per_task: cost divided by tasks"
+            + (
+                "; unreported: requests whose server reported no token usage, whose tokens and cost are estimated "
+                "(estimated_tokens, estimated_cost: the estimated part of the tokens and of the cost)"
+                if unreported
+                else ""
+            )
+            + ". cost_per_task.csv has every task."
         ),
         Table(
             "cost_by_model_version",

@@ -96,10 +96,12 @@ def overview_section(data: ProjectData) -> Section:
 
 @whole_project
 def loading_notes_section(data: ProjectData) -> Section | None:
-    """What the loader skipped or found odd in the source files of this project."""
+    """What the loader skipped or found odd in the source files of this project, and what reading
+    its tables found odd (``data.notes``)."""
     problems = data.problems
+    notes: list[Block] = [Paragraph(note) for note in data.notes]
     if problems is None or problems.empty:
-        return None
+        return Section("Loading notes", notes) if notes else None
     files = problems["file"].astype(str).map(lambda path: path.replace("\\", "/").rsplit("/", 1)[-1])
     kinds = (
         problems.assign(file=files)
@@ -114,7 +116,7 @@ def loading_notes_section(data: ProjectData) -> Section | None:
         "file and kind with how often it occurred (n), on how many tasks, and one example message. Skipped data is "
         "missing from every figure below; problems.csv beside the tables lists each one with its file and line."
     )
-    blocks: list[Block] = [Paragraph(sentence)]
+    blocks: list[Block] = [*notes, Paragraph(sentence)]
     if "project" in problems.columns:
         unassigned = problems["project"].isna() | (problems["project"].astype(str).str.strip() == "")
         if unassigned.any():
