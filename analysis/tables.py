@@ -114,6 +114,32 @@ def cancelled_mask(frame: pd.DataFrame) -> pd.Series:
     return column.map(_is_true).astype(bool)
 
 
+def human_annotations(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
+    """``project, task_id, annotation_id, annotator``: one row per human annotation that was not
+    cancelled, whether it holds judgments, spans or both (a span-only annotation counts). The one
+    definition every count of annotations and annotators uses.
+
+    >>> j = pd.DataFrame({"project": 1, "task_id": [1, 2], "annotation_id": [10, 11], "annotator": ["a", "b"],
+    ...                   "source": "human", "was_cancelled": [False, True]})
+    >>> s = pd.DataFrame({"project": 1, "task_id": [2, 3], "annotation_id": [11, 12], "annotator": ["b", "c"],
+    ...                   "source": "human"})
+    >>> human_annotations(j, s)["annotation_id"].tolist()  # 11 was cancelled; 12 holds spans only
+    [10, 12]
+    """
+    columns = ["project", "task_id", "annotation_id", "annotator"]
+    cancelled = set(judgments.loc[cancelled_mask(judgments), "annotation_id"]) if not judgments.empty else set()
+    parts = []
+    for frame in (judgments, spans):
+        if frame.empty or "annotation_id" not in frame.columns:
+            continue
+        source = frame["source"].fillna(HUMAN_SOURCE) if "source" in frame.columns else HUMAN_SOURCE
+        rows = frame[(source == HUMAN_SOURCE) & ~frame["annotation_id"].isin(cancelled)]
+        parts.append(rows.reindex(columns=columns))
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["project", "task_id", "annotation_id"])
+
+
 def latest_annotations(annotation_rows: pd.DataFrame, *, keys: Sequence[str] = ()) -> pd.DataFrame:
     """One row per (task_id, annotator): the annotator's most recent annotation of the task.
 

@@ -93,7 +93,7 @@ def _derive(name: str, rule: dict[str, Any], data: dict[str, Any]) -> Any:
 def prepare_task_data(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
     """Return a checked copy of ``data`` with defaults, coerced types and derived fields.
 
-    >>> from backend.schemas import get_schema
+    >>> from judgelab.configs.schema import get_schema
     >>> data = {"descriptions": "Near the sea.", "summary": "By the sea.", "group": "B"}
     >>> out = prepare_task_data(get_schema("hotel_spans"), data)
     >>> out["no_errors_options"]

@@ -37,7 +37,7 @@ from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_m
 from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.review import foreign_parent_links, without_parents
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key
 
 REPORT_TITLE = "Human evaluation report"
 TABLE_NAMES = ("tasks", "judgments", "spans")
@@ -279,14 +279,14 @@ INDEX_COUNTS = ("tasks", "annotators", "judgments", "spans")
 
 def _counts(frames: Mapping[str, pd.DataFrame]) -> dict[str, int]:
     judgments = frames["judgments"]
+    annotations = human_annotations(judgments, frames["spans"])
     judgments = judgments[~cancelled_mask(judgments) & (judgments["source"] == HUMAN_SOURCE)]
     spans = frames["spans"]
     tasks = frames["tasks"]
-    keys = tasks[["project", "task_id"]] if not tasks.empty else judgments[["project", "task_id"]]
-    annotators = judgments["annotator"] if "annotator" in judgments.columns else pd.Series(dtype=object)
+    keys = tasks[["project", "task_id"]] if not tasks.empty else annotations[["project", "task_id"]]
     return {
         "tasks": len(keys.drop_duplicates()),
-        "annotators": int(annotators.nunique()),
+        "annotators": int(annotations["annotator"].nunique()),
         "judgments": len(judgments),
         "spans": int((spans["source"] == HUMAN_SOURCE).sum()),
     }

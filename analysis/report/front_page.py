@@ -14,7 +14,7 @@ import pandas as pd
 
 from judgelab.analysis.report.blocks import Block, Finding, Paragraph, Section, Table
 from judgelab.analysis.report.data import ProjectData, is_nan, number, percent, plural, with_project
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations
 
 FRONT_PAGE_TITLE = "At a glance"
 MAX_FINDINGS = 5
@@ -79,13 +79,7 @@ def overlap_target(tasks: pd.DataFrame) -> tuple[int | None, int | None]:
 
 def annotations_per_task(data: ProjectData) -> np.ndarray:
     """The number of human annotations (not cancelled) of every task of the project."""
-    judgments = data.judgments
-    human = judgments[(judgments["source"] == HUMAN_SOURCE) & ~cancelled_mask(judgments)]
-    spans = data.spans[data.spans["source"] == HUMAN_SOURCE] if not data.spans.empty else data.spans
-    keys = ["project", "task_id", "annotation_id"]
-    frames = [frame[keys] for frame in (human, spans) if not frame.empty]
-    annotated = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=keys)
-    per_task = annotated.drop_duplicates().groupby(["project", "task_id"]).size()
+    per_task = human_annotations(data.judgments, data.spans).groupby(["project", "task_id"]).size()
     tasks = data.tasks[["project", "task_id"]].drop_duplicates() if not data.tasks.empty else per_task.index.to_frame()
     if tasks.empty:
         return np.array([], dtype=int)

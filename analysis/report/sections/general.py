@@ -42,7 +42,13 @@ from judgelab.analysis.report.plots import (
     rating_share_cells_png,
 )
 from judgelab.analysis.spans import span_counts
-from judgelab.analysis.tables import COEFFICIENT_NAMES, HUMAN_SOURCE, cancelled_mask, per_item_agreement_by_group
+from judgelab.analysis.tables import (
+    COEFFICIENT_NAMES,
+    HUMAN_SOURCE,
+    cancelled_mask,
+    human_annotations,
+    per_item_agreement_by_group,
+)
 
 MAX_ANNOTATORS_PER_PLOT = 12
 # per_item_agreement joins "names: why" parts with "; ", and a "why" may itself hold "; "
@@ -57,6 +63,7 @@ def overview_section(data: ProjectData) -> Section:
     title = str(data.schema_meta.get("title") or data.schema_name or "unknown schema")
     usable = data.judgments[~cancelled_mask(data.judgments)]
     human = usable[usable["source"] == HUMAN_SOURCE]
+    annotations = human_annotations(data.judgments, data.spans)
     n_tasks = n_unique(data.tasks, "task_id") or n_unique(data.judgments, "task_id")
     cancelled = data.judgments[cancelled_mask(data.judgments)]
     schema = f"schema '{data.schema_name}' ({title})" if data.schema_name else "an unknown schema"
@@ -64,8 +71,8 @@ def overview_section(data: ProjectData) -> Section:
     n_human_spans = int((data.spans["source"] == HUMAN_SOURCE).sum())
     text = (
         f"This project uses the {schema}. It has {plural(n_tasks, 'task')}. "
-        f"{plural(n_unique(human, 'annotator'), 'human annotator')} submitted "
-        f"{plural(n_unique(human, 'annotation_id'), 'annotation')} with "
+        f"{plural(n_unique(annotations, 'annotator'), 'human annotator')} submitted "
+        f"{plural(len(annotations), 'annotation')} with "
         f"{plural(len(human), 'judgment')} and {plural(n_human_spans, 'span')}; "
         f"{plural(n_cancelled, 'annotation')} {'was' if n_cancelled == 1 else 'were'} "
         "cancelled (skipped) and left out below."

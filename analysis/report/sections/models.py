@@ -14,6 +14,8 @@ the human annotators.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -313,6 +315,30 @@ def span_f1_section(data: ProjectData) -> Section | None:
     return Section("Spans", blocks)
 
 
+def _paradox_sentence(row: Any) -> str:
+    """A model against the human majority, per type and on 'any error', with 'but only' only when
+    the second share is the smaller one, and only the shares that exist."""
+    per_type, any_error = row.per_type_agreement, row.any_error_agreement
+    question = "texts when the question is whether there is any error"
+    if is_nan(per_type):
+        text = f"{row.model}: no (text, type) decision has a clear human majority"
+    else:
+        text = (
+            f"{row.model} agrees with the human majority on {percent(per_type)} of the {row.n_per_type} per-type "
+            "decisions"
+        )
+    if is_nan(any_error):
+        text += "; no text has a clear majority on whether there is any error"
+    elif is_nan(per_type):
+        text += f"; it agrees on {percent(any_error)} of the {row.n_any} {question}"
+    else:
+        joiner = "but on only" if any_error < per_type else "and on"
+        text += f", {joiner} {percent(any_error)} of the {row.n_any} {question}"
+    if not is_nan(row.per_type_error_recall):
+        text += f"; it makes {percent(row.per_type_error_recall)} of the majority's per-type 'error' calls"
+    return text + "."
+
+
 def paradox_section(data: ProjectData) -> Section | None:
     inputs = span_inputs(data)
     if inputs is None or len(inputs.humans) < 2 or not inputs.models:
@@ -342,20 +368,18 @@ def paradox_section(data: ProjectData) -> Section | None:
     baseline = paradox[paradox["model"] == "(always no error)"]
     base = baseline["per_type_agreement"].iloc[0] if not baseline.empty else float("nan")
     for row in paradox[paradox["model"] != "(always no error)"].itertuples():
-        blocks.append(
-            Paragraph(
-                f"{row.model} agrees with the human majority on {percent(row.per_type_agreement)} of the "
-                f"{row.n_per_type} per-type decisions, but on only {percent(row.any_error_agreement)} of the "
-                f"{row.n_any} texts when the question is whether there is any error; it makes "
-                f"{percent(row.per_type_error_recall)} of the majority's per-type 'error' calls."
-            )
-        )
+        blocks.append(Paragraph(_paradox_sentence(row)))
+    baseline_words = (
+        f"a model that marks nothing already agrees {percent(base)} of the time per type"
+        if not is_nan(base)
+        else "a model that marks nothing already agrees most of the time per type"
+    )
     blocks.append(
         Paragraph(
             f"Why per-type agreement flatters: most texts lack most error types, so humans overwhelmingly agree that "
-            f"a given type is absent, and a model that marks nothing already agrees {percent(base)} of the time per "
-            "type. Agreement on whether there is any error, and the error recall, show whether a model finds the "
-            "errors humans agree on (HotelCheckSpan's 'conservative alignment paradox')."
+            f"a given type is absent, and {baseline_words}. Agreement on whether there is any error, and the error "
+            "recall, show whether a model finds the errors humans agree on (HotelCheckSpan's 'conservative "
+            "alignment paradox')."
         )
     )
     return Section("Per error type against any error", blocks)
