@@ -305,6 +305,9 @@ def _line_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
     rows = rows[rows["scheme"].astype(str) == "three verdicts"] if "scheme" in rows else rows
     if rows.empty or "krippendorff_alpha" not in rows:
         return []
+    rows = rows.dropna(subset=["krippendorff_alpha"])
+    if rows.empty:
+        return []
     rows = _pooled_rows(rows, by)
     row = rows.iloc[0]
     return [

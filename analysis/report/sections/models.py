@@ -235,23 +235,7 @@ def rating_section(data: ProjectData) -> Section | None:
         blocks.append(Table("models_vs_humans", "Models against the human majority", shown,
                             data=with_project(table, data.project)))  # fmt: skip
         for item, rows in nominal.groupby("item", sort=False):
-            rows = rows.sort_values("agreement_with_majority", ascending=False)
-            best, worst = rows.iloc[0], rows.iloc[-1]
-            text = (
-                f"{item}: {best['model']} agrees most with the human majority, on "
-                f"{percent(best['agreement_with_majority'])} of {best['n_units']} units (Cohen's kappa "
-                f"{number(best['cohen_kappa'])})"
-            )
-            if len(rows) > 1:
-                text += (
-                    f"; {worst['model']} least, on {percent(worst['agreement_with_majority'])} (kappa "
-                    f"{number(worst['cohen_kappa'])})"
-                )
-            text += (
-                f". A single human agrees with the other humans' majority on {percent(best['human_baseline'])} "
-                f"of {best['n_human_baseline']} answers."
-            )
-            blocks.append(Paragraph(text))
+            blocks.append(Paragraph(_choice_sentence(str(item), rows)))
     if not ordinal.empty:
         columns = ["model", "item", "n_units", "model_mean", "human_mean", "mean_abs_difference", "spearman_rho",
                    "human_baseline", "n_human_baseline"]  # fmt: skip
@@ -269,15 +253,51 @@ def rating_section(data: ProjectData) -> Section | None:
         for item, rows in ordinal.groupby("item", sort=False):
             rows = rows.sort_values("mean_abs_difference")
             best = rows.iloc[0]
-            blocks.append(
-                Paragraph(
-                    f"{item}: {best['model']} comes closest to the human mean, {number(best['mean_abs_difference'], 2)}"
-                    f" points away on average over {best['n_units']} tasks (Spearman's rho "
-                    f"{number(best['spearman_rho'], 2)}); a single human is {number(best['human_baseline'], 2)} points "
-                    "from the mean of the others."
-                )
-            )
+            blocks.append(Paragraph(_rating_sentence(str(item), best)))
     return Section("Rated items", blocks)
+
+
+def _kappa(value: float, prefix: str) -> str:
+    """`` (Cohen's kappa 0.412)``, or why there is none (every answer the same: no chance model)."""
+    if is_nan(value):
+        return f" ({prefix} cannot be computed: the answers compared take one value only)"
+    return f" ({prefix} {number(value)})"
+
+
+def _choice_sentence(item: str, rows: pd.DataFrame) -> str:
+    """The models closest to and farthest from the human majority on a choice, with the
+    single-human yardstick; only the numbers that exist."""
+    rows = rows.sort_values("agreement_with_majority", ascending=False)
+    best, worst = rows.iloc[0], rows.iloc[-1]
+    if is_nan(best["agreement_with_majority"]):
+        text = f"{item}: no unit has a human majority to compare the models with"
+    else:
+        text = (
+            f"{item}: {best['model']} agrees most with the human majority, on "
+            f"{percent(best['agreement_with_majority'])} of {plural(int(best['n_units']), 'unit')}"
+            + _kappa(best["cohen_kappa"], "Cohen's kappa")
+        )
+        if len(rows) > 1 and not is_nan(worst["agreement_with_majority"]):
+            text += f"; {worst['model']} least, on {percent(worst['agreement_with_majority'])}"
+            text += _kappa(worst["cohen_kappa"], "kappa") if not is_nan(worst["cohen_kappa"]) else ""
+    if is_nan(best["human_baseline"]) or not best["n_human_baseline"]:
+        return text + ". No unit has three or more human answers, so there is no single-human yardstick."
+    return text + (
+        f". A single human agrees with the other humans' majority on {percent(best['human_baseline'])} "
+        f"of {plural(int(best['n_human_baseline']), 'answer')}."
+    )
+
+
+def _rating_sentence(item: str, best: pd.Series) -> str:
+    text = (
+        f"{item}: {best['model']} comes closest to the human mean, {number(best['mean_abs_difference'], 2)} points "
+        f"away on average over {plural(int(best['n_units']), 'task')}"
+    )
+    if not is_nan(best["spearman_rho"]):
+        text += f" (Spearman's rho {number(best['spearman_rho'], 2)})"
+    if is_nan(best["human_baseline"]):
+        return text + "; no task has two or more human scores, so there is no single-human yardstick."
+    return text + f"; a single human is {number(best['human_baseline'], 2)} points from the mean of the others."
 
 
 def span_f1_section(data: ProjectData) -> Section | None:
