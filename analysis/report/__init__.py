@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from judgelab.analysis.facets import cell_groups, empty_left_out, facet_cells, filter_tables
-from judgelab.analysis.report.blocks import Section
-from judgelab.analysis.report.data import ProjectData, ReportOptions
+from judgelab.analysis.report.blocks import Paragraph, Section, Table
+from judgelab.analysis.report.data import ProjectData, ReportOptions, with_project
 from judgelab.analysis.report.faceting import (
     FacetPlan,
     cells_table,
@@ -36,6 +36,7 @@ from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
 from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
+from judgelab.analysis.report.versions import short_names, shorten, versions_table
 from judgelab.analysis.review import foreign_parent_links, without_parents
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key
 
@@ -163,6 +164,14 @@ def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Se
         if counts:
             sentences[-1] = sentences[-1].rstrip(".") + f" (tasks per {', '.join(plan.study_by)}: {counts})."
     front = front_page(whole, built, sentences, plan.by if faceted else (), cells_table(cells) if faceted else None)
+    names = short_names(whole.sources)
+    if names:
+        table = versions_table(names)
+        front.blocks += [
+            Paragraph("Model versions are named by a short name in this report; the full version strings:"),
+            Table("model_versions", "Model versions", table, data=with_project(table, data.project)),
+        ]
+    shorten([front, *built], names)
     return Section(_project_title(data), [], [front, *built])
 
 
