@@ -5,8 +5,6 @@ front page. Small hand-made tables whose numbers are worked out in the comments.
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -148,18 +146,17 @@ def test_front_page_title_completion_findings_and_glossary_last(tmp_path: Path) 
     assert throughput.loc["x", "median_lead_time_s"] == pytest.approx(135.0)  # 30 * median(1..8)
     assert "Suggestions: this project has no model predictions" in markdown
     html = paths.html.read_text(encoding="utf-8")
-    # key findings link to their section: lowest agreement is model b (exact 1/4)
-    assert "Lowest agreement: SP (model = b)" in markdown
-    assert 'href="#pilot-round-2-demo-ratings-agreement-per-item"' in html
-
-
-def test_suggestion_headline_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The review loop's suggestion_headline(data), when a sections module defines it, is shown."""
-    module = types.ModuleType("judgelab.analysis.report.sections.suggestion_hook_test")
-    module.suggestion_headline = lambda data: f"Suggestions accepted: 7 of 9 in project {data.project}."
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    _, markdown = build(tmp_path, demo_tables())
-    assert "Suggestions accepted: 7 of 9 in project 6." in markdown
+    # the summary table comes first, each row from a section's own numbers, linking to it
+    assert markdown.index("**The study at a glance**") < markdown.index("Every table and figure below is cut")
+    glance = pd.read_csv(paths.csv["at_a_glance"])
+    assert glance["topic"].tolist()[:2] == ["Completion", "Agreement"]
+    assert glance.loc[0, "answer"] == "8 of 10 tasks annotated; 8 (80%) reached the target of 2 annotations each"
+    agreement = glance[glance["topic"] == "Agreement"]
+    assert agreement[["subject", "cell"]].values.tolist() == [["SP", "(all)"]]  # the pooled cell where there is one
+    alpha = pd.read_csv(paths.csv["agreement"]).set_index("model").loc["(all)", "krippendorff_alpha"]
+    assert agreement["value"].iloc[0] == pytest.approx(alpha)
+    assert "| Agreement | SP (all cells) | ordinal alpha" in markdown
+    assert '<a href="#pilot-round-2-demo-ratings-agreement-per-item">Agreement per item &rarr;</a>' in html
 
 
 def test_light_kappa_over_pairs_sharing_few_tasks_is_flagged(tmp_path: Path) -> None:

@@ -90,7 +90,30 @@ class Finding:
     target: Section | None = None
 
 
-Block = Paragraph | Table | Figure | Details | Gallery | Finding
+@dataclass(frozen=True)
+class Glance:
+    """What a section found, for the front page's summary table, as a typed value: the study
+    lead's ``topic`` ("Agreement", "Judges", ...), the ``subject`` (an item, a judge), the
+    ``answer`` in a few words with its numbers, and ``value``, the number it rests on (``None``
+    when nothing could be computed: ``answer`` then says why). ``cell`` is the facet cell it
+    belongs to ("" when the report is not cut, "(all)" for the pooled cell)."""
+
+    topic: str
+    subject: str
+    answer: str
+    value: float | None = None
+    cell: str = ""
+
+
+@dataclass(frozen=True)
+class GlanceTable:
+    """The front page's summary: one row per :class:`Glance`, each linking to its section."""
+
+    rows: list[tuple[Glance, Section | None]] = field(default_factory=list)
+    caption: str = "The study at a glance"
+
+
+Block = Paragraph | Table | Figure | Details | Gallery | Finding | GlanceTable
 
 
 @dataclass
@@ -100,6 +123,12 @@ class Section:
     title: str
     blocks: list[Block] = field(default_factory=list)
     subsections: list[Section] = field(default_factory=list)
+    glance: list[Glance] = field(default_factory=list)  # its findings for the front page's summary
+
+    def glances(self) -> list[tuple[Glance, Section]]:
+        """Every finding of this section and its subsections, with the section that holds it."""
+        own = [(g, self) for g in self.glance]
+        return own + [pair for sub in self.subsections for pair in sub.glances()]
 
     def tables(self) -> list[Table]:
         """Every table of this section and its subsections, in order."""

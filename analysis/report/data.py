@@ -217,6 +217,22 @@ def number(value: float, digits: int = 3) -> str:
     return "n/a" if is_nan(value) else f"{value:.{digits}f}"
 
 
+def alpha_words(alpha: float, low: float, high: float, level: str) -> str:
+    """``ordinal alpha 0.62 [0.51, 0.70]: tentative`` (Krippendorff's 0.667 and 0.800 bars, said
+    only where the interval lies wholly on one side of them)."""
+    interval = "" if is_nan(low) or is_nan(high) else f" [{number(low, 2)}, {number(high, 2)}]"
+    text = f"{level} alpha {number(alpha, 2)}{interval}"
+    if is_nan(low) or is_nan(high):
+        return text
+    if low >= 0.8:
+        return text + ": reliable (above 0.800)"
+    if high < 0.667:
+        return text + ": below 0.667"
+    if low >= 0.667 and high < 0.8:
+        return text + ": tentative (0.667-0.800)"
+    return text
+
+
 def percent(value: float) -> str:
     return "n/a" if is_nan(value) else f"{value:.0%}"
 

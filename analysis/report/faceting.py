@@ -17,13 +17,14 @@ share appears once, and the sentences that differ go under one fold per cell.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import (
+    TOTAL_LABEL,
     Cut,
     Expression,
     FacetCell,
@@ -206,7 +207,12 @@ def _merge_section(title: str, members: list[tuple[FacetCell, Section]], n_cells
         blocks.append(Paragraph(f"Only for {shown}: the other cells have nothing to show here."))
     blocks += _merge_blocks(members)
     children = merge_cell_sections([(cell, section.subsections) for cell, section in members])
-    return Section(title, blocks, children)
+    glance = [
+        replace(g, cell=TOTAL_LABEL if cell.is_total else cell.short_label if cell.values else "")
+        for cell, section in members
+        for g in section.glance
+    ]
+    return Section(title, blocks, children, glance)
 
 
 def _key(block: Block, shared: set[str]) -> tuple[str, ...] | None:

@@ -1,27 +1,30 @@
-"""The front page of a project's report, what a study lead reads first: how the report is cut,
-how far the annotation has come against the overlap target, who annotates how fast, how often
-the model's suggestions were accepted, and three to five key findings, each linking to the
-section that holds its numbers.
+"""The front page of a project's report, what a study lead reads first: one table answering the
+study lead's questions (completion, agreement per item with its interval, what reviewers did with
+the suggestions, each judge against the humans, cost), each row linking to the section holding
+its numbers; then how the report is cut, completion against the overlap target and who annotates
+how fast.
+
+The table is made of the sections' typed findings (:class:`~analysis.report.blocks.Glance`, which
+each section builds from its own computed values), never of other sections' display tables.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Block, Finding, Paragraph, Section, Table
-from judgelab.analysis.report.data import ProjectData, is_nan, number, percent, plural, with_project
+from judgelab.analysis.facets import TOTAL_LABEL
+from judgelab.analysis.report.blocks import Block, Glance, GlanceTable, Paragraph, Section, Table
+from judgelab.analysis.report.data import ProjectData, percent, plural, with_project
+from judgelab.analysis.report.sections.suggestions import suggestion_headline
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations
 
 FRONT_PAGE_TITLE = "At a glance"
-MAX_FINDINGS = 5
 MAX_BUCKET = 3  # tasks with 0, 1, 2, 3+ annotations
 TARGET_COLUMN = "project_max_annotations"
 TARGET_PERCENT_COLUMN = "project_overlap_percent"
-SUGGESTION_HOOK = "suggestion_headline"  # the review loop's function, found in the sections package when present
 
 
 def front_page(
@@ -31,13 +34,15 @@ def front_page(
     by: Sequence[str] = (),
     cells: pd.DataFrame | None = None,
 ) -> Section:
-    """The 'At a glance' section of a project (``data`` is the whole project, every cell)."""
-    blocks: list[Block] = [Paragraph(sentence) for sentence in cut_sentences]
-    findings = key_findings(data, sections, by)
-    if findings:
-        blocks.append(Paragraph("Key findings (each links to the section with its numbers):"))
-        blocks += findings
+    """The 'At a glance' section of a project (``data`` is the whole project, every cell): the
+    summary table first, then the cut, completion, throughput and the rest."""
     per_task = annotations_per_task(data)
+    rows = glance_rows(completion_glance(data, per_task), sections)
+    blocks: list[Block] = [
+        GlanceTable(rows),
+        Table("at_a_glance", "The study at a glance", glance_csv(rows).assign(project=data.project), csv_only=True),
+    ]
+    blocks += [Paragraph(sentence) for sentence in cut_sentences]
     completion = completion_table(per_task)
     blocks += completion_blocks(data, per_task, completion)
     throughput = throughput_table(data)
@@ -186,193 +191,86 @@ def throughput_table(data: ProjectData) -> pd.DataFrame:
     return table
 
 
-# -- suggestions (the review loop's headline) -------------------------------------------------
+# -- the summary table ------------------------------------------------------------------------
+
+GLANCE_ORDER = ("Completion", "Agreement", "Span agreement", "Targets", "Suggestions", "Judges", "Cost")
+MAX_GLANCE_ROWS = 8  # per topic; the rest are in the section the last row links to
 
 
-def suggestion_function() -> Callable[[ProjectData], object] | None:
-    """HOOK for the review loop: ``suggestion_headline(data)`` from any module of
-    ``analysis.report.sections`` (where the Suggestions section registers), when one defines it."""
-    package = "judgelab.analysis.report.sections"
-    for name, module in sorted(sys.modules.items()):
-        if name == package or name.startswith(package + "."):
-            found = getattr(module, SUGGESTION_HOOK, None)
-            if callable(found):
-                return found
-    return None
-
-
-def suggestion_blocks(data: ProjectData) -> list[Block]:
-    """The suggestion acceptance headline (HOOK: the review loop's ``suggestion_headline``), or a
-    sentence saying why there is none."""
-    headline = suggestion_function()
-    if headline is not None:
-        result = headline(data)
-        if result is None:
-            return []
-        if isinstance(result, str):
-            return [Paragraph(result)]
-        if isinstance(result, list):
-            return [block if not isinstance(block, str) else Paragraph(block) for block in result]
-        return [result]  # a Block
-    if not data.model_sources:
-        return [Paragraph("Suggestions: this project has no model predictions, so there is no acceptance rate.")]
-    return [
-        Paragraph(
-            f"Suggestions: predictions from {', '.join(data.model_sources)} are present; see 'Model predictions "
-            "against humans' for how close they come to the annotators."
-        )
-    ]
-
-
-# -- key findings ----------------------------------------------------------------------------
-
-
-def key_findings(data: ProjectData, sections: Sequence[Section], by: Sequence[str]) -> list[Finding]:
-    """Up to five sentences with their numbers, each pointing to its section."""
-    findings: list[Finding] = []
-    for extract in (_agreement_findings, _line_findings, _judge_findings, _span_findings, _pilot_findings):
-        findings += extract(sections, list(by))
-    return findings[:MAX_FINDINGS]
-
-
-def _find(sections: Sequence[Section], name: str) -> tuple[Section, Table] | None:
-    for section in sections:
-        found = section.find(name)
-        if found is not None:
-            return found
-    return None
-
-
-def _cell(row: pd.Series, by: Sequence[str]) -> str:
-    parts = [f"{name} = {row[name]}" for name in by if name in row.index and not is_nan(row[name])]
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def _pooled_rows(rows: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """The '(all)' rows of a faceted table when it has them, else every row."""
-    if by and by[0] in rows.columns and (rows[by[0]].astype(str) == "(all)").any():
-        return rows[rows[by[0]].astype(str) == "(all)"]
+def glance_rows(completion: Glance, sections: Sequence[Section]) -> list[tuple[Glance, Section | None]]:
+    """The front page's summary: the sections' typed findings (:class:`Glance`), the pooled cell's
+    only where a cut has one, in the order a study lead asks (completion, agreement, suggestions,
+    judges, cost), at most :data:`MAX_GLANCE_ROWS` per topic."""
+    found = [pair for section in sections for pair in section.glances()]
+    rows: list[tuple[Glance, Section | None]] = [(completion, None)]
+    topics = sorted({g.topic for g, _ in found}, key=lambda t: (GLANCE_ORDER.index(t) if t in GLANCE_ORDER else 99, t))
+    for topic in topics:
+        mine = [(g, s) for g, s in found if g.topic == topic]
+        pooled = [(g, s) for g, s in mine if g.cell == TOTAL_LABEL]
+        mine = pooled or _across_cells(mine)
+        if len(mine) > MAX_GLANCE_ROWS:
+            rest = len(mine) - MAX_GLANCE_ROWS + 1
+            last = Glance(topic, f"{rest} more", "see the section", None)
+            mine = [*mine[: MAX_GLANCE_ROWS - 1], (last, mine[-1][1])]
+        rows += mine
     return rows
 
 
-def _agreement_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
-    found = _find(sections, "agreement")
-    if found is None:
-        return []
-    section, table = found
-    data = table.csv_data
-    if "krippendorff_alpha" not in data.columns:
-        return []
-    rows = data.dropna(subset=["krippendorff_alpha"])
-    rows = rows[~rows["item"].astype(str).str.match(r"^line_\d+$")]
-    if by:
-        rows = rows[~rows[[c for c in by if c in rows.columns]].astype(str).eq("(all)").any(axis=1)]
-    if rows.empty:
-        return []
-
-    def describe(row: pd.Series) -> str:
-        interval = ""
-        if not (is_nan(row.get("alpha_ci_low")) or is_nan(row.get("alpha_ci_high"))):
-            interval = f", 95% interval {number(row['alpha_ci_low'], 2)} to {number(row['alpha_ci_high'], 2)}"
-        return (
-            f"{row['item']}{_cell(row, by)}: Krippendorff's {row['alpha_level']} alpha "
-            f"{number(row['krippendorff_alpha'], 2)}"
-            f"{interval}, on {plural(int(row['n_units']), 'task')} rated twice or more"
-        )
-
-    low = rows.loc[rows["krippendorff_alpha"].idxmin()]
-    high = rows.loc[rows["krippendorff_alpha"].idxmax()]
-    reliable = int((rows["krippendorff_alpha"] >= 0.8).sum())
-    findings = [Finding(f"Lowest agreement: {describe(low)}.", section)]
-    if len(rows) > 1:
-        findings.append(Finding(f"Highest agreement: {describe(high)}.", section))
-    findings.append(
-        Finding(
-            f"{reliable} of {len(rows)} item rows reach Krippendorff's 0.800 for reliable data; "
-            f"{int((rows['krippendorff_alpha'] < 0.667).sum())} are below the 0.667 minimum for tentative conclusions.",
-            section,
-        )
-    )
-    return findings
+def _across_cells(rows: list[tuple[Glance, Section]]) -> list[tuple[Glance, Section]]:
+    """One row per subject of a cut report without a pooled cell: the cell with the lowest value
+    in full, and the highest value with its cell."""
+    subjects: dict[str, list[tuple[Glance, Section]]] = {}
+    for glance, section in rows:
+        subjects.setdefault(glance.subject, []).append((glance, section))
+    out = []
+    for subject, mine in subjects.items():
+        if len(mine) == 1:
+            out.append(mine[0])
+            continue
+        valued = [(g, s) for g, s in mine if g.value is not None]
+        if not valued:
+            first, section = mine[0]
+            out.append((Glance(first.topic, subject, f"{first.answer} ({len(mine)} cells)"), section))
+            continue
+        low = min(valued, key=lambda pair: pair[0].value)
+        high = max(valued, key=lambda pair: pair[0].value)
+        answer = f"{len(mine)} cells; lowest in {low[0].cell}: {low[0].answer}"
+        if high[0] is not low[0]:
+            answer += f"; highest in {high[0].cell}: {high[0].value:.2f}"
+        out.append((Glance(low[0].topic, subject, answer, low[0].value), low[1]))
+    return out
 
 
-def _line_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
-    found = _find(sections, "line_agreement")
-    if found is None:
-        return []
-    section, table = found
-    rows = table.csv_data
-    rows = rows[rows["scheme"].astype(str) == "three verdicts"] if "scheme" in rows else rows
-    if rows.empty or "krippendorff_alpha" not in rows:
-        return []
-    rows = rows.dropna(subset=["krippendorff_alpha"])
-    if rows.empty:
-        return []
-    rows = _pooled_rows(rows, by)
-    row = rows.iloc[0]
-    return [
-        Finding(
-            f"Line verdicts{_cell(row, by)}: nominal alpha {number(row['krippendorff_alpha'], 2)} over "
-            f"{plural(int(row['n_units']), 'line')} judged twice or more; all annotators agree on "
-            f"{percent(row['share_all_agree'])} of them.",
-            section,
-        )
-    ]
+def completion_glance(data: ProjectData, per_task: np.ndarray) -> Glance:
+    n_tasks = len(per_task)
+    if not n_tasks:
+        return Glance("Completion", "tasks", "the project has no tasks yet", None)
+    target, _ = overlap_target(data.tasks)
+    annotated = int((per_task > 0).sum())
+    text = f"{annotated} of {plural(n_tasks, 'task')} annotated"
+    if target:
+        reached = int((per_task >= target).sum())
+        text += f"; {reached} ({percent(reached / n_tasks)}) reached the target of {target} annotations each"
+    else:
+        text += f"; {int((per_task >= 2).sum())} by two or more annotators"
+    return Glance("Completion", "tasks", text, annotated / n_tasks)
 
 
-def _judge_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
-    found = _find(sections, "judges_vs_gold")
-    if found is None:
-        return []
-    section, table = found
-    rows = table.csv_data
-    rows = rows[(rows["level"] == "summary") & rows["source"].astype(str).str.startswith("model:")]
-    rows = rows.dropna(subset=["balanced_accuracy"])
-    if rows.empty:
-        return []
-    rows = _pooled_rows(rows, by)
-    best = rows.loc[rows["balanced_accuracy"].idxmax()]
-    return [
-        Finding(
-            f"Best model judge at summary level{_cell(best, by)}: {best['source']}, balanced accuracy "
-            f"{number(best['balanced_accuracy'], 3)} on {plural(int(best['n_units']), 'summary', 'summaries')}.",
-            section,
-        )
-    ]
+def glance_csv(rows: Sequence[tuple[Glance, Section | None]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"topic": g.topic, "subject": g.subject, "cell": g.cell, "answer": g.answer, "value": g.value,
+             "section": s.title if s is not None else ""}
+            for g, s in rows
+        ]
+    )  # fmt: skip
 
 
-def _span_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
-    found = _find(sections, "span_agreement")
-    if found is None:
-        return []
-    section, table = found
-    rows = table.csv_data
-    rows = rows[(rows["comparison"] == "human – human") & (rows["form"] == "per span")]
-    if rows.empty:
-        return []
-    row = rows.iloc[0]
-    return [
-        Finding(
-            f"Span agreement between annotators{_cell(row, by)}: F1 {number(row['F1 soft'], 2)} ignoring labels and "
-            f"{number(row['F1 hard'], 2)} with labels, mean over {plural(int(row['n_pairs']), 'pair')}.",
-            section,
-        )
-    ]
+# -- suggestions -------------------------------------------------------------------------------
 
 
-def _pilot_findings(sections: Sequence[Section], by: list[str]) -> list[Finding]:
-    found = _find(sections, "pilot_agreement")
-    if found is None:
-        return []
-    section, table = found
-    rows = table.csv_data
-    if "passed" not in rows:
-        return []
-    rows = _pooled_rows(rows, by)
-    failed = rows[~rows["passed"].astype(bool)]
-    text = (
-        f"The pilot passes every agreement target on {plural(len(rows), 'item')}."
-        if failed.empty
-        else f"The pilot misses a target on {', '.join(map(str, failed['item']))} (of {plural(len(rows), 'item')})."
-    )
-    return [Finding(text, section)]
+def suggestion_blocks(data: ProjectData) -> list[Block]:
+    """The suggestion acceptance headline (the Suggestions section's), or a sentence saying why
+    there is none."""
+    headline = suggestion_headline(data)
+    return [Paragraph(headline)] if headline else []

@@ -12,7 +12,18 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Block, Details, Figure, Finding, Gallery, Paragraph, Section, Table
+from judgelab.analysis.facets import TOTAL_LABEL
+from judgelab.analysis.report.blocks import (
+    Block,
+    Details,
+    Figure,
+    Finding,
+    Gallery,
+    GlanceTable,
+    Paragraph,
+    Section,
+    Table,
+)
 from judgelab.analysis.report.safe_text import markdown_text
 
 MISSING = "n/a"
@@ -43,6 +54,8 @@ details > p { margin-left: 1rem; }
 .gallery figure.wide { max-width: 100%; flex-basis: 100%; }
 ul.findings { padding-left: 1.2rem; } li.finding { margin: .3rem 0; max-width: 60rem; }
 .lead { font-size: 1.05rem; }
+table.glance { font-size: .95rem; } table.glance th { text-align: left; white-space: nowrap; }
+table.glance td { max-width: 40rem; } table.glance td.link { white-space: nowrap; font-size: .85rem; }
 """
 
 
@@ -129,7 +142,19 @@ def _markdown_block(block: Block) -> list[str]:
     if isinstance(block, Details):
         inner = [line for item in block.blocks for line in _markdown_block(item)]
         return [f"**{markdown_text(block.summary)}**", "", *inner]
+    if isinstance(block, GlanceTable):
+        frame = pd.DataFrame(
+            [(g.topic, _glance_subject(g), g.answer, target.title if target else "") for g, target in block.rows],
+            columns=["", "what", "answer", "section"],
+        )
+        return [f"**{markdown_text(block.caption)}**", "", *_markdown_table(frame), ""]
     return []
+
+
+def _glance_subject(glance: object) -> str:
+    if not glance.cell:
+        return glance.subject
+    return f"{glance.subject} ({'all cells' if glance.cell == TOTAL_LABEL else glance.cell})"
 
 
 def _markdown_table(frame: pd.DataFrame) -> list[str]:
@@ -199,7 +224,28 @@ def _html_block(block: Block, anchors: dict[int, str]) -> str:
             f"<details{' open' if block.open else ''}><summary>{html.escape(block.summary)}</summary>\n"
             f"{inner}</details>"
         )
+    if isinstance(block, GlanceTable):
+        return _html_glance(block, anchors)
     return ""
+
+
+def _html_glance(block: GlanceTable, anchors: dict[int, str]) -> str:
+    """The front page's summary: topic (once per run of rows), what, answer, a link to the section."""
+    rows, previous = [], None
+    for glance, target in block.rows:
+        topic = html.escape(glance.topic) if glance.topic != previous else ""
+        previous = glance.topic
+        link = ""
+        if target is not None and id(target) in anchors:
+            link = f'<a href="#{anchors[id(target)]}">{html.escape(target.title)} &rarr;</a>'
+        rows.append(
+            f'<tr><th scope="row">{topic}</th><td>{html.escape(_glance_subject(glance))}</td>'
+            f'<td>{html.escape(glance.answer)}</td><td class="link">{link}</td></tr>'
+        )
+    return (
+        f'<div class="scroll"><table class="glance"><caption>{html.escape(block.caption)}</caption>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _html_figure(figure: Figure) -> str:

@@ -22,7 +22,7 @@ from judgelab.analysis.qc.augmentation_quality import (
     resolve_disagreements_by_group,
 )
 from judgelab.analysis.qc.likert_rubric_es import numeric_ratings_grouped
-from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
@@ -147,7 +147,19 @@ def pilot_section(data: ProjectData) -> Section | None:
             Paragraph(f"{record['item']}, on {record['n_units']} tasks: {'; '.join(verdicts)}; it {overall}.")
         )
     blocks.append(Paragraph(f"Overall the pilot {'passes' if pilot.passed else 'fails'}: every item must pass."))
-    return Section("Pilot agreement against the targets", blocks)
+    glance = [
+        Glance(
+            "Targets",
+            f"pilot: {record['item']}",
+            ("passes" if record["passed"] else "misses a target")
+            + ": "
+            + ", ".join(f"{name} {number(record[column], 2)}" for column, name in MEASURES.items())
+            + f"; {plural(int(record['n_units']), 'task')}",
+            1.0 if record["passed"] else 0.0,
+        )
+        for record in records
+    ]
+    return Section("Pilot agreement against the targets", blocks, glance=glance)
 
 
 def calibration_section(data: ProjectData) -> Section | None:

@@ -36,10 +36,11 @@ from judgelab.analysis.qc.story_consistency import (
     pairwise_line_kappa,
     summary_faithfulness_from_lines,
 )
-from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     alpha_label,
+    alpha_words,
     fragile,
     has_line_items,
     is_nan,
@@ -165,7 +166,15 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             "line_pairwise_kappa", "Cohen's kappa per pair of annotators (lines)", kept, data.options.max_rows,
             data=with_project(pairs, data.project),
         )  # fmt: skip
-    return Section("Line-level agreement", blocks)
+    glance = []
+    for row in table[table["scheme"] == "three verdicts"].itertuples():
+        if not row.n_units or is_nan(row.krippendorff_alpha):
+            glance.append(Glance("Agreement", "line verdicts", "not computed: no line was rated twice"))
+        else:
+            words = alpha_words(row.krippendorff_alpha, float("nan"), float("nan"), "nominal")
+            lines = plural(int(row.n_units), "line")
+            glance.append(Glance("Agreement", "line verdicts", f"{words}; {lines}", float(row.krippendorff_alpha)))
+    return Section("Line-level agreement", blocks, glance=glance)
 
 
 LINE_NAMES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from judgelab.analysis.cost import cost_per_model_version, cost_per_task
-from judgelab.analysis.report.blocks import Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import ProjectData, whole_project
 
 
@@ -92,4 +92,11 @@ def cost_section(data: ProjectData) -> Section | None:
         ),
         Table("cost_per_task", "LLM tokens and cost per task", per_task, csv_only=True),
     ]
-    return Section("Cost", blocks)
+    if not priced.empty:
+        answer = (
+            f"{money(priced.sum())}{' (estimated)' if unreported else ''} for {tasks} task(s), {requests} request(s)"
+        )
+        glance = [Glance("Cost", "LLM", answer, float(priced.sum()))]
+    else:
+        glance = [Glance("Cost", "LLM", f"no prices given; {requests} request(s), {prompt + completion:,} tokens")]
+    return Section("Cost", blocks, glance=glance)

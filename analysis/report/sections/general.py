@@ -18,11 +18,12 @@ from judgelab.analysis.counts import (
     judgment_counts_per_item_by_group,
 )
 from judgelab.analysis.grouped import RowGroups
-from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     FEW_UNITS,
     ProjectData,
     alpha_label,
+    alpha_words,
     fragile,
     has_line_items,
     is_nan,
@@ -354,6 +355,7 @@ def agreement_section(data: ProjectData) -> Section | None:
         Paragraph(_agreement_sentence(row, scales.get(row.item), explain=index == 0))
         for index, row in enumerate(records)
     ]
+    glance = [_agreement_glance(row) for row in records if row.item != "n_spans"]
     paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
     if not paradox.empty:
         blocks.append(
@@ -364,7 +366,16 @@ def agreement_section(data: ProjectData) -> Section | None:
                 "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
             )
         )
-    return Section("Agreement per item", blocks)
+    return Section("Agreement per item", blocks, glance=glance)
+
+
+def _agreement_glance(row: object) -> Glance:
+    units = plural(int(row.n_units), "task")
+    alpha = row.krippendorff_alpha
+    if is_nan(alpha):
+        return Glance("Agreement", str(row.item), f"not computed: {units} rated by two or more annotators", None)
+    words = alpha_words(alpha, row.alpha_ci_low, row.alpha_ci_high, str(row.alpha_level))
+    return Glance("Agreement", str(row.item), f"{words}; {units}", float(alpha))
 
 
 def agreement_by_cell(sections: list[Section], by: tuple[str, ...]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from judgelab.analysis.judges import EPSILONS, JUDGE_MAJORITY, JudgeCalibration, answer_groups, calibrate
-from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
@@ -277,7 +277,38 @@ def judges_section(data: ProjectData) -> Section | None:
     )  # fmt: skip
     subsections = [_alt_test_detail(calibrations, data), _between_judges(calibrations, data),
                    _disagreement_section(calibrations, data)]  # fmt: skip
-    return Section("Can a judge replace an annotator?", blocks, [s for s in subsections if s is not None])
+    return Section(
+        "Can a judge replace an annotator?", blocks, [s for s in subsections if s is not None], _judge_glances(summary)
+    )
+
+
+def _judge_glances(summary: pd.DataFrame) -> list[Glance]:
+    """One row per judge: per group, the alt-test's verdict (or why it did not run) and its alpha
+    beside the annotators'; a judge the annotators saw is 'not judged'."""
+    out = []
+    for judge, rows in summary.groupby("judge", sort=False):
+        parts, omegas = [], []
+        seen = [group for group, row in zip(rows["group"], rows.to_dict("records"), strict=True) if _seen(row)]
+        for row in rows.to_dict("records"):
+            row = pd.Series(row)
+            if _seen(row):
+                continue
+            if not row["n_annotators_tested"]:
+                verdict = f"alt-test not run ({plural(int(row['max_annotator_units']), 'shared unit')})"
+            else:
+                eps_pass = [eps for eps in EPSILONS if row[f"passes_{eps:g}"]]
+                verdict = f"passes from epsilon {min(eps_pass):g}" if eps_pass else "fails the alt-test"
+                omegas.append(float(row[f"omega_{max(EPSILONS):g}"]))
+            if not (is_nan(row["judge_human_alpha"]) or is_nan(row["human_human_alpha"])):
+                verdict += (
+                    f", alpha {number(row['judge_human_alpha'], 2)} vs {number(row['human_human_alpha'], 2)} "
+                    "between annotators"
+                )
+            parts.append(f"{row['group']}: {verdict}")
+        if seen:
+            parts.append(f"not judged on {', '.join(map(str, seen))} (the annotators started from its suggestions)")
+        out.append(Glance("Judges", _name(str(judge)), "; ".join(parts), min(omegas) if omegas else None))
+    return out
 
 
 def _peer_judges(data: ProjectData) -> list[object]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     coverage,
@@ -220,6 +220,17 @@ def f1_section(data: ProjectData) -> Section | None:
         ),
         Table("span_agreement", "Span agreement (mean over pairs)", table, data=with_project(table, data.project)),
     ]
+    glance = [
+        Glance(
+            "Span agreement",
+            "annotators",
+            f"F1 {number(row['F1 soft'], 2)} ignoring labels, {number(row['F1 hard'], 2)} with labels; "
+            f"{plural(int(row['n_pairs']), 'pair')}",
+            float(row["F1 soft"]),
+        )
+        for row in table.to_dict("records")
+        if row["comparison"] == "human – human" and row["form"] == "per span" and not is_nan(row["F1 soft"])
+    ]
     for row in table.to_dict("records"):
         f1_hard, f1_soft = row["F1 hard"], row["F1 soft"]
         gap = ""
@@ -248,7 +259,7 @@ def f1_section(data: ProjectData) -> Section | None:
             csv_only=True,
         )  # fmt: skip
     )
-    return Section("Span F1 between annotators", blocks)
+    return Section("Span F1 between annotators", blocks, glance=glance)
 
 
 def _text_lengths(data: ProjectData, spans: pd.DataFrame) -> pd.DataFrame | None:

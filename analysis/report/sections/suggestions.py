@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     fragile,
@@ -152,7 +152,17 @@ def suggestions_section(data: ProjectData) -> Section | None:
     )
     blocks += _origin_blocks(review, data)
     subsections = [_agreement_section(review, data), _direction_section(review, data), _time_section(data)]
-    return Section("Suggestions", blocks, [s for s in subsections if s is not None])
+    glance = [
+        Glance(
+            "Suggestions",
+            model,
+            f"{percent(row['kept_rate'])} kept, {percent(row['edited_rate'])} edited, {percent(row['deleted_rate'])} "
+            f"deleted of {int(row['n_suggested']):,} suggested units; {int(row['n_added']):,} added",
+            float(row["kept_rate"]),
+        )
+        for model, row in _headline_parts(review)
+    ]
+    return Section("Suggestions", blocks, [s for s in subsections if s is not None], glance)
 
 
 def _origin_blocks(review: pd.DataFrame, data: ProjectData) -> list[Block]:
