@@ -100,7 +100,9 @@ def test_blind_tasks_get_no_prediction_from_preannotate_nor_when_opened(live_sta
         assert result.exit_code == 0, f"{line}\n{result.output}"
         return result.output
 
-    assert "suggested: 5 task(s), blind: 6 task(s)" in run(design)
+    designed = run(design)
+    assert "suggested: 5 task(s), blind: 6 task(s)" in designed
+    assert "note: each task is in one arm" in designed and "--both puts every task in both arms" in designed
     assert "11 imported, 0 already in project" in run(import_line)
     project = next(p for p in client.projects.list() if p.title == TITLE)
     try:

@@ -348,6 +348,13 @@ def design_arms_cmd(
         + ", ".join(f"{arm}: {len(ts)} task(s)" for arm, ts in by_arm.items())
         + (f" (stratified by {' x '.join(fields)})" if fields else "")
     )
+    if not both:
+        click.echo(
+            "note: each task is in one arm, so the report can tell whether the suggestions moved the answers only "
+            "against reference answers (annotations marked as ground truth in Label Studio) or the model's answers "
+            "on the blind tasks (predicted after the study); without either it compares time and each arm's own "
+            "agreement. --both puts every task in both arms, so each arm is compared with the other's majority."
+        )
     if split_projects:
         for arm, arm_tasks in by_arm.items():
             _import_design_project(ctx, schema, suffixed_title(title or schema.title, arm), arm_tasks)
