@@ -286,7 +286,8 @@ def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None
         last_id=int(payload.get("last_id") or 0),
         prompt_tokens=int(total.get("prompt_tokens") or 0),
         completion_tokens=int(total.get("completion_tokens") or 0),
-        cost=total.get("cost"),
+        # a run whose answers all came from the cache paid for nothing: its cost is 0, not unknown
+        cost=total.get("cost") if total.get("cost") is not None or counts["requests"] else 0.0,
         estimated_tokens=int(total.get("estimated_tokens") or 0),
         estimated_cost=total.get("estimated_cost"),
         max_task_cost=payload.get("max_task_cost"),

@@ -270,7 +270,10 @@ def test_connect_and_preannotate_as_the_readme_shows_for_docker(live_stack, tmp_
         # both URLs: judgelab pushes through the host's port, Label Studio keeps the network name
         ok(cli(live_stack, "import", "--project", str(pid), str(likert_csv(tmp_path / "e.csv", 4, "dk2"))))
         pushed = ok(cli(live_stack, *shlex.split(preannotate_line)[1:]))
-        assert "7/7 tasks have a prediction" in pushed and "(4 new, 0 unfinished) pushed by judgelab" in pushed
+        assert (
+            "7/7 tasks have a prediction" in pushed
+            and "pushed by judgelab in chunks; this run added 4 predictions, 0 task(s) still without one" in pushed
+        )
         assert [ml.url for ml in client.ml.list(project=pid)] == ["http://judgelab-backend:9090"]
         assert ("POST", "/predict") in {(m, p) for m, p, _ in host_port.judgelab_requests()}
         assert "/predict" not in {path for _, path, _ in network.judgelab_requests()}

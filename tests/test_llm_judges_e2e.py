@@ -150,7 +150,8 @@ def test_readme_two_judges_five_samples_cost_sync_and_report(judges_stack, tmp_p
     assert "gpt-4o-k5-" in big and "gpt-4o-mini-k5-" in mini
 
     out = judgelab(judges_stack, preannotate).output
-    assert f"4/4 tasks have a prediction of {mini}, {big} (8 new, 0 unfinished)" in out, out
+    assert f"4/4 tasks have a prediction of {mini}, {big} " in out, out
+    assert "this run added 8 predictions, 0 task(s) still without one" in out, out
     # two judges x 4 tasks, five samples each asked with n=5: 8 requests
     requests = sim.chat_requests[asked_before:]
     assert len(requests) == 8 and {r.body["n"] for r in requests} == {5}
@@ -229,7 +230,9 @@ def test_budget_stops_before_it_is_passed_and_a_later_run_finishes(judges_stack)
     assert sum(1 for v in versions_per_task(client, project_id) if v) == 3
 
     out = judgelab(judges_stack, f"judgelab preannotate --schema hotel_spans --push {options} --budget 1000").output
-    assert "6/6 tasks have a prediction" in out and "(3 new, 0 unfinished)" in out, out
+    assert (
+        "6/6 tasks have a prediction" in out and "this run added 3 predictions, 0 task(s) still without one" in out
+    ), out
     assert all(len(v) == 1 for v in versions_per_task(client, project_id))  # no task predicted twice
 
     refused = judgelab(judges_stack, "judgelab preannotate --schema hotel_spans --budget 1", expect=1)

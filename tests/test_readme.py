@@ -164,9 +164,11 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
 
     preannotated = _line(session, 'judgelab preannotate --title "Noticias 2025"').stdout
     assert f"{N_NEWS}/{N_NEWS} tasks have a prediction" in preannotated
-    assert f"({N_NEWS} new, 0 unfinished) pushed by judgelab in chunks" in preannotated
+    assert f"pushed by judgelab in chunks; this run added {N_NEWS} predictions, 0 task(s) still without one" in (
+        preannotated
+    )
     assert "30/30 tasks have a prediction" in preannotated
-    assert "(30 new, 0 unfinished) via Label Studio's 'Retrieve predictions'" in preannotated
+    assert "via Label Studio's 'Retrieve predictions'; this run added 30 predictions, 0 task(s)" in preannotated
     for project in (news, pilot):
         version = client.projects.get(id=project.id).model_version
         missing, total = missing_version(client, project.id, version)

@@ -490,9 +490,11 @@ def _say_preannotated(out: Output, project, report, budget: float | None) -> Non
     failures = f", failures {report.failures}" if report.failures else ""
     how = HOW[report.method]
     if report.method == "push" or len(report.model_versions) == 1:
+        versions = ", ".join(report.model_versions)
+        added = f"{report.added} prediction{'' if report.added == 1 else 's'}"
         out.line(
-            f"{name}: {report.predicted}/{report.tasks} tasks have a prediction of {', '.join(report.model_versions)} "
-            f"({report.added} new, {report.unfinished} unfinished{failures}) {how}"
+            f"{name}: {report.predicted}/{report.tasks} tasks have a prediction of {versions} {how}; this run added "
+            f"{added}, {report.unfinished} task(s) still without one{failures}"
         )
     else:  # Label Studio's own action: one line per judge
         for version, done in report.per_version.items():

@@ -144,14 +144,23 @@ def _sync_usage(client, out: Path, report, fmt: str, output: Output) -> dict:
 
 _MODE_TEXT = {
     "ranges": "exported by id range",
-    "recent": "changes found among recently updated tasks",
-    "listing": "changes found by listing every task",
+    "recent": "changes looked for among recently updated tasks",
+    "listing": "changes looked for by listing every task",
 }
 
 
 def _modes(report) -> str:
-    modes = sorted({p.mode for p in report.projects if p.mode})
-    return f" ({'; '.join(_MODE_TEXT.get(m, m) for m in modes)})" if modes else ""
+    """How each project's changes were found, and how many tasks each exported ('no change' when none)."""
+    parts = []
+    for mode in sorted({p.mode for p in report.projects if p.mode}):
+        exported = sum(p.tasks_exported for p in report.projects if p.mode == mode)
+        text = _MODE_TEXT.get(mode, mode)
+        parts.append(text if mode == "ranges" else f"{text}: {'no change' if not exported else _changed(exported)}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _changed(count: int) -> str:
+    return f"{count} task{'' if count == 1 else 's'} changed"
 
 
 @main.command("report")
