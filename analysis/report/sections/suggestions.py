@@ -259,6 +259,12 @@ def _direction_section(review: pd.DataFrame, data: ProjectData) -> Section | Non
         sentences = []
         for row in ratings.to_dict("records"):
             way = "up" if row["mean_change"] > 0 else "down"
+            if is_nan(row["mean_change"]):
+                sentences.append(
+                    f"{row['category']} ({_model(row['model'])}): {plural(row['n_edited'], 'changed rating')}, whose "
+                    "values are not numbers, so whether they were raised or lowered cannot be told"
+                )
+                continue
             sentences.append(
                 f"{row['category']} ({_model(row['model'])}): of {plural(row['n_edited'], 'changed rating')}, "
                 f"{row['n_raised']} raised and {row['n_lowered']} lowered, {number(abs(row['mean_change']), 2)} "
