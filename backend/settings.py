@@ -130,7 +130,7 @@ class LLMSettings:
         return Path(self.cache_path).expanduser() if self.cache_enabled else None
 
 
-#: Bounds of what one process keeps and accepts (issue 15: memory must not grow with what
+#: Bounds of what one process keeps and accepts (memory must not grow with what
 #: anyone can send to /setup, /webhook and /predict).
 DEFAULT_MAX_BODY_MB = 200.0  # one request body ("Retrieve predictions" sends a whole project)
 DEFAULT_MAX_CONFIG_MB = 1.0  # one label config (a big taxonomy is a few hundred kB)

@@ -1,4 +1,4 @@
-"""``judgelab serve`` and ``python -m judgelab.backend`` as a user runs them (issue 13, points 4 and 9):
+"""``judgelab serve`` and ``python -m judgelab.backend`` as a user runs them:
 ``--help``, every flag with its variable, the README's commands exactly as written, several
 worker processes sharing the LLM response cache, and ``/metrics``."""
 

@@ -1,6 +1,6 @@
-"""Files as people have them, and files made to break the importer (issue 13 point 6, issue 15
-items 5, 12 and 13): each is read into checked rows or refused with a message naming the file
-and line, before anything reaches Label Studio. The CLI cases run against a listener that only
+"""Files as people have them, and files made to break the importer: each is read into checked
+rows or refused with a message naming the file and line, before anything reaches Label Studio.
+The CLI cases run against a listener that only
 counts requests, so "nothing was created" is checked, not assumed."""
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def _check_prediction(schema_name, config, task, prediction):
         assert {"Coherence", "Consistency", "Fluency", "Relevance", "5W"} <= names
     if schema_name == "augmentation_quality":
         assert {"SP", "SC"} <= names
-    # Since issue 16 the optional no-errors answers are ticked only when likely enough, so a task
+    # Since the scores are calibrated, the optional no-errors answers are ticked only when likely enough, so a task
     # may have neither them nor a span; it never has both.
     if schema_name == "hotel_spans":
         assert "impression" in names

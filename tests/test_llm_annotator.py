@@ -268,7 +268,7 @@ def test_one_bad_task_does_not_spoil_the_others(closing):
         annotator = annotator_for(closing, sim, task=task, retries=0)
         drafts, _ = batch(annotator, datas)
     assert drafts[0].ratings == {"impression": expected(0)}
-    # an answer that gives nothing usable is no prediction (issue 15 item 6): Label Studio asks again later
+    # an answer that gives nothing usable is no prediction: Label Studio asks again later
     assert drafts[1] is None and annotator.stats["failed: no usable answer"] == 1
     assert drafts[2] is None and annotator.stats["failed: parse"] == 1  # to_draft raised
     assert drafts[3] is None and annotator.stats["failed: http_500"] == 1

@@ -90,7 +90,7 @@ def spans_text(draft: Draft | list[SpanDraft], text: str) -> list[str]:
     return [text[s.start : s.end] for s in spans]
 
 
-# Since the scores are calibrated (issue 16), the annotator suggests only the spans whose fitted
+# Since the scores are calibrated, the annotator suggests only the spans whose fitted
 # score reaches the schema's threshold; the tests of what a rule finds check the rules' candidates
 # (``flaw_candidates``, ``error_candidates``), the tests of what is suggested check the draft.
 
@@ -494,7 +494,7 @@ def labelled(draft: Draft | list[SpanDraft], text: str) -> dict[str, str]:
 
 
 def test_hotel_clean_summary_leaves_the_no_errors_box_to_the_reviewer(annotator: OfflineAnnotator) -> None:
-    # Intended change (issue 16): on real human error spans, an output where the rules found
+    # Intended change: on real human error spans, an output where the rules found
     # nothing was left without errors by the human only a quarter of the time, so the optional
     # no-errors box is no longer ticked (its fitted probability is below 0.5).
     draft, data = hotel(

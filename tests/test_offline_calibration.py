@@ -1,4 +1,4 @@
-"""Calibrated scores of the offline annotator (issue 16): every suggested result carries a score in
+"""Calibrated scores of the offline annotator: every suggested result carries a score in
 [0, 1] that is a fitted probability; "Inconsistent" and flaw spans only from the fitted threshold
 on; a required verdict below it gets the most likely answer with its score; and, on the real
 StorySumm and BASSE data (skipped when ``../shared/data`` is absent), the stored parameters are the
@@ -214,7 +214,7 @@ def test_stored_story_parameters_are_the_ones_val_gives(bench_modules, capsys) -
 @needs_storysumm
 def test_val_fitted_story_model_on_the_storysumm_test_split(bench_modules) -> None:
     """Measured test-split figures (README): line BA 0.614, summary BA 0.548, 87 lines flagged for
-    45 inconsistent ones; before issue 16 they were 0.540, 0.476 and 156."""
+    45 inconsistent ones; before the calibrated scores they were 0.540, 0.476 and 156."""
     bench, _, _ = bench_modules
     items = [item for item in bench.load_items(STORYSUMM) if item.split == "test"]
     predictions = bench.annotator_predictions(items)

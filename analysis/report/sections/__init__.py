@@ -68,7 +68,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     judges_section,
     cost_section,
 ]
-# the review loop's sections (issue 11): what reviewers did with suggestions, anchoring, judge calibration
+# the review loop's sections: what reviewers did with suggestions, anchoring, judge calibration
 REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, arms_section, judges_section]
 
 __all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
