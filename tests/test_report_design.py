@@ -147,7 +147,8 @@ def test_front_page_title_completion_findings_and_glossary_last(tmp_path: Path) 
     assert "Suggestions: this project has no model predictions" in markdown
     html = paths.html.read_text(encoding="utf-8")
     # the summary table comes first, each row from a section's own numbers, linking to it
-    assert markdown.index("**The study at a glance**") < markdown.index("Every table and figure below is cut")
+    assert "**The study at a glance (the '(all)' rows: every cell pooled)**" in markdown
+    assert markdown.index("**The study at a glance") < markdown.index("Every table and figure below is cut")
     glance = pd.read_csv(paths.csv["at_a_glance"])
     assert glance["topic"].tolist()[:2] == ["Completion", "Agreement"]
     assert glance.loc[0, "answer"] == "8 of 10 tasks annotated; 8 (80%) reached the target of 2 annotations each"
@@ -155,7 +156,7 @@ def test_front_page_title_completion_findings_and_glossary_last(tmp_path: Path) 
     assert agreement[["subject", "cell"]].values.tolist() == [["SP", "(all)"]]  # the pooled cell where there is one
     alpha = pd.read_csv(paths.csv["agreement"]).set_index("model").loc["(all)", "krippendorff_alpha"]
     assert agreement["value"].iloc[0] == pytest.approx(alpha)
-    assert "| Agreement | SP (all cells) | ordinal alpha" in markdown
+    assert "| Agreement | SP | ordinal alpha" in markdown
     assert '<a href="#pilot-round-2-demo-ratings-agreement-per-item">Agreement per item &rarr;</a>' in html
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from judgelab.analysis.facets import TOTAL_LABEL
 from judgelab.analysis.report.blocks import Block, Glance, GlanceTable, Paragraph, Section, Table
-from judgelab.analysis.report.data import ProjectData, percent, plural, with_project
+from judgelab.analysis.report.data import GOLD_SOURCE, ProjectData, percent, plural, with_project
 from judgelab.analysis.report.sections.suggestions import suggestion_headline
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations
 
@@ -38,8 +38,10 @@ def front_page(
     summary table first, then the cut, completion, throughput and the rest."""
     per_task = annotations_per_task(data)
     rows = glance_rows(completion_glance(data, per_task), sections)
+    pooled = any(g.cell == TOTAL_LABEL for g, _ in rows)
+    caption = "The study at a glance" + (" (the '(all)' rows: every cell pooled)" if pooled else "")
     blocks: list[Block] = [
-        GlanceTable(rows),
+        GlanceTable(rows, caption),
         Table("at_a_glance", "The study at a glance", glance_csv(rows).assign(project=data.project), csv_only=True),
     ]
     blocks += [Paragraph(sentence) for sentence in cut_sentences]
@@ -193,7 +195,16 @@ def throughput_table(data: ProjectData) -> pd.DataFrame:
 
 # -- the summary table ------------------------------------------------------------------------
 
-GLANCE_ORDER = ("Completion", "Agreement", "Span agreement", "Targets", "Suggestions", "Judges", "Cost")
+GLANCE_ORDER = (
+    "Completion",
+    "Agreement",
+    "Span agreement",
+    "Targets",
+    "Suggestions",
+    "Judges against gold",
+    "Judges",
+    "Cost",
+)
 MAX_GLANCE_ROWS = 8  # per topic; the rest are in the section the last row links to
 
 
@@ -248,6 +259,9 @@ def completion_glance(data: ProjectData, per_task: np.ndarray) -> Glance:
     target, _ = overlap_target(data.tasks)
     annotated = int((per_task > 0).sum())
     text = f"{annotated} of {plural(n_tasks, 'task')} annotated"
+    gold = data.judgments.loc[data.judgments["source"] == GOLD_SOURCE, "task_id"].nunique()
+    if not annotated and gold:
+        return Glance("Completion", "tasks", f"{n_tasks} tasks with reference labels on {gold}; no human annotation")
     if target:
         reached = int((per_task >= target).sum())
         text += f"; {reached} ({percent(reached / n_tasks)}) reached the target of {target} annotations each"

@@ -152,9 +152,9 @@ def _markdown_block(block: Block) -> list[str]:
 
 
 def _glance_subject(glance: object) -> str:
-    if not glance.cell:
+    if not glance.cell or glance.cell == TOTAL_LABEL:  # the pooled cell: the table's caption says so
         return glance.subject
-    return f"{glance.subject} ({'all cells' if glance.cell == TOTAL_LABEL else glance.cell})"
+    return f"{glance.subject} ({glance.cell})"
 
 
 def _markdown_table(frame: pd.DataFrame) -> list[str]:

@@ -554,7 +554,17 @@ def judges_section(data: ProjectData) -> Section | None:
         )
         blocks.append(Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
                             data=with_project(auc, data.project)))  # fmt: skip
-    return Section("Judges against the gold labels", blocks)
+    glance = []
+    for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
+        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
+        for row in rows.to_dict("records"):
+            answer = (
+                f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
+                f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
+            )
+            judge = str(row["judge"]).replace("\u00a0", " ").removeprefix("model:")
+            glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
+    return Section("Judges against the gold labels", blocks, glance=glance)
 
 
 def _signed_rows(data: ProjectData) -> pd.DataFrame:
