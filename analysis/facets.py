@@ -503,11 +503,6 @@ def _natural(text: str) -> tuple[Any, ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", str(text)) if part)
 
 
-def cell_counts(cells: Sequence[FacetCell]) -> str:
-    """``es, 1: 210 tasks; es, 2: 105 tasks`` for a sentence."""
-    return "; ".join(f"{cell.label}: {cell.n_tasks} tasks" for cell in cells if not cell.is_total)
-
-
 def with_cell_columns(frame: pd.DataFrame, cell: FacetCell) -> pd.DataFrame:
     """``frame`` with the cell's field values as its first columns (after ``project`` when there is one)."""
     values = cell.columns()

@@ -89,10 +89,6 @@ class Schema:
             raise SchemaError(f"{path}: expected a JSON list of tasks")
         return tasks
 
-    def prompt_template(self, name: str = "prompt.txt") -> str | None:
-        path = self.folder / name
-        return path.read_text(encoding="utf-8") if path.exists() else None
-
 
 def configs_dir() -> Path:
     """Where the schema folders live: ``$JUDGELAB_CONFIGS_DIR``, else this package's own folder

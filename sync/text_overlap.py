@@ -89,12 +89,6 @@ def rouge_l_f1(candidate: str | list[str], reference: str | list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def is_near_duplicate(candidate: str, kept: str, threshold: float = THRESHOLD) -> bool:
-    """True when BLEU(candidate, kept) or ROUGE-L F1 exceeds ``threshold`` (strictly)."""
-    cand, ref = tokens(candidate), tokens(kept)
-    return bleu(cand, ref) > threshold or rouge_l_f1(cand, ref) > threshold
-
-
 def dedupe_segments(segments: list[str], threshold: float = THRESHOLD) -> list[str]:
     """Segments in order, minus each one that is a near-duplicate of one already kept.
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError
-from judgelab.sync.importers.records import Record
 
 _MISSING = object()
 
@@ -73,21 +72,6 @@ def check_mapped_fields(mapping: Mapping[str, str], schema: Schema) -> None:
 def unmapped_columns_error(name: str, missing: list[str], columns: list[str]) -> SyncError:
     """``--map`` named columns the file does not have."""
     return SyncError(f"{name}: mapped column(s) not found: {', '.join(missing)} (columns: {_shown(columns)})")
-
-
-def check_mapping(records: list[Record], mapping: Mapping[str, str], schema: Schema) -> None:
-    """Raise when a mapped field is not in the schema or a mapped column is in no record."""
-    check_mapped_fields(mapping, schema)
-    if not records:
-        return
-    missing = [
-        f"{field}={column}"
-        for field, column in mapping.items()
-        if all(get_path(record, column) is _MISSING for _, record in records)
-    ]
-    if missing:
-        where, first = records[0]
-        raise unmapped_columns_error(where.rsplit(" ", 2)[0], missing, _columns(first))
 
 
 def is_present(record: Any, column: str) -> bool:

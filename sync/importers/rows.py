@@ -50,11 +50,6 @@ def task_key(data: dict[str, Any]) -> str:
     return "sha1:" + hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def stable_key(*parts: object) -> str:
-    """A readable task id from parts (``doc#claude-base``), for idempotent re-imports."""
-    return "#".join(str(p) for p in parts)
-
-
 class BadRow(ValueError):
     """A record that cannot be a task; the message names the file and line (or item)."""
 
