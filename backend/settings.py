@@ -163,6 +163,7 @@ class BackendSettings:
     fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
     fetch_max_mb: float = DEFAULT_FETCH_MAX_MB
     fetch_cache_mb: float = DEFAULT_FETCH_CACHE_MB
+    stack_id: str = ""  # answered in /health: how `judgelab up` knows the backend it started
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     def __post_init__(self) -> None:
@@ -201,5 +202,6 @@ class BackendSettings:
             fetch_timeout=_number(env, "JUDGELAB_FETCH_TIMEOUT", DEFAULT_FETCH_TIMEOUT, float, 0.001),
             fetch_max_mb=_number(env, "JUDGELAB_FETCH_MAX_MB", DEFAULT_FETCH_MAX_MB, float, 0.001),
             fetch_cache_mb=_number(env, "JUDGELAB_FETCH_CACHE_MB", DEFAULT_FETCH_CACHE_MB, float, 0),
+            stack_id=env.get("JUDGELAB_STACK_ID", "").strip(),
             llm=LLMSettings.from_env(env),
         )
