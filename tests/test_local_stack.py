@@ -60,9 +60,15 @@ def lookalike():
     proc.wait(timeout=30)
 
 
-def _up(home: Path, ls_port: int, backend_port: int) -> subprocess.CompletedProcess:
+def _up(home: Path, ls_port: int, backend_port: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`judgelab up` on these ports: its run and the servers it started (their pid files), which
+    `judgelab down` then stops."""
     command = [JUDGELAB, "--home", str(home), "up", "--ls-port", str(ls_port), "--backend-port", str(backend_port)]
-    return subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=600)
+        return done, sorted(path.stem for path in home.glob("*.pid"))
+    finally:
+        CliRunner().invoke(main, ["--home", str(home), "down"])
 
 
 def test_down_stops_the_backend_that_up_started(tmp_path):
@@ -82,7 +88,7 @@ def test_down_stops_the_backend_that_up_started(tmp_path):
 def test_up_stops_at_a_label_studio_port_another_program_holds(tmp_path, lookalike):
     port, pid = lookalike
     backend_port = free_port()
-    done = _up(tmp_path / "stack", port, backend_port)
+    done, started = _up(tmp_path / "stack", port, backend_port)
     assert done.returncode == 1, done.stdout + done.stderr
     message = done.stderr.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("error: "), done.stderr
@@ -90,20 +96,20 @@ def test_up_stops_at_a_label_studio_port_another_program_holds(tmp_path, lookali
     assert "a Label Studio that refuses this folder's token" in message[0] and "--ls-port " in message[0]
     # it neither took the other server for its own nor started anything
     assert "reused" not in done.stdout and "started" not in done.stdout and "refused the token" not in done.stderr
-    assert not list((tmp_path / "stack").glob("*.pid")) and not healthy(f"http://127.0.0.1:{backend_port}", 0.5)
+    assert started == [] and not healthy(f"http://127.0.0.1:{backend_port}", 0.5)
 
 
 def test_up_stops_at_a_backend_port_another_stacks_backend_holds(tmp_path):
     with start_backend(tmp_path / "other.log", JUDGELAB_STACK_ID="another-stack") as other:
         backend_port = int(other.url.rsplit(":", 1)[1])
-        done = _up(tmp_path / "stack", free_port(), backend_port)
+        done, started = _up(tmp_path / "stack", free_port(), backend_port)
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"port {backend_port}, where the ML backend should listen, is taken by pid {other.proc.pid} (" in (
             done.stderr
         )
         assert "a judgelab backend of another state folder" in done.stderr and "--backend-port " in done.stderr
         assert "ML backend at" not in done.stdout  # nothing was reported as this stack's
-        assert not (tmp_path / "stack" / "label-studio.pid").exists()  # checked before Label Studio started
+        assert started == []  # the ports were checked before Label Studio started
         assert healthy(other.url)  # the other stack's backend is left alone
 
 
