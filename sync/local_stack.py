@@ -278,7 +278,9 @@ def _what_answers(url: str) -> str:
         return ""
     if answer.get("model_class") == "JudgelabModel":
         return ", a judgelab backend of another state folder"
-    return ", a Label Studio that refuses this folder's token" if answer.get("status") == "UP" else ""
+    if answer.get("status") == "UP":
+        return ", answering like a Label Studio that does not know this folder's admin token"
+    return ""
 
 
 def claim_port(settings: StackSettings, what: str, port: int, option: str, ours: Callable[[], bool]) -> bool:

@@ -93,7 +93,8 @@ def test_up_stops_at_a_label_studio_port_another_program_holds(tmp_path, lookali
     message = done.stderr.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("error: "), done.stderr
     assert f"port {port}, where Label Studio should listen, is taken by pid {pid} (" in message[0]
-    assert "a Label Studio that refuses this folder's token" in message[0] and "--ls-port " in message[0]
+    assert "answering like a Label Studio that does not know this folder's admin token" in message[0]
+    assert "--ls-port " in message[0]
     # it neither took the other server for its own nor started anything
     assert "reused" not in done.stdout and "started" not in done.stdout and "refused the token" not in done.stderr
     assert started == [] and not healthy(f"http://127.0.0.1:{backend_port}", 0.5)
