@@ -265,7 +265,13 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
     @app.get("/health")
     @app.get("/")
     async def health() -> dict[str, Any]:
-        return {"status": "UP", "model_class": "JudgelabModel", "annotator": annotator.name, "version": __version__}
+        return {
+            "status": "UP",
+            "model_class": "JudgelabModel",
+            "annotator": annotator.name,
+            "version": __version__,
+            "stack": settings.stack_id,
+        }
 
     def do_setup(raw: bytes) -> dict[str, Any]:
         payload = parse_json_object(raw)

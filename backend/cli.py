@@ -166,6 +166,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fetch-timeout", "JUDGELAB_FETCH_TIMEOUT", "seconds per uploaded file fetched", "fetch_timeout"),
     Option("--fetch-max-mb", "JUDGELAB_FETCH_MAX_MB", "largest uploaded file fetched", "fetch_max_mb"),
     Option("--fetch-cache-mb", "JUDGELAB_FETCH_CACHE_MB", "fetched texts kept in memory", "fetch_cache_mb"),
+    Option(
+        "--stack-id",
+        "JUDGELAB_STACK_ID",
+        "an id /health answers, by which 'judgelab up' tells the backend it started from another one on its port",
+        "stack_id",
+        metavar="ID",
+    ),
 )
 
 #: Read from the environment only, never from a flag.

@@ -175,6 +175,7 @@ class BackendSettings:
     fetch_max_mb: float = DEFAULT_FETCH_MAX_MB
     fetch_cache_mb: float = DEFAULT_FETCH_CACHE_MB
     fetch_local_files: bool = False  # also fetch Label Studio's /data/local-files/?d=... URLs
+    stack_id: str = ""  # answered in /health: how `judgelab up` knows the backend it started
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     def __post_init__(self) -> None:
@@ -217,5 +218,6 @@ class BackendSettings:
             fetch_max_mb=_number(env, "JUDGELAB_FETCH_MAX_MB", DEFAULT_FETCH_MAX_MB, float, 0.001),
             fetch_cache_mb=_number(env, "JUDGELAB_FETCH_CACHE_MB", DEFAULT_FETCH_CACHE_MB, float, 0),
             fetch_local_files=_flag(env, "JUDGELAB_FETCH_LOCAL_FILES"),
+            stack_id=env.get("JUDGELAB_STACK_ID", "").strip(),
             llm=LLMSettings.from_env(env),
         )

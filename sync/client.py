@@ -7,7 +7,9 @@ failures (server down, wrong URL, wrong token) into one clear :class:`SyncError`
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,10 @@ import httpx
 
 if TYPE_CHECKING:  # the SDK takes over a second to import: only the commands that use it load it
     from label_studio_sdk import LabelStudio
+
+
+HTML_START = re.compile(r"<\s*(!doctype\s+html|html|head|body)\b", re.IGNORECASE)
+HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 class SyncError(RuntimeError):
@@ -34,14 +40,27 @@ class Connection:
         )
 
 
+def body_summary(body: Any, limit: int = 200) -> str:
+    """What the body of an error answer says, in one line: an HTML page (Label Studio's error
+    pages run to dozens of lines) by its title, other text by its start."""
+    text = body if isinstance(body, str) else "" if body is None else str(body)
+    if HTML_START.search(text[:2000]):
+        title = HTML_TITLE.search(text)
+        said = " ".join(html.unescape(title.group(1)).split())[:limit] if title else ""
+        return f"an error page ({said})" if said else "an error page"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def api_error_message(exc: Any) -> str:
-    """What an SDK ``ApiError`` says, in one line."""
+    """What an SDK ``ApiError`` says, in one line (never a whole HTML page)."""
     body = exc.body
     if isinstance(body, dict):
         for key in ("validation_errors", "detail", "error", "message"):
             if key in body:
-                return f"{key}: {body[key]}"
-    return f"HTTP {exc.status_code}: {body}"
+                return f"{key}: {body_summary(body[key], 500)}"
+    said = body_summary(body)
+    return f"HTTP {exc.status_code}: {said}" if said else f"HTTP {exc.status_code}"
 
 
 def require_token(conn: Connection) -> None:

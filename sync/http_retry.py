@@ -6,6 +6,11 @@ repeated by the transport: a repeat after a lost answer could add a second copy;
 that send them find out what Label Studio already has when they are run again (task keys,
 prediction versions).
 
+A write that meets the same failures is repeated only through :func:`repeat_write`, which first
+looks whether it landed all the same (the answer alone may have been lost) and sends it again only
+if it did not: a 500 while Label Studio is busy (SQLite locked by another import) is ridden out as
+for a read, and nothing is stored twice.
+
 ``JUDGELAB_HTTP_RETRIES`` (attempts in all, default 5) and ``JUDGELAB_HTTP_RETRY_PAUSE`` (the
 first pause in seconds, doubled each time, default 0.5) configure it.
 """
@@ -15,6 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import httpx
 
@@ -26,6 +33,9 @@ RETRIED_ERRORS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) 
 CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)  # refused: a server that is down stays down
 CONNECT_ATTEMPTS = 2
 MAX_PAUSE_SECONDS = 8.0
+#: A write whose answer did not come (cut off, timed out) may have landed: looked for, then repeated.
+LOST_ANSWER_ERRORS = (*RETRIED_ERRORS, httpx.TimeoutException)
+T = TypeVar("T")
 
 
 def _setting(name: str, default: float) -> float:
@@ -82,3 +92,30 @@ class RetryingTransport(httpx.BaseTransport):
 def retrying_client(timeout: float, **kwargs: object) -> httpx.Client:
     """An ``httpx.Client`` whose reads are retried (:class:`RetryingTransport`)."""
     return httpx.Client(timeout=timeout, transport=RetryingTransport(), follow_redirects=True, **kwargs)
+
+
+def repeat_write(send: Callable[[], T], landed: Callable[[], T | None], what: str) -> T:
+    """``send()`` a write; when Label Studio answers 429 or 5xx or its answer is lost, wait as a
+    read would, ask ``landed()`` whether the write is there all the same (its result, or None)
+    and send it again only when it is not. The last failure is raised as it came."""
+    from label_studio_sdk.core.api_error import ApiError
+
+    attempts = max(1, int(_setting("JUDGELAB_HTTP_RETRIES", 5)))
+    pause = max(0.0, _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
+    for attempt in range(1, attempts + 1):
+        try:
+            return send()
+        except ApiError as exc:
+            if exc.status_code not in RETRIED_STATUS or attempt == attempts:
+                raise
+            why = f"HTTP {exc.status_code}"
+        except LOST_ANSWER_ERRORS as exc:
+            if attempt == attempts:
+                raise
+            why = type(exc).__name__
+        log.info("%s: %s; looking whether it landed, then trying again (%d/%d)", what, why, attempt + 1, attempts)
+        time.sleep(min(pause * 2 ** (attempt - 1), MAX_PAUSE_SECONDS))
+        found = landed()
+        if found is not None:
+            return found
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -2,10 +2,15 @@
 judgelab ML backend.
 
 Both run as background processes whose pids, logs and the preset admin login live in one
-state folder (``.judgelab/`` by default). Running again finds them healthy and reuses them;
-:func:`stop_stack` ends them. Label Studio keeps its data in SQLite inside that folder unless
-:attr:`StackSettings.database` names a PostgreSQL database (:mod:`sync.postgres_server` starts a
-throwaway PostgreSQL server for one).
+state folder (``.judgelab/`` by default). Running again finds them and reuses them;
+:func:`stop_stack` ends them. A server is reused only when it is this folder's own: its Label
+Studio accepts the folder's admin token, its backend answers the folder's stack id in ``/health``.
+A port held by anything else (another stack, another program) stops the start with a message
+naming the port and the process that holds it.
+
+Label Studio keeps its data in SQLite inside that folder unless :attr:`StackSettings.database`
+names a PostgreSQL database (:mod:`sync.postgres_server` starts a throwaway PostgreSQL server for
+one).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -123,6 +129,48 @@ def load_credentials(home: Path) -> Credentials:
     return creds
 
 
+def stack_id(home: Path) -> str:
+    """This state folder's id (made once): the backend it starts answers it in ``/health``."""
+    path = home / "stack-id"
+    if path.exists() and path.read_text().strip():
+        return path.read_text().strip()
+    home.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_hex(8)
+    path.write_text(value)
+    return value
+
+
+def record_stack(settings: StackSettings) -> None:
+    """Note where ``judgelab up`` runs this folder's servers, for the commands that follow."""
+    path = settings.home / "stack.json"
+    path.write_text(json.dumps({"ls_url": settings.ls_url, "backend_url": settings.backend_url}))
+
+
+def _recorded(home: Path) -> dict:
+    try:
+        recorded = json.loads((home / "stack.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def recorded_ls_url(home: Path) -> str | None:
+    """The Label Studio URL of this folder's running stack, as ``judgelab up`` noted it (None: none)."""
+    url = _recorded(home).get("ls_url")
+    return url if isinstance(url, str) and url else None
+
+
+def recorded_ports(home: Path) -> tuple[int | None, int | None]:
+    """The ports (Label Studio, backend) of this folder's running stack, as ``judgelab up`` noted them."""
+    ports = []
+    for key in ("ls_url", "backend_url"):
+        try:
+            ports.append(urlsplit(str(_recorded(home).get(key) or "")).port)
+        except ValueError:
+            ports.append(None)
+    return ports[0], ports[1]
+
+
 def healthy(url: str, timeout: float = 2.0) -> bool:
     try:
         return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
@@ -130,14 +178,139 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path, what: str) -> None:
+def _health(url: str, timeout: float = 2.0) -> dict | None:
+    """``/health``'s JSON object, or None (no answer, not 200, not a JSON object)."""
+    try:
+        response = httpx.get(f"{url}/health", timeout=timeout)
+        payload = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def label_studio_is_ours(settings: StackSettings, creds: Credentials) -> bool:
+    """Whether the Label Studio at ``settings.ls_url`` is this state folder's: it knows the
+    folder's admin by its token (a token is random: another Label Studio refuses it)."""
+    try:
+        response = httpx.get(
+            f"{settings.ls_url}/api/current-user/whoami", headers={"Authorization": f"Token {creds.token}"}, timeout=10
+        )
+        payload = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(payload, dict) and payload.get("email") == creds.username
+
+
+def backend_is_ours(settings: StackSettings) -> bool:
+    """Whether the backend at ``settings.backend_url`` is the one this state folder started."""
+    answer = _health(settings.backend_url)
+    return answer is not None and answer.get("stack") == stack_id(settings.home)
+
+
+def listening(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections at ``host:port``."""
+    with socket.socket() as s:
+        s.settimeout(2.0)
+        return s.connect_ex((host, port)) == 0
+
+
+def listener_pid(port: int) -> int | None:
+    """The process listening on TCP ``port`` of this machine, from ``/proc`` (Linux; another
+    user's process is seen only by root); None when it cannot be told."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cells = row.split()
+            if len(cells) > 9 and cells[3] == "0A" and int(cells[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{cells[9]}]")
+    if not inodes:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
+def port_owner(port: int) -> str | None:
+    """``pid 1234 (python3 -m http.server 8080)``: who listens on ``port`` (see :func:`listener_pid`)."""
+    pid = listener_pid(port)
+    if pid is None:
+        return None
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    command = " ".join(command.split())  # a `python -c` script's lines on one line
+    return f"pid {pid} ({command[:200] or '?'})"
+
+
+def started_here(home: Path, name: str, port: int) -> bool:
+    """Whether the process listening on ``port`` is one this folder started as ``name`` (its pid
+    file holds the process group judgelab started it in)."""
+    pid = listener_pid(port)
+    try:
+        return pid is not None and os.getpgid(pid) == int((home / f"{name}.pid").read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def _next_free_port(host: str, port: int) -> int:
+    """A port above ``port`` where nothing listens now (else any free one)."""
+    for candidate in range(port + 1, min(port + 100, 65536)):
+        if not listening(host, candidate):
+            return candidate
+    return free_port(host)
+
+
+def _what_answers(url: str) -> str:
+    """What the server at ``url`` says it is, for messages."""
+    answer = _health(url)
+    if answer is None:
+        return ""
+    if answer.get("model_class") == "JudgelabModel":
+        return ", a judgelab backend of another state folder"
+    if answer.get("status") == "UP":
+        return ", answering like a Label Studio that does not know this folder's admin token"
+    return ""
+
+
+def claim_port(settings: StackSettings, what: str, port: int, option: str, ours: Callable[[], bool]) -> bool:
+    """True when this folder's ``what`` already answers on ``port`` (reuse it), False when the
+    port is free (start it); raises ``SyncError`` naming the port and what holds it otherwise."""
+    if not listening(settings.host, port):
+        return False
+    if ours():
+        return True
+    owner = port_owner(port) or "another program"
+    answer = _what_answers(f"http://{settings.host}:{port}")
+    raise SyncError(
+        f"port {port}, where {what} should listen, is taken by {owner}{answer}: not this state folder's "
+        f"({settings.home}). Stop that program, or give {what} another port ({option} "
+        f"{_next_free_port(settings.host, port)} is free)"
+    )
+
+
+def _wait_ours(
+    url: str, ours: Callable[[], bool], proc: subprocess.Popen, timeout: float, log: Path, what: str
+) -> None:
+    """Wait until the server ``proc`` runs answers at ``url`` as ours (``ours()``); a server of
+    someone else answering there meanwhile is not taken for it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if healthy(url):
-            return
         if proc.poll() is not None:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise SyncError(f"{what} exited with code {proc.returncode}; end of {log}:\n{tail}")
+        if healthy(url) and ours():
+            return
         time.sleep(1.0)
     raise SyncError(f"{what} did not answer at {url}/health within {timeout:.0f} s (log: {log})")
 
@@ -180,9 +353,32 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
     return env
 
 
+def claim_label_studio_port(settings: StackSettings, creds: Credentials) -> bool:
+    """:func:`claim_port` for Label Studio: True when this folder's runs there already."""
+    return claim_port(
+        settings,
+        "Label Studio",
+        settings.ls_port,
+        "--ls-port",
+        lambda: label_studio_is_ours(settings, creds) or started_here(settings.home, "label-studio", settings.ls_port),
+    )
+
+
+def claim_backend_port(settings: StackSettings) -> bool:
+    """:func:`claim_port` for the backend: True when this folder's runs there already."""
+    return claim_port(
+        settings,
+        "the ML backend",
+        settings.backend_port,
+        "--backend-port",
+        lambda: backend_is_ours(settings) or started_here(settings.home, "backend", settings.backend_port),
+    )
+
+
 def start_label_studio(settings: StackSettings, creds: Credentials) -> bool:
-    """Start Label Studio unless it already answers; returns True when it was started now."""
-    if healthy(settings.ls_url):
+    """Start Label Studio unless this folder's already answers; returns True when it was started
+    now (raises ``SyncError`` when another program holds its port)."""
+    if claim_label_studio_port(settings, creds):
         return False
     wait_label_studio(settings, spawn_label_studio(settings, creds))
     return True
@@ -195,17 +391,29 @@ def spawn_label_studio(settings: StackSettings, creds: Credentials) -> subproces
     if not exe:
         raise SyncError("the label-studio command is not installed: pip install 'judgelab[server]'")
     log = settings.home / "label-studio.log"
-    cmd = [exe, "start", "--no-browser", "--port", str(settings.ls_port), "--internal-host", settings.host]
+    # --debug: Label Studio 1.23 then fails on a taken port instead of moving to the next one
+    # unannounced (the flag does nothing else in `start`; Django's DEBUG is its own variable)
+    cmd = [exe, "start", "--no-browser", "--debug", "--port", str(settings.ls_port), "--internal-host", settings.host]
     return _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
 
 
 def wait_label_studio(settings: StackSettings, proc: subprocess.Popen) -> None:
     """Wait until the Label Studio that ``proc`` runs answers (raises ``SyncError`` if it dies)."""
-    _wait_healthy(settings.ls_url, proc, LS_FIRST_BOOT_TIMEOUT, settings.home / "label-studio.log", "Label Studio")
+    creds = load_credentials(settings.home)
+    _wait_ours(
+        settings.ls_url,
+        lambda: label_studio_is_ours(settings, creds),
+        proc,
+        LS_FIRST_BOOT_TIMEOUT,
+        settings.home / "label-studio.log",
+        "Label Studio",
+    )
 
 
 def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = None) -> bool:
-    if healthy(settings.backend_url):
+    """Start the backend unless this folder's already answers; returns True when it was started
+    now (raises ``SyncError`` when another program holds its port)."""
+    if claim_backend_port(settings):
         return False
     env = dict(os.environ)
     env.update(
@@ -213,16 +421,19 @@ def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = No
             "JUDGELAB_BACKEND_HOST": settings.host,
             "JUDGELAB_BACKEND_PORT": str(settings.backend_port),
             "JUDGELAB_ANNOTATOR": settings.annotator,
+            "JUDGELAB_STACK_ID": stack_id(settings.home),
         }
     )
     env.update(extra_env or {})
     log = settings.home / "backend.log"
     proc = _spawn([sys.executable, "-m", "judgelab.backend"], env, log, settings.home / "backend.pid")
-    _wait_healthy(settings.backend_url, proc, 60, log, "judgelab backend")
+    _wait_ours(settings.backend_url, lambda: backend_is_ours(settings), proc, 60, log, "judgelab backend")
     return True
 
 
 def stop_stack(home: Path) -> list[str]:
+    """End the servers of this folder's stack (and forget where they ran)."""
+    (home / "stack.json").unlink(missing_ok=True)
     stopped = []
     for name in ("backend", "label-studio"):
         pid_file = home / f"{name}.pid"

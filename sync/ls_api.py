@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from judgelab.sync.client import Connection, SyncError, require_token
+from judgelab.sync.client import Connection, SyncError, body_summary, require_token
 from judgelab.sync.http_retry import retrying_client
 
 PROJECT_PAGE_SIZE = 100
@@ -129,12 +129,12 @@ class LabelStudioAPI(_Reads):
             raise SyncError(
                 f"Label Studio: GET {path} answered HTTP {response.status_code}"
                 + (" (after retries)" if response.status_code >= 500 else "")
-                + f": {response.text[:300]}"
+                + f": {body_summary(response.text, 300)}"
             )
         try:
             return response.json()
         except ValueError:
-            raise SyncError(f"Label Studio: GET {path} did not answer JSON: {response.text[:200]!r}") from None
+            raise SyncError(f"Label Studio: GET {path} did not answer JSON: {body_summary(response.text)!r}") from None
 
 
 class _SdkAPI(_Reads):
@@ -149,7 +149,9 @@ class _SdkAPI(_Reads):
         except Exception as exc:  # httpx errors: the server went away
             raise SyncError(f"Label Studio: GET {path} failed: {exc}") from None
         if response.status_code >= 400:
-            raise SyncError(f"Label Studio: GET {path} answered HTTP {response.status_code}: {response.text[:300]}")
+            raise SyncError(
+                f"Label Studio: GET {path} answered HTTP {response.status_code}: {body_summary(response.text, 300)}"
+            )
         return response.json()
 
 

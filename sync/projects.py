@@ -255,7 +255,7 @@ def import_rows(
     counted = _Counting(rows)
     for batch, first, last in import_batches(counted, have):
         try:
-            response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
+            task_ids = _import_batch(client, project_id, batch, f"import of tasks {first.where} .. {last.where}")
         except (ApiError, httpx.HTTPError) as exc:
             why = api_error_message(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
             raise SyncError(
@@ -264,13 +264,34 @@ def import_rows(
                 "(tasks already imported are recognised by their key)"
             ) from None
         imported += len(batch)
-        ids.extend(response.task_ids or [])
+        ids.extend(task_ids)
         if progress:
             progress(counted.count - counted.reported)
             counted.reported = counted.count
     if progress and counted.count > counted.reported:
         progress(counted.count - counted.reported)
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
+
+
+def _import_batch(client: LabelStudio, project_id: int, batch: list[dict[str, Any]], what: str) -> list[int]:
+    """Import one batch, riding out a busy Label Studio (:func:`~sync.http_retry.repeat_write`):
+    after a failure the project's keys are listed again and only the tasks that did not land are
+    sent again. The new tasks' ids (those of a batch whose answer was lost are not known)."""
+    from judgelab.sync.http_retry import repeat_write
+
+    pending = batch
+
+    def send() -> list[int]:
+        response = client.projects.import_tasks(id=project_id, request=pending, return_task_ids=True)
+        return list(response.task_ids or [])
+
+    def landed() -> list[int] | None:
+        nonlocal pending
+        there = existing_keys(client, project_id)
+        pending = [task for task in pending if task["meta"][KEY_FIELD] not in there]
+        return None if pending else []
+
+    return repeat_write(send, landed, what)
 
 
 class _Counting:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,20 +92,41 @@ def _note_holder(handle, pid: str) -> None:
 @contextmanager
 def folder_lock(out_dir: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the sync folder's lock; when another run holds it, tell ``on_wait`` and wait for it."""
-    path = Path(out_dir) / LOCK_FILE
     try:
-        handle = open(path, "a+", encoding="ascii")  # noqa: SIM115 - closed below
+        handle = open(Path(out_dir) / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise storage_error(Path(out_dir), exc) from None
+    waiting = f"another judgelab sync{{holder}} into {out_dir} to finish (one sync at a time per folder)"
+    with _held(handle, waiting, on_wait):
+        yield
+
+
+@contextmanager
+def import_lock(url: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold this machine's lock on imports into the Label Studio at ``url``. Two imports at once
+    would both list the project's task keys and annotations before either adds its own, and
+    both add them (tasks, annotations and accounts twice); so a second run waits, saying so,
+    and then finds what the first added. A file in the system's temporary folder, one per user
+    and Label Studio URL."""
+    folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = hashlib.sha256(url.rstrip("/").lower().encode()).hexdigest()[:16]
+    handle = open(folder / f"import-{name}.lock", "a+", encoding="ascii")  # noqa: SIM115 - closed below
+    waiting = f"another judgelab import{{holder}} into {url} to finish (one import at a time per Label Studio)"
+    with _held(handle, waiting, on_wait):
+        yield
+
+
+@contextmanager
+def _held(handle, waiting: str, on_wait: Callable[[str], None] | None) -> Iterator[None]:
+    """An exclusive ``flock`` on ``handle`` (closed at the end); ``waiting`` (with ``{holder}``)
+    goes to ``on_wait`` when another process holds it."""
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if on_wait:
-                on_wait(
-                    f"waiting for another judgelab sync{_holder(handle)} into {out_dir} to finish "
-                    "(one sync at a time per folder)"
-                )
+                on_wait("waiting for " + waiting.replace("{holder}", _holder(handle)))
             fcntl.flock(handle, fcntl.LOCK_EX)
         _note_holder(handle, str(os.getpid()))
         try:

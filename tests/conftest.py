@@ -117,7 +117,8 @@ def _migrated(home: Path) -> bool:
 
 
 def _copy_home(source: Path, target: Path) -> None:
-    skip = shutil.ignore_patterns("*.pid", "*.log", "export", "media")
+    # a copy is a stack of its own: not the pids, logs, stack id or ports of the one it was copied from
+    skip = shutil.ignore_patterns("*.pid", "*.log", "export", "media", "stack-id", "stack.json")
     shutil.copytree(source, target, ignore=skip, dirs_exist_ok=True)
 
 

@@ -36,6 +36,7 @@ class FaultProxy:
         self.faults: Counter[str] = Counter()
         self.passed = 0
         self.enabled = True
+        self.error_body = ("application/json", b'{"detail": "injected failure"}')  # what a 500 says
         self._in_a_row: Counter[str] = Counter()
         self._lock = threading.Lock()
         proxy = self
@@ -67,9 +68,9 @@ class FaultProxy:
 
             def _fail(self, fault: str) -> None:
                 if fault.startswith("500"):
-                    body = b'{"detail": "injected failure"}'
+                    content_type, body = proxy.error_body
                     self.send_response(500)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
@@ -122,3 +123,34 @@ class FaultProxy:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+#: The shape of Label Studio's own error page for a 500 (Django's technical page: dozens of lines).
+ERROR_PAGE = (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n  <meta http-equiv="content-type" content="text/html">\n'
+    "  <title>OperationalError\n          at /api/injected/</title>\n"
+    "  <style>body { font: small sans-serif; }</style>\n"
+    "</head>\n<body>\n"
+    + "".join(f'<div id="frame{i}">\n  <pre>database is locked</pre>\n</div>\n' for i in range(16))
+    + "</body>\n</html>\n"
+)
+
+
+class ScriptedFaultProxy(FaultProxy):
+    """A :class:`FaultProxy` whose faults are chosen by ``script(method, path)`` (a kind of
+    ``KINDS`` or None: passed through), answering its 500s with Label Studio's HTML error page."""
+
+    def __init__(self, target: str, script) -> None:
+        super().__init__(target, rate=0.0)
+        self.script = script
+        self.error_body = ("text/html; charset=utf-8", ERROR_PAGE.encode())
+
+    def _draw(self, key: str) -> str | None:
+        method, _, path = key.partition(" ")
+        with self._lock:
+            fault = self.script(method, path) if self.enabled else None
+            if fault is None:
+                self.passed += 1
+            else:
+                self.faults[fault] += 1
+            return fault

@@ -15,7 +15,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from test_browser_ui import CHROMIUM, FLAGS, RANGE_JS, log_in, open_task, utf16_len
+from test_browser_ui import CHROMIUM, RANGE_JS, logged_in_page, open_task, saved_annotations, utf16_len
 
 from judgelab.analysis.review import outcome_counts, review_table
 from judgelab.configs.schema import all_schemas
@@ -39,15 +39,9 @@ ADD = "outdoor pool"  # marked by the reviewer; the backend suggests the three w
 
 @pytest.fixture(scope="module")
 def page(live_stack):
-    playwright = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM or not __import__("shutil").which(CHROMIUM):
         pytest.skip("Debian's chromium is not installed")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1400})
-        log_in(page, live_stack)
-        yield page
-        browser.close()
+    yield from logged_in_page(live_stack, 1400)
 
 
 def predicted_task(live_stack, request, schema_name: str, title: str, task: dict):
@@ -118,8 +112,7 @@ def test_hotel_review_keep_relabel_delete_add_and_rerate(live_stack, page, artif
     assert sorted(page.locator(".lsf-outliner-item__text").all_inner_texts()) == sorted([keep, relabel, ADD])
     page.screenshot(path=str(artifacts / "review_hotel_reviewed.png"), full_page=True)
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_timeout(2500)
-    [annotation] = live_stack.client.annotations.list(id=task_id)
+    [annotation] = saved_annotations(live_stack.client, task_id)
     assert annotation.parent_prediction == prediction.id
 
     tables, review = synced_review(live_stack, project_id, tmp_path / "tables")
@@ -163,7 +156,7 @@ def test_choices_only_review_keep_change_and_add(live_stack, page, artifacts, tm
     notes.press("Shift+Enter")
     page.screenshot(path=str(artifacts / "review_augmentation_reviewed.png"), full_page=True)
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_timeout(2500)
+    assert len(saved_annotations(live_stack.client, task_id)) == 1
 
     tables, review = synced_review(live_stack, project_id, tmp_path / "tables")
     human = tables.judgments[tables.judgments["source"] == "human"].set_index("item")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 
+import httpx
 import pytest
 
 from judgelab.configs.schema import all_schemas
@@ -31,6 +33,14 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+# Bounds that hold on a slow machine (2 cores shared with other Label Studio jobs, where a page of
+# Label Studio took longer than Playwright's default 30 s to load). Every wait ends as soon as what
+# it waits for is there: on a quiet machine the tests take no longer for them.
+LABEL_STUDIO_ANSWER_S = 300  # Label Studio answering /health before a page is opened
+NAVIGATION_MS = 240_000  # a page of Label Studio loading (its scripts are several MB)
+ACTION_MS = 120_000  # an element appearing, a click taking effect
+SAVED_S = 120  # a submitted annotation reaching Label Studio's API
 
 # Rectangles of a code-unit range inside the richtext element that shows ``full``.
 RANGE_JS = """([full, start, length]) => {
@@ -74,30 +84,69 @@ def ui_projects(live_stack):
     return out
 
 
-@pytest.fixture(scope="module")
-def page(live_stack):
+def logged_in_page(live_stack, height: int):
+    """A headless Chromium page logged in to Label Studio (yields it)."""
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1300})
+        page = browser.new_page(viewport={"width": 1400, "height": height})
         log_in(page, live_stack)
         yield page
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def page(live_stack):
+    yield from logged_in_page(live_stack, 1300)
+
+
+def wait_for_label_studio(live_stack) -> None:
+    """Wait until Label Studio answers: a page opened while it is busy would spend the browser's
+    bound waiting for the server instead of loading."""
+    deadline = time.monotonic() + LABEL_STUDIO_ANSWER_S
+    while True:
+        try:
+            if httpx.get(f"{live_stack.url}/health", timeout=30).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Label Studio at {live_stack.url} did not answer in {LABEL_STUDIO_ANSWER_S} s")
+        time.sleep(1)
+
+
+def open_page(page, live_stack, path: str) -> None:
+    """Open a page of Label Studio once it answers; its content is waited for by the caller."""
+    wait_for_label_studio(live_stack)
+    page.goto(f"{live_stack.url}{path}", wait_until="domcontentloaded")
+
+
 def log_in(page, live_stack) -> None:
-    """Log in to Label Studio as the preset admin, as an annotator would."""
-    page.goto(f"{live_stack.url}/user/login")
+    """Log in to Label Studio as the preset admin, as an annotator would (the page gets the slow
+    machine's bounds for what follows)."""
+    page.set_default_navigation_timeout(NAVIGATION_MS)
+    page.set_default_timeout(ACTION_MS)
+    open_page(page, live_stack, "/user/login")
     page.fill("input[name=email]", live_stack.creds.username)
     page.fill("input[name=password]", live_stack.creds.password)
     page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/user/login" not in url)
     page.wait_for_load_state("networkidle")
 
 
 def open_task(page, live_stack, project_id, task_id):
-    page.goto(f"{live_stack.url}/projects/{project_id}/data?tab=0&task={task_id}")
-    page.wait_for_selector("[class*=richtext]", timeout=60_000)
+    open_page(page, live_stack, f"/projects/{project_id}/data?tab=0&task={task_id}")
+    page.wait_for_selector("[class*=richtext]")
+    page.wait_for_load_state("networkidle")  # the task's predictions and annotations have come
     page.wait_for_timeout(1500)
+
+
+def saved_annotations(client, task_id: int) -> list:
+    """The task's annotations once a submitted one has reached Label Studio's API."""
+    deadline = time.monotonic() + SAVED_S
+    while not (annotations := client.annotations.list(id=task_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return annotations
 
 
 def _task_where(client, project_id, predicate):
@@ -193,8 +242,7 @@ def test_span_selected_after_an_emoji_is_stored_in_code_points(ui_projects, page
     note.press("Shift+Enter")
     page.screenshot(path=str(artifacts / "ui_span_after_emoji.png"), full_page=True)
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_timeout(2500)
-    annotations = client.annotations.list(id=task.id)
+    annotations = saved_annotations(client, task.id)
     assert len(annotations) == 1
     result = annotations[0].result
     assert sorted(r["type"] for r in result) == ["labels", "textarea"]
@@ -213,9 +261,10 @@ def _radio(page, text):
 
 def _submit_expecting(page, message):
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_timeout(1000)
+    ok = page.get_by_role("button", name="OK")
+    ok.wait_for()  # the refusal's dialog
     shown = page.inner_text("body")
-    page.get_by_role("button", name="OK").click()
+    ok.click()
     return message in shown
 
 
@@ -248,9 +297,8 @@ def test_story_cannot_be_submitted_with_a_line_left_unjudged(ui_projects, page, 
     explanation.fill("the story never says so")
     explanation.press("Shift+Enter")
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_timeout(2500)
+    [annotation] = saved_annotations(client, task_id)
     page.screenshot(path=str(artifacts / "ui_story_submitted.png"), full_page=True)
-    [annotation] = client.annotations.list(id=task_id)
     verdicts = {r["from_name"]: r["value"]["choices"][0] for r in annotation.result if r["type"] == "choices"}
     assert [verdicts[f"verdict_{i}"] for i in range(len(lines))] == ["Consistent"] * (len(lines) - 1) + ["Inconsistent"]
     assert all(verdicts[f"swap_{k}"] == "No" for k in range(len(alternates)))

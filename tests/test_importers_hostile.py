@@ -191,3 +191,26 @@ def test_a_file_changed_between_the_check_and_the_import_is_refused(tmp_path):
     path.write_text(path.read_text(encoding="utf-8") + json.dumps({"article": "Otra.", "summary": "Dos."}) + "\n")
     with pytest.raises(SyncError, match="t.jsonl changed while it was being imported"):
         list(rows)
+
+
+@pytest.mark.parametrize(
+    ("name", "lines", "bad_line"),
+    [
+        ("latin1.csv", ["article,summary", f'"{ARTICLE}",Se aprueba el plan.', "Otra noticia.,Resumen."], 2),
+        ("latin1.tsv", ["article\tsummary", "Uno.\tDos.", "", f"{ARTICLE}\tResumen."], 4),
+        (
+            "latin1.jsonl",
+            [json.dumps({"article": "Uno.", "summary": "Dos."}), json.dumps({"article": ARTICLE}, ensure_ascii=False)],
+            2,
+        ),
+        ("latin1.json", ["[", json.dumps({"article": "Uno.", "summary": "Dos."}) + ",", '{"article": "Aprobó"}]'], 3),
+    ],
+)
+def test_a_latin1_file_is_refused_at_the_line_of_its_first_non_utf8_byte(tmp_path, name, lines, bad_line):
+    """Text is decoded in blocks, so the error surfaces while an earlier line is read: the line
+    named is the one holding the byte."""
+    path = write(tmp_path / name, "\n".join(lines) + "\n", "latin-1")
+    result = cli("import", "--schema", "likert_rubric_es", str(path))  # 127.0.0.1:9 is closed
+    assert result.exit_code == 1, result.output
+    assert f"{name} line {bad_line}: not UTF-8 text" in result.output, result.output
+    assert "0xf3" in result.output and "cannot reach" not in result.output

@@ -1,18 +1,79 @@
-"""The local stack's process handling: `judgelab down` stops what `judgelab up` started."""
+"""The local stack's process handling: `judgelab down` stops what `judgelab up` started, and
+`judgelab up` uses only servers of its own state folder: a port that another program holds (a
+stand-in answering like a Label Studio, another folder's judgelab backend) stops it with a
+message naming the port and that program, before anything is started."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
+import pytest
+from backend_process import ROOT, clean_env, start_backend
 from click.testing import CliRunner
 
 from judgelab.sync.cli import main
-from judgelab.sync.local_stack import StackSettings, free_port, healthy, start_backend
+from judgelab.sync.client import SyncError
+from judgelab.sync.local_stack import StackSettings, free_port, healthy, load_credentials, record_stack
+from judgelab.sync.local_stack import start_backend as start_stack_backend
+
+JUDGELAB = str(Path(sys.executable).parent / "judgelab")
+
+# A server answering every GET 200 with Label Studio's /health body and every token with 401:
+# what another Label Studio on the port looks like to this folder's login.
+LOOKALIKE = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        status, body = (401, {"detail": "Invalid token."}) if self.path.startswith("/api/") else (200, {"status": "UP"})
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+@pytest.fixture
+def lookalike():
+    """(port, pid) of a foreign server that answers like a Label Studio, stopped at the end."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", LOOKALIKE, str(port)], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not healthy(f"http://127.0.0.1:{port}", timeout=0.5):
+        assert proc.poll() is None and time.monotonic() < deadline, "the stand-in server did not start"
+        time.sleep(0.1)
+    yield port, proc.pid
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def _up(home: Path, ls_port: int, backend_port: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`judgelab up` on these ports: its run and the servers it started (their pid files), which
+    `judgelab down` then stops."""
+    command = [JUDGELAB, "--home", str(home), "up", "--ls-port", str(ls_port), "--backend-port", str(backend_port)]
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=600)
+        return done, sorted(path.stem for path in home.glob("*.pid"))
+    finally:
+        CliRunner().invoke(main, ["--home", str(home), "down"])
 
 
 def test_down_stops_the_backend_that_up_started(tmp_path):
     settings = StackSettings(home=tmp_path, ls_port=free_port(), backend_port=free_port())
-    assert start_backend(settings)
+    assert start_stack_backend(settings)
     assert healthy(settings.backend_url)
     result = CliRunner().invoke(main, ["--home", str(tmp_path), "down"])
     assert result.exit_code == 0, result.output
@@ -22,3 +83,56 @@ def test_down_stops_the_backend_that_up_started(tmp_path):
         time.sleep(0.2)
     assert not healthy(settings.backend_url, timeout=0.5)
     assert not list(tmp_path.glob("*.pid"))
+
+
+def test_up_stops_at_a_label_studio_port_another_program_holds(tmp_path, lookalike):
+    port, pid = lookalike
+    backend_port = free_port()
+    done, started = _up(tmp_path / "stack", port, backend_port)
+    assert done.returncode == 1, done.stdout + done.stderr
+    message = done.stderr.strip().splitlines()
+    assert len(message) == 1 and message[0].startswith("error: "), done.stderr
+    assert f"port {port}, where Label Studio should listen, is taken by pid {pid} (" in message[0]
+    assert "answering like a Label Studio that does not know this folder's admin token" in message[0]
+    assert "--ls-port " in message[0]
+    # it neither took the other server for its own nor started anything
+    assert "reused" not in done.stdout and "started" not in done.stdout and "refused the token" not in done.stderr
+    assert started == [] and not healthy(f"http://127.0.0.1:{backend_port}", 0.5)
+
+
+def test_up_stops_at_a_backend_port_another_stacks_backend_holds(tmp_path):
+    with start_backend(tmp_path / "other.log", JUDGELAB_STACK_ID="another-stack") as other:
+        backend_port = int(other.url.rsplit(":", 1)[1])
+        done, started = _up(tmp_path / "stack", free_port(), backend_port)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"port {backend_port}, where the ML backend should listen, is taken by pid {other.proc.pid} (" in (
+            done.stderr
+        )
+        assert "a judgelab backend of another state folder" in done.stderr and "--backend-port " in done.stderr
+        assert "ML backend at" not in done.stdout  # nothing was reported as this stack's
+        assert started == []  # the ports were checked before Label Studio started
+        assert healthy(other.url)  # the other stack's backend is left alone
+
+
+def test_a_folder_reuses_its_own_backend_and_never_one_of_another_folder(tmp_path):
+    port = free_port()
+    ours = StackSettings(home=tmp_path / "ours", ls_port=free_port(), backend_port=port)
+    try:
+        assert start_stack_backend(ours)  # started now
+        assert not start_stack_backend(ours)  # found again: reused
+        with pytest.raises(SyncError, match=f"port {port}, where the ML backend should listen, is taken by pid"):
+            start_stack_backend(StackSettings(home=tmp_path / "theirs", ls_port=free_port(), backend_port=port))
+    finally:
+        CliRunner().invoke(main, ["--home", str(ours.home), "down"])
+
+
+def test_the_commands_after_up_reach_label_studio_where_up_ran_it(tmp_path, lookalike):
+    """`up --ls-port N` notes the port in the state folder; a command without --url goes there
+    (here to a server refusing the folder's token, so the message shows where it went)."""
+    port, _ = lookalike
+    load_credentials(tmp_path)
+    record_stack(StackSettings(home=tmp_path, ls_port=port, backend_port=free_port()))
+    done = subprocess.run(
+        [JUDGELAB, "--home", str(tmp_path), "create"], cwd=ROOT, env=clean_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 1 and f"Label Studio at http://127.0.0.1:{port} refused the token" in done.stderr

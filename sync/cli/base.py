@@ -63,16 +63,17 @@ def _request_of(exc: httpx.HTTPError) -> str:
 
 
 def _connection(ctx: click.Context) -> Connection:
-    """--url/--token, else JUDGELAB_LS_URL/JUDGELAB_LS_TOKEN, else the local stack's login."""
+    """--url/--token, else JUDGELAB_LS_URL/JUDGELAB_LS_TOKEN, else the local stack's login (at the
+    Label Studio URL ``judgelab up`` ran it at)."""
     url, token = ctx.obj.get("url"), ctx.obj.get("token")
     conn = Connection.from_env(url, token)
     if not conn.token:
-        from judgelab.sync.local_stack import StackSettings, load_credentials
+        from judgelab.sync.local_stack import StackSettings, load_credentials, recorded_ls_url
 
         home = ctx.obj["home"]
         if (home / "credentials.json").exists():
-            settings = StackSettings(home=home)
-            conn = Connection(url=url or settings.ls_url, token=load_credentials(home).token)
+            ls_url = recorded_ls_url(home) or StackSettings(home=home).ls_url  # where `up` ran it
+            conn = Connection(url=url or ls_url, token=load_credentials(home).token)
     return conn
 
 
@@ -211,7 +212,11 @@ def names(items: Iterable[Any]) -> str:
     callback=_print_version,
     help="Print judgelab's version and exit.",
 )
-@click.option("--url", envvar="JUDGELAB_LS_URL", help="Label Studio URL (default http://127.0.0.1:8080).")
+@click.option(
+    "--url",
+    envvar="JUDGELAB_LS_URL",
+    help="Label Studio URL (default: where judgelab up runs it, else http://127.0.0.1:8080).",
+)
 @click.option("--token", envvar="JUDGELAB_LS_TOKEN", help="Legacy token or personal access token.")
 @click.option(
     "--home",

@@ -160,6 +160,7 @@ def import_cmd(
     from judgelab.sync.importers.rows import annotator_emails
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
     from judgelab.sync.projects import import_rows, task_keys
+    from judgelab.sync.state_folder import import_lock
 
     mapping = parse_mapping(maps)
     given = get_schema(schema_name) if schema_name else None
@@ -172,51 +173,55 @@ def import_cmd(
     # annotations are attached to rows held in memory; other files are read as a stream
     checked, schema = _checked_files(files, schema, fmt, mapping, skip_bad, with_annotations, annotations_file is None)
     annotations = read_annotations(annotations_file, schema, skip_bad=skip_bad) if annotations_file else None
-    client = client or connect(_connection(ctx))
-    existing = find_project(client, ProjectRef(project_id, title, given or schema), needed_for="importing tasks")
-    keys = task_keys(client, existing.id) if existing else {}
-    have = {key for key in keys.values() if key is not None}
-    annotated = annotations is not None or any(rows.annotators for _, rows in checked)
-    later: dict[str, list[dict]] = {}
-    where: dict[str, str] = {}
-    outcome = AnnotationOutcome()
-    if annotated:
-        all_rows = [row for _, rows in checked for row in rows]
-        # annotations naming no task are refused here, before a project or a task is created
-        later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
-    project = existing or ensure_named_project(client, ref, schema)
-    if annotated:
-        ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
-    out = Output(as_json)
-    files_json = []
-    total = sum(len(rows) for _, rows in checked)
-    with progress_bar(total, f"import into project {project.id}") as bar:
-        for index, (path, rows) in enumerate(checked):
-            if annotated:
-                outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
-            report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
-            if report.imported and index < len(checked) - 1:  # a later file may repeat a key
-                have |= {row.key for row in rows}
-            out.line(
-                f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in project "
-                f"{project.id} {project.title!r}"
-            )
-            files_json.append(
-                {
-                    "path": str(path),
-                    "tasks": len(rows),
-                    "skipped_bad": len(rows.skipped),
-                    "imported": report.imported,
-                    "already": report.skipped_existing,
-                }
-            )
-    if later:
-        outcome.merge(add_missing_annotations(client, project.id, later, where))
-    if annotated:
-        source = f"{annotations_file}: " if annotations_file else "annotations: "
-        skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
-        out.line(source + outcome.summary() + skipped)
-    out.result({"project": project.as_json(), "files": files_json, "annotations": outcome.as_json()})
+    conn = _connection(ctx)
+    client = client or connect(conn)
+    # one import at a time into a Label Studio (from this machine): what a run lists as there
+    # (task keys, annotations, accounts) stays true until it has added its own
+    with import_lock(conn.url, on_wait=lambda message: click.echo(message, err=True)):
+        existing = find_project(client, ProjectRef(project_id, title, given or schema), needed_for="importing tasks")
+        keys = task_keys(client, existing.id) if existing else {}
+        have = {key for key in keys.values() if key is not None}
+        annotated = annotations is not None or any(rows.annotators for _, rows in checked)
+        later: dict[str, list[dict]] = {}
+        where: dict[str, str] = {}
+        outcome = AnnotationOutcome()
+        if annotated:
+            all_rows = [row for _, rows in checked for row in rows]
+            # annotations naming no task are refused here, before a project or a task is created
+            later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+        project = existing or ensure_named_project(client, ref, schema)
+        if annotated:
+            ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
+        out = Output(as_json)
+        files_json = []
+        total = sum(len(rows) for _, rows in checked)
+        with progress_bar(total, f"import into project {project.id}") as bar:
+            for index, (path, rows) in enumerate(checked):
+                if annotated:
+                    outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
+                report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
+                if report.imported and index < len(checked) - 1:  # a later file may repeat a key
+                    have |= {row.key for row in rows}
+                out.line(
+                    f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in "
+                    f"project {project.id} {project.title!r}"
+                )
+                files_json.append(
+                    {
+                        "path": str(path),
+                        "tasks": len(rows),
+                        "skipped_bad": len(rows.skipped),
+                        "imported": report.imported,
+                        "already": report.skipped_existing,
+                    }
+                )
+        if later:
+            outcome.merge(add_missing_annotations(client, project.id, later, where))
+        if annotated:
+            source = f"{annotations_file}: " if annotations_file else "annotations: "
+            skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
+            out.line(source + outcome.summary() + skipped)
+        out.result({"project": project.as_json(), "files": files_json, "annotations": outcome.as_json()})
 
 
 def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:

@@ -4,45 +4,76 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.cli.base import main
-from judgelab.sync.client import Connection, connect
+from judgelab.sync.client import Connection, SyncError, connect
 from judgelab.sync.importers import rows_from_records
 
 
 @main.command("up")
-@click.option("--ls-port", default=8080, show_default=True)
-@click.option("--backend-port", default=9090, show_default=True)
+@click.option(
+    "--ls-port",
+    type=int,
+    help="Label Studio's port  [default: the port this folder's running stack uses, else 8080]",
+)
+@click.option(
+    "--backend-port",
+    type=int,
+    help="The ML backend's port  [default: the port this folder's running stack uses, else 9090]",
+)
 @click.option(
     "--database-url",
     envvar="JUDGELAB_LS_DATABASE_URL",
     help="Label Studio's PostgreSQL database (postgresql://user:password@host:5432/name); default SQLite.",
 )
 @click.pass_context
-def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: str | None) -> None:
+def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, database_url: str | None) -> None:
     """Start Label Studio and the backend, create the five projects with their samples, pre-annotate."""
     from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
     from judgelab.sync.local_stack import (
         PostgresSettings,
         StackSettings,
+        claim_backend_port,
+        claim_label_studio_port,
+        label_studio_is_ours,
         load_credentials,
+        record_stack,
+        recorded_ports,
         start_backend,
         start_label_studio,
     )
     from judgelab.sync.projects import ensure_project, import_rows
 
     database = PostgresSettings.from_url(database_url) if database_url else None
-    settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port, database=database)
+    running_ls, running_backend = recorded_ports(ctx.obj["home"])  # run again, `up` finds its stack
+    settings = StackSettings(
+        home=ctx.obj["home"],
+        ls_port=ls_port or running_ls or StackSettings.ls_port,
+        backend_port=backend_port or running_backend or StackSettings.backend_port,
+        database=database,
+    )
     creds = load_credentials(settings.home)
+    if running_ls and settings.ls_port != running_ls:
+        running = replace(settings, ls_port=running_ls)
+        if label_studio_is_ours(running, creds):  # two Label Studios on one data folder: never
+            raise SyncError(
+                f"this folder's Label Studio runs at {running.ls_url}: stop it first "
+                f"(judgelab --home {settings.home} down) to start it on port {settings.ls_port}"
+            )
+    # both ports first: one that another program holds stops `up` here, before anything starts
+    claim_label_studio_port(settings, creds)
+    claim_backend_port(settings)
     where = f"on {database.display_url}" if database else "on SQLite"
     click.echo(f"Label Studio at {settings.ls_url} {where} (a first start migrates the database: 1-3 minutes)...")
     started = start_label_studio(settings, creds)
     click.echo("  started" if started else "  already running: reused")
     started = start_backend(settings)
     click.echo(f"ML backend at {settings.backend_url}: {'started' if started else 'already running: reused'}")
+    record_stack(settings)  # the other commands reach this Label Studio without --url
     client = connect(Connection(url=settings.ls_url, token=creds.token))
     for schema in all_schemas().values():
         project = ensure_project(client, schema)

@@ -100,12 +100,27 @@ def ensure_annotators(client: Any, emails: Iterable[str]) -> dict[str, int]:
     wanted = sorted(set(emails))
     if not wanted:
         return {}
+    from label_studio_sdk.core.api_error import ApiError
+
+    from judgelab.sync.http_retry import repeat_write
+
     known = {getattr(u, "email", None): u.id for u in client.users.list()}
     ids = {}
     for email in wanted:
         if email not in known:
-            user = client.users.create(username=email, email=email, first_name=email.split("@")[0])
-            known[email] = user.id
+
+            def create(email: str = email) -> int:
+                return client.users.create(username=email, email=email, first_name=email.split("@")[0]).id
+
+            def landed(email: str = email) -> int | None:
+                return _users(client).get(email)
+
+            try:
+                known[email] = repeat_write(create, landed, f"creating the account of {email}")
+            except ApiError as exc:  # created meanwhile by someone else (another judgelab, an admin)
+                if exc.status_code != 400 or landed() is None:
+                    raise
+                known[email] = landed()
         ids[email] = known[email]
     return ids
 
@@ -390,12 +405,35 @@ def add_missing_annotations(
     ids = ensure_users(client, emails, outcome)
     for task_id, annotation in pending:
         who = annotation["completed_by"]
+        _create_annotation(client, task_id, annotation, ids[who["email"]] if isinstance(who, Mapping) else int(who))
+        outcome.added += 1
+    return outcome
+
+
+def _create_annotation(client: Any, task_id: int, annotation: Mapping[str, Any], user: int) -> None:
+    """Create ``annotation`` by ``user`` on the task, riding out a busy Label Studio: after a
+    failure it is sent again only when the task has no such annotation of that user yet."""
+    from judgelab.sync.http_retry import repeat_write
+
+    signature = result_signature(annotation["result"])
+
+    def send() -> bool:
         client.annotations.create(
             id=task_id,
             result=annotation["result"],
-            completed_by=ids[who["email"]] if isinstance(who, Mapping) else who,
+            completed_by=user,
             was_cancelled=annotation.get("was_cancelled", False),
             ground_truth=annotation.get("ground_truth", False),
         )
-        outcome.added += 1
-    return outcome
+        return True
+
+    def landed() -> bool | None:
+        for there in client.annotations.list(id=task_id):
+            by = there.completed_by
+            if (by.get("id") if isinstance(by, Mapping) else by) == user and (
+                result_signature(there.result or []) == signature
+            ):
+                return True
+        return None
+
+    repeat_write(send, landed, f"annotation of task {task_id} by user {user}")

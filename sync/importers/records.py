@@ -135,10 +135,35 @@ def _open(path: Path, info: FileInfo, newline: str) -> IO[str]:
     return open(path, encoding=info.encoding, newline=newline)  # noqa: SIM115 - closed by the caller
 
 
-def _not_text(info: FileInfo, exc: UnicodeDecodeError, line: int | None) -> SyncError:
+def undecodable_line(path: Path | str, encoding: str) -> int | None:
+    """The line (from 1) holding the first byte of ``path`` that ``encoding`` cannot decode.
+
+    Text files are decoded in blocks, so a reader meets a bad byte while it is still on an
+    earlier line: the line is counted here, from the bytes. ``None`` when the file decodes."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line = 1
+    with open(path, "rb") as raw:
+        while True:
+            block = raw.read(1 << 16)
+            try:
+                line += decoder.decode(block, final=not block).count("\n")
+            except UnicodeDecodeError as exc:
+                valid = exc.object[: exc.start]  # whole characters: the bad sequence starts after them
+                return line + valid.decode(encoding, errors="replace").count("\n")
+            if not block:
+                return None
+
+
+def _not_text(info: FileInfo, exc: UnicodeDecodeError, path: Path | str) -> SyncError:
+    """The file is not text in its encoding: named by the line of its first bad byte."""
+    try:
+        line = undecodable_line(path, info.encoding)
+    except OSError:
+        line = None
     where = f"{info.name} line {line}" if line else info.name
+    bad = " ".join(f"0x{byte:02x}" for byte in exc.object[exc.start : exc.end][:4])
     return SyncError(
-        f"{where}: not {'UTF-16' if info.encoding == 'utf-16' else 'UTF-8'} text ({exc.reason}): "
+        f"{where}: not {'UTF-16' if info.encoding == 'utf-16' else 'UTF-8'} text (byte {bad}: {exc.reason}): "
         "save it as UTF-8 (Excel: 'CSV UTF-8')"
     )
 
@@ -201,7 +226,7 @@ def _csv_records(path: Path, info: FileInfo, skip_bad: bool) -> Iterator[Record]
                 info.records += 1
                 yield where, record
         except UnicodeDecodeError as exc:
-            raise _not_text(info, exc, line + 1) from None
+            raise _not_text(info, exc, path) from None
         except csv.Error as exc:
             raise SyncError(f"{info.name} line {line + 1}: not readable as CSV: {exc}") from None
     info.empty = info.records == 0 and not info.bad
@@ -223,7 +248,7 @@ def _jsonl_records(path: Path, info: FileInfo, skip_bad: bool) -> Iterator[Recor
                 info.records += 1
                 yield where, record
         except UnicodeDecodeError as exc:
-            raise _not_text(info, exc, number + 1) from None
+            raise _not_text(info, exc, path) from None
     info.empty = info.records == 0 and not info.bad
 
 
@@ -240,7 +265,7 @@ class _JsonText:
         try:
             chunk = self.handle.read(max(at_least, JSON_CHUNK_CHARS))
         except UnicodeDecodeError as exc:
-            raise _not_text(self.info, exc, self.line) from None
+            raise _not_text(self.info, exc, self.handle.name) from None
         if not chunk:
             self.eof = True
             return False
@@ -252,7 +277,7 @@ class _JsonText:
         try:
             self.text = self.text[self.pos :] + self.handle.read()
         except UnicodeDecodeError as exc:
-            raise _not_text(self.info, exc, self.line) from None
+            raise _not_text(self.info, exc, self.handle.name) from None
         self.pos, self.eof = 0, True
 
     def advance(self, to: int) -> None:

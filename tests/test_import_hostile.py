@@ -1,0 +1,162 @@
+"""`judgelab import --annotations` while another import runs and while Label Studio is busy (its
+writes answered 500 with its HTML error page, or their answers lost): every task, account and
+annotation is added once, a failure that does not pass is one line saying what happened and what
+to do, and Label Studio's error page is never printed. Against the session's real Label Studio,
+through the real CLI (the failures come from a proxy in front of it, tests/fault_proxy.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fault_proxy import ScriptedFaultProxy
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-c", "from judgelab.sync.cli import main; main()"]
+CRITERIA = ("Coherence", "Consistency", "Fluency", "Relevance", "5W")
+N_TASKS = 30
+HTML = re.compile(r"<\s*(!doctype|html|head|body|title|div|pre)\b", re.IGNORECASE)
+
+
+def _files(folder: Path, tag: str, raters: tuple[str, ...]) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = ["id,article,summary"] + [
+        f"{tag}-{i},Noticia {i} sobre el plan {tag}.,Resumen {i}." for i in range(N_TASKS)
+    ]
+    ratings = ["task,annotator,item,value"] + [
+        f"{tag}-{i},{rater},{item},{1 + (i + len(rater)) % 5}"
+        for i in range(N_TASKS)
+        for rater in raters
+        for item in CRITERIA
+    ]
+    (folder / "tasks.csv").write_text("\n".join(tasks) + "\n", encoding="utf-8")
+    (folder / "ratings.csv").write_text("\n".join(ratings) + "\n", encoding="utf-8")
+    return folder / "tasks.csv", folder / "ratings.csv"
+
+
+def _env(stack, url: str | None = None) -> dict[str, str]:
+    return {
+        **os.environ,
+        "JUDGELAB_LS_URL": url or stack.url,
+        "JUDGELAB_LS_TOKEN": stack.creds.token,
+        "JUDGELAB_HTTP_RETRY_PAUSE": "0.05",
+    }
+
+
+def _import(title: str, *files: Path, annotations: Path | None = None) -> list[str]:
+    return (
+        [*CLI, "import", "--schema", "likert_rubric_es", "--title", title]
+        + (["--annotations", str(annotations)] if annotations else [])
+        + [str(f) for f in files]
+    )
+
+
+def _run(stack, command: list[str], url: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, env=_env(stack, url), capture_output=True, text=True, timeout=600)
+
+
+def _stored(stack, title: str) -> tuple[int, int, Counter]:
+    """(projects with the title, their tasks, annotations per (task key, rater id))."""
+    client = stack.client
+    projects = [p for p in client.projects.list() if p.title == title]
+    tasks = [t for p in projects for t in client.tasks.list(project=p.id, fields="all")]
+    per = Counter((t.meta["judgelab_key"], a["completed_by"]) for t in tasks for a in t.annotations or [])
+    return len(projects), len(tasks), per
+
+
+def _clean(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not HTML.search(done.stdout + done.stderr), done.stdout + done.stderr
+
+
+def test_two_imports_with_annotations_at_once_add_everything_once(live_stack, tmp_path):
+    raters = ("ana", "luis", "eva")
+    tasks, ratings = _files(tmp_path, "twice", raters)
+    command = _import("Two imports at once", tasks, annotations=ratings)
+    runs = [
+        subprocess.Popen(
+            command, cwd=ROOT, env=_env(live_stack), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    for proc in runs:
+        stdout, stderr = proc.communicate(timeout=600)
+        done = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+        _clean(done)
+        assert done.returncode == 0, stdout + stderr
+    projects, n_tasks, per = _stored(live_stack, "Two imports at once")
+    assert (projects, n_tasks) == (1, N_TASKS)
+    assert len(per) == N_TASKS * len(raters) and set(per.values()) == {1}  # one per task and rater
+
+
+def test_writes_answered_500_or_lost_are_looked_for_then_sent_again(live_stack, tmp_path):
+    """Label Studio's error page for the first task import (after the tasks were stored: only the
+    answer is lost), for the first account created (before) and for two annotations (one after it
+    was stored, one before): both runs end well, with each thing stored once."""
+    seen: Counter = Counter()
+
+    def script(method: str, path: str) -> str | None:
+        if method != "POST":
+            return None
+        kind = next(
+            (
+                k
+                for k, pattern in (
+                    ("import", r"/api/projects/\d+/import"),
+                    ("user", r"/api/users/?$"),
+                    ("annotation", r"/api/tasks/\d+/annotations/?$"),
+                )
+                if re.search(pattern, path)
+            ),
+            None,
+        )
+        if kind is None:
+            return None
+        seen[kind] += 1
+        return {
+            ("import", 1): "500-after",
+            ("user", 1): "500",
+            ("annotation", 1): "500-after",
+            ("annotation", 3): "500",
+        }.get((kind, seen[kind]))
+
+    raters = ("pilar", "tomas")
+    tasks, ratings = _files(tmp_path, "busy", raters)
+    with ScriptedFaultProxy(live_stack.url, script) as proxy:
+        first = _run(live_stack, _import("Busy Label Studio", tasks), url=proxy.url)
+        _clean(first)
+        assert first.returncode == 0 and f"{N_TASKS} imported" in first.stdout, first.stdout + first.stderr
+        second = _run(live_stack, _import("Busy Label Studio", tasks, annotations=ratings), url=proxy.url)
+        _clean(second)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"{N_TASKS * len(raters)} annotation(s) added" in second.stdout
+    assert proxy.faults == Counter({"500-after": 2, "500": 2})
+    projects, n_tasks, per = _stored(live_stack, "Busy Label Studio")
+    assert (projects, n_tasks) == (1, N_TASKS)
+    assert len(per) == N_TASKS * len(raters) and set(per.values()) == {1}
+
+
+def test_a_write_failing_every_time_is_one_line_with_the_status_and_what_to_do(live_stack, tmp_path):
+    tasks, ratings = _files(tmp_path, "down", ("rita",))
+    assert _run(live_stack, _import("Failing Label Studio", tasks)).returncode == 0
+
+    def script(method: str, path: str) -> str | None:
+        return "500" if method == "POST" and "/annotations" in path else None
+
+    with ScriptedFaultProxy(live_stack.url, script) as proxy:
+        done = _run(live_stack, _import("Failing Label Studio", tasks, annotations=ratings), url=proxy.url)
+    _clean(done)
+    assert done.returncode == 1
+    message = done.stderr.strip().splitlines()
+    assert len(message) == 1 and message[0].startswith("error: "), done.stderr
+    assert "HTTP 500" in message[0] and "OperationalError at /api/injected/" in message[0]
+    assert "re-run" in message[0]
+    assert proxy.faults["500"] >= 2  # sent again before giving up
+    assert sum(_stored(live_stack, "Failing Label Studio")[2].values()) == 0
