@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 import click
 
@@ -57,7 +60,33 @@ def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: st
         )
     click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
     click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
-    click.echo(f"Stop the servers with: judgelab --home {settings.home} down")
+    click.echo(f"Stop the servers with: {stop_command(settings.home)}")
+
+
+def stop_command(home: Path, cwd: Path | None = None, path: str | None = None) -> str:
+    """``judgelab --home HOME down`` as it runs when typed in ``cwd`` (default: here): ``judgelab``
+    when the one on ``path`` (default: $PATH) is this installation's, else this installation's
+    script by its path (``.venv/bin/judgelab`` after scripts/up.sh, which does not activate the
+    virtual environment); paths under ``cwd`` are relative to it."""
+    cwd = Path.cwd() if cwd is None else cwd
+    script = Path(sys.executable).parent / "judgelab"
+    found = shutil.which("judgelab", path=path)
+    if not script.exists():  # run by other means: the module itself
+        command = f"{shlex.quote(sys.executable)} -m judgelab.sync.cli"
+    elif found and Path(found).resolve() == script.resolve():
+        command = "judgelab"
+    else:
+        command = shlex.quote(_shown_path(script, cwd))
+    return f"{command} --home {shlex.quote(_shown_path(home, cwd))} down"
+
+
+def _shown_path(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when it lies under it, else absolute."""
+    absolute = Path(os.path.normpath(cwd / path))
+    try:
+        return str(absolute.relative_to(os.path.normpath(cwd)))
+    except ValueError:
+        return str(absolute)
 
 
 @main.command("down")
