@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -112,6 +114,48 @@ def _title_tag(title: str) -> str:
 def has_title(project: Mapping[str, Any], title: str) -> bool:
     """Whether the (listed) project is called ``title``, or was created so and renamed since."""
     return project.get("title") == title or _title_tag(title) in str(project.get("description") or "")
+
+
+DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-")
+
+
+def title_key(title: str) -> str:
+    """A title as people mistype it: case, accents, dashes and runs of white space ignored.
+
+    >>> title_key("Noticias Q4 \u2013 res\u00famenes  LLM") == title_key("noticias q4 - resumenes llm")
+    True
+    """
+    decomposed = unicodedata.normalize("NFKD", title.translate(DASHES))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(plain.casefold().split())
+
+
+def project_titles(project: Mapping[str, Any]) -> list[str]:
+    """The titles a (listed) project answers to: its own, and the one it was created with."""
+    titles = [str(project.get("title") or "")]
+    description = str(project.get("description") or "")
+    start = description.find(TITLE_TAG)
+    end = description.find("]", start)
+    if start >= 0 and end > start:
+        titles.append(description[start + len(TITLE_TAG) : end])
+    return titles
+
+
+def similar_projects(projects: Iterable[Mapping[str, Any]], title: str, limit: int = 3) -> list[Mapping[str, Any]]:
+    """The projects whose title is ``title`` but for case, accents, dashes and spacing (all of
+    them), else up to ``limit`` whose titles are close to it (difflib, on those keys), closest first.
+    """
+    wanted = title_key(title)
+    projects = sorted(projects, key=lambda p: int(p["id"]))
+    same = [p for p in projects if any(title_key(t) == wanted for t in project_titles(p))]
+    if same:
+        return same
+    keys = {title_key(t): p for p in projects for t in project_titles(p) if t}
+    close = difflib.get_close_matches(wanted, list(keys), n=limit, cutoff=0.75)
+    unique: dict[int, Mapping[str, Any]] = {}
+    for key in close:
+        unique.setdefault(int(keys[key]["id"]), keys[key])
+    return list(unique.values())
 
 
 def is_schema_default(project: Mapping[str, Any], schema: Schema) -> bool:
