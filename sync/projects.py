@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judgelab.configs.instructions import instructions_html
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.importers import KEY_FIELD, TaskRow
@@ -209,7 +210,7 @@ def ensure_project(
             title=title or schema.title,
             label_config=schema.config_xml,
             description=description,
-            expert_instruction=f"<pre>{schema.meta.get('instructions', '')}</pre>",
+            expert_instruction=instructions_html(str(schema.meta.get("instructions") or "")),
             show_instruction=True,
             show_collab_predictions=True,
         )
