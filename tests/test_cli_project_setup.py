@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.sync.cli import main
+from judgelab.sync.projects import title_key
 
 pytestmark = pytest.mark.integration
 TITLE = "Noticias Q4 – resúmenes LLM"  # an en dash, as the PM's spreadsheet had it
@@ -63,6 +64,16 @@ def test_overlap_is_set_where_projects_are_created_and_imported(live_stack, tmp_
     assert client.projects.get(id=once["id"]).maximum_annotations == 1 and "overlap" not in once
     refused = cli(live_stack, "create", "--title", "Rated none", "--schema", "likert_rubric_es", "--overlap", "0")
     assert refused.exit_code == 2 and "Rated none" not in titles(client)
+
+
+def test_title_keys():
+    import doctest
+
+    from judgelab.sync import projects
+
+    assert doctest.testmod(projects).failed == 0
+    assert title_key("Noticias Q4 \u2014 resúmenes\tLLM ") == title_key("NOTICIAS q4 - RESUMENES llm")
+    assert title_key("Noticias Q3 – resúmenes LLM") != title_key("Noticias Q4 – resúmenes LLM")
 
 
 def test_a_mistyped_title_is_answered_with_the_project_it_nearly_names(live_stack, tmp_path):
