@@ -6,8 +6,12 @@ the README's lines as written."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +19,7 @@ from click.testing import CliRunner
 from readme_commands import block_after
 
 from judgelab.sync.cli import main
+from judgelab.sync.cli.stack import stack_command
 from judgelab.sync.client import SyncError
 from judgelab.sync.people import Invite, sign_up
 
@@ -93,3 +98,17 @@ def test_a_new_invite_link_ends_the_old_one(live_stack):
         sign_up(Invite(old_url, ""), "late@example.org", "a-long-passphrase-42")
     sign_up(Invite(new_url, ""), "late@example.org", "a-long-passphrase-42")
     assert logs_in(live_stack.url, "late@example.org", "a-long-passphrase-42") == "late@example.org"
+
+
+def test_the_invite_command_up_prints_works_as_printed(live_stack, tmp_path):
+    """`judgelab up` ends with the invite command for its own state folder and Label Studio."""
+    venv_bin = Path(sys.executable).parent
+    bare_path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != venv_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGELAB_", "LABEL_STUDIO_"))}
+    env["PATH"] = bare_path
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    printed = stack_command(live_stack.settings.home, "invite", url=live_stack.url, cwd=tmp_path, path=bare_path)
+    done = subprocess.run(["bash", "-c", printed], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (printed, done.stderr)
+    assert done.stdout.strip().startswith(f"{live_stack.url}/user/signup/?token="), done.stdout

@@ -60,11 +60,19 @@ def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: st
         )
     click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
     click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
+    click.echo(f"Invite annotators (a sign-up link): {stack_command(settings.home, 'invite', url=settings.ls_url)}")
     click.echo(f"Stop the servers with: {stop_command(settings.home)}")
 
 
 def stop_command(home: Path, cwd: Path | None = None, path: str | None = None) -> str:
-    """``judgelab --home HOME down`` as it runs when typed in ``cwd`` (default: here): ``judgelab``
+    """``judgelab --home HOME down`` as it runs when typed in ``cwd`` (see :func:`stack_command`)."""
+    return stack_command(home, "down", cwd=cwd, path=path)
+
+
+def stack_command(
+    home: Path, command: str, *, url: str | None = None, cwd: Path | None = None, path: str | None = None
+) -> str:
+    """``judgelab --home HOME [--url URL] COMMAND`` as it runs when typed in ``cwd`` (default: here): ``judgelab``
     when the one on ``path`` (default: $PATH) is this installation's, else this installation's
     script by its path (``.venv/bin/judgelab`` after scripts/up.sh, which does not activate the
     virtual environment); paths under ``cwd`` are relative to it."""
@@ -72,12 +80,13 @@ def stop_command(home: Path, cwd: Path | None = None, path: str | None = None) -
     script = Path(sys.executable).parent / "judgelab"
     found = shutil.which("judgelab", path=path)
     if not script.exists():  # run by other means: the module itself
-        command = f"{shlex.quote(sys.executable)} -m judgelab.sync.cli"
+        program = f"{shlex.quote(sys.executable)} -m judgelab.sync.cli"
     elif found and Path(found).resolve() == script.resolve():
-        command = "judgelab"
+        program = "judgelab"
     else:
-        command = shlex.quote(_shown_path(script, cwd))
-    return f"{command} --home {shlex.quote(_shown_path(home, cwd))} down"
+        program = shlex.quote(_shown_path(script, cwd))
+    where = f" --url {shlex.quote(url)}" if url else ""
+    return f"{program} --home {shlex.quote(_shown_path(home, cwd))}{where} {command}"
 
 
 def _shown_path(path: Path, cwd: Path) -> str:
