@@ -222,6 +222,22 @@ def ensure_project(
     return EnsuredProject(project.id, project.title, schema.name, created=True)
 
 
+def refresh_instructions(client: LabelStudio, project_id: int, schema: Schema) -> bool:
+    """Give a project the HTML form of its schema's instructions when it still has the ``<pre>``
+    text an earlier judgelab wrote (a pop-up of one monospace line cut at the right edge).
+    Instructions an admin edited are left as they are. Whether they were replaced."""
+    import html
+
+    text = str(schema.meta.get("instructions") or "")
+    current = str(client.projects.get(id=project_id).expert_instruction or "").strip()
+    if not (current.startswith("<pre>") and current.endswith("</pre>")):
+        return False
+    if html.unescape(current[len("<pre>") : -len("</pre>")]).strip() != text.strip():
+        return False
+    client.projects.update(id=project_id, expert_instruction=instructions_html(text))
+    return True
+
+
 LIST_PAGE = 1000
 
 

@@ -1,6 +1,7 @@
 """Setting up a study's projects against a real Label Studio: the overlap given where projects are
-created and imported, and a mistyped title (a hyphen for an en dash, lower case, no accents)
-answered with the project it nearly names, never acted on and never duplicated."""
+created and imported; instructions an earlier judgelab wrote as <pre> text made HTML; a mistyped
+title (a hyphen for an en dash, lower case, no accents) answered with the project it nearly names,
+never acted on and never duplicated."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import shlex
 import pytest
 from click.testing import CliRunner
 
+from judgelab.configs.schema import get_schema
 from judgelab.sync.cli import main
 from judgelab.sync.projects import title_key
 
@@ -109,3 +111,22 @@ def test_a_mistyped_title_is_answered_with_the_project_it_nearly_names(live_stac
     # a title that is only close is another study: created
     other = cli(live_stack, "create", "--title", "Noticias Q3 – resúmenes LLM", "--schema", "likert_rubric_es")
     assert other.exit_code == 0 and "created" in other.output
+
+
+def test_instructions_an_earlier_judgelab_wrote_as_pre_text_become_html_and_edited_ones_stay(live_stack):
+    client = live_stack.client
+    schema = get_schema("hotel_spans")
+    written = schema.meta["instructions"]
+    old = client.projects.create(title="Hoteles (2024)", label_config=schema.config_xml,
+                                 description=f"[judgelab:{schema.name}] [judgelab-title:Hoteles (2024)]",
+                                 expert_instruction=f"<pre>{written}</pre>")  # fmt: skip
+    edited = client.projects.create(title="Hoteles (editado)", label_config=schema.config_xml,
+                                    description=f"[judgelab:{schema.name}] [judgelab-title:Hoteles (editado)]",
+                                    expert_instruction="<p>Our own words</p>")  # fmt: skip
+    result = cli(live_stack, "create", "--project", str(old.id), "--project", str(edited.id))
+    assert result.exit_code == 0, result.output
+    assert f"project {old.id} 'Hoteles (2024)' exists, its instructions now shown as HTML" in result.output
+    assert client.projects.get(id=old.id).expert_instruction.startswith('<div class="judgelab-instructions">')
+    assert client.projects.get(id=edited.id).expert_instruction == "<p>Our own words</p>"
+    again = cli(live_stack, "create", "--project", str(old.id))
+    assert "now shown as HTML" not in again.output

@@ -100,7 +100,7 @@ def create_cmd(
     existing one (and imports the samples of its schema into it with --samples).
     """
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
-    from judgelab.sync.projects import import_rows
+    from judgelab.sync.projects import import_rows, refresh_instructions
 
     schemas = _schemas(schema_names)  # an unknown name is reported before connecting
     if (project_ids or titles) and len(schema_names) > 1:
@@ -116,6 +116,9 @@ def create_cmd(
     for project in found:
         entry = project.as_json()
         state = "created" if project.created else "exists"
+        refreshed = not project.created and project.schema and refresh_instructions(client, project.id, project.schema)
+        if refreshed:  # made by an earlier judgelab with <pre> instructions
+            state += ", its instructions now shown as HTML"
         line = f"{project.schema_name}: project {project.id} {project.title!r} {state}"
         if samples:
             if project.schema is None:

@@ -35,7 +35,7 @@ def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: st
         start_backend,
         start_label_studio,
     )
-    from judgelab.sync.projects import ensure_project, import_rows
+    from judgelab.sync.projects import ensure_project, import_rows, refresh_instructions
 
     database = PostgresSettings.from_url(database_url) if database_url else None
     settings = StackSettings(home=ctx.obj["home"], ls_port=ls_port, backend_port=backend_port, database=database)
@@ -49,6 +49,8 @@ def up_cmd(ctx: click.Context, ls_port: int, backend_port: int, database_url: st
     client = connect(Connection(url=settings.ls_url, token=creds.token))
     for schema in all_schemas().values():
         project = ensure_project(client, schema)
+        if not project.created:
+            refresh_instructions(client, project.id, schema)
         rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
         report = import_rows(client, project.id, rows)
         link = connect_backend(client, project.id, settings.backend_url)
