@@ -75,4 +75,3 @@ def test_the_instructions_pop_up_is_readable_html(schema_name, title, live_stack
         assert max(line["lines"] for line in shown) >= 2  # a long step wraps inside the pop-up
     else:
         assert [line["tag"] for line in shown] == ["P"] and shown[0]["lines"] >= 3
-
