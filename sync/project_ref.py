@@ -29,7 +29,14 @@ from judgelab.configs.detect import detect_schema
 from judgelab.configs.schema import Schema, all_schemas
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.projects import has_title, is_schema_default, project_schema_name
+from judgelab.sync.projects import (
+    has_title,
+    is_schema_default,
+    project_schema_name,
+    project_titles,
+    similar_projects,
+    title_key,
+)
 
 MAX_LISTED = 8
 
@@ -180,8 +187,40 @@ def require_project(
         hint = ""
         if ref.title is None and ref.project_id is None and ref.schema is not None:
             hint = f"; create it with: judgelab create --schema {ref.schema.name}"
+        near = similar_projects(projects, ref.title) if ref.title is not None else []
+        if near:  # only suggested: a near title may be another study's
+            raise ProjectNotFound(f"no {ref.describe()} in Label Studio; {_did_you_mean(ref.title, near)}")
         raise ProjectNotFound(f"no {ref.describe()} in Label Studio{hint}{_listing(projects)}")
     return found
+
+
+def _did_you_mean(title: str, near: list[Mapping[str, Any]]) -> str:
+    """The projects ``near`` ``title``, offered by their exact titles and ids (a title is matched
+    exactly: the user gives one of these, or its id with --project)."""
+    how = (
+        "reads the same but for case, accents, dashes or spaces"
+        if _same_title(near, title)
+        else "close to the title given"
+    )
+    shown = " or ".join(f"{str(p.get('title') or '')!r} (project {p['id']})" for p in near)
+    first = near[0]
+    return (
+        f"did you mean {shown}? ({how}; titles are matched exactly: "
+        f"give --title {_shell_quoted(str(first.get('title') or ''))} or --project {first['id']})"
+    )
+
+
+def _same_title(projects: list[Mapping[str, Any]], title: str) -> bool:
+    """Whether each of ``projects`` answers to ``title`` but for case, accents, dashes or spaces."""
+    key = title_key(title)
+    return bool(projects) and all(any(title_key(t) == key for t in project_titles(p)) for p in projects)
+
+
+def _shell_quoted(text: str) -> str:
+    """``text`` as a shell reads it back: in double quotes unless it holds what they expand."""
+    import shlex
+
+    return f'"{text}"' if not set(text) & set('"$`\\!') else shlex.quote(text)
 
 
 def ensure_named_project(client: Any, ref: ProjectRef, schema: Schema | None = None) -> FoundProject:
@@ -200,6 +239,10 @@ def ensure_named_project(client: Any, ref: ProjectRef, schema: Schema | None = N
         return found
     if ref.project_id is not None:
         raise ProjectNotFound(f"no project {ref.project_id} in Label Studio{_listing(listed)}")
+    same = similar_projects(listed, ref.title) if ref.title is not None else []
+    if ref.title is not None and _same_title(same, ref.title):
+        # a second project whose title reads the same would be told apart by no one
+        raise SyncError(f"no project titled {ref.title!r}, so none was created; {_did_you_mean(ref.title, same)}")
     if wanted is None:
         raise SyncError(f"no project titled {ref.title!r} yet: add --schema to create it")
     made = ensure_project(client, wanted, ref.title, projects=listed)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judgelab.configs.instructions import instructions_html
 from judgelab.configs.schema import Schema
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.importers import KEY_FIELD, TaskRow
@@ -114,6 +117,48 @@ def has_title(project: Mapping[str, Any], title: str) -> bool:
     return project.get("title") == title or _title_tag(title) in str(project.get("description") or "")
 
 
+DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-")
+
+
+def title_key(title: str) -> str:
+    """A title as people mistype it: case, accents, dashes and runs of white space ignored.
+
+    >>> title_key("Noticias Q4 \u2013 res\u00famenes  LLM") == title_key("noticias q4 - resumenes llm")
+    True
+    """
+    decomposed = unicodedata.normalize("NFKD", title.translate(DASHES))
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(plain.casefold().split())
+
+
+def project_titles(project: Mapping[str, Any]) -> list[str]:
+    """The titles a (listed) project answers to: its own, and the one it was created with."""
+    titles = [str(project.get("title") or "")]
+    description = str(project.get("description") or "")
+    start = description.find(TITLE_TAG)
+    end = description.find("]", start)
+    if start >= 0 and end > start:
+        titles.append(description[start + len(TITLE_TAG) : end])
+    return titles
+
+
+def similar_projects(projects: Iterable[Mapping[str, Any]], title: str, limit: int = 3) -> list[Mapping[str, Any]]:
+    """The projects whose title is ``title`` but for case, accents, dashes and spacing (all of
+    them), else up to ``limit`` whose titles are close to it (difflib, on those keys), closest first.
+    """
+    wanted = title_key(title)
+    projects = sorted(projects, key=lambda p: int(p["id"]))
+    same = [p for p in projects if any(title_key(t) == wanted for t in project_titles(p))]
+    if same:
+        return same
+    keys = {title_key(t): p for p in projects for t in project_titles(p) if t}
+    close = difflib.get_close_matches(wanted, list(keys), n=limit, cutoff=0.75)
+    unique: dict[int, Mapping[str, Any]] = {}
+    for key in close:
+        unique.setdefault(int(keys[key]["id"]), keys[key])
+    return list(unique.values())
+
+
 def is_schema_default(project: Mapping[str, Any], schema: Schema) -> bool:
     """The schema's own project: its title, or renamed (the schema marker and no title tag)."""
     if project_schema_name(project) != schema.name:
@@ -165,7 +210,7 @@ def ensure_project(
             title=title or schema.title,
             label_config=schema.config_xml,
             description=description,
-            expert_instruction=f"<pre>{schema.meta.get('instructions', '')}</pre>",
+            expert_instruction=instructions_html(str(schema.meta.get("instructions") or "")),
             show_instruction=True,
             show_collab_predictions=True,
         )
@@ -175,6 +220,22 @@ def ensure_project(
         ) from None
     log.info("created project %s (%s)", project.id, schema.name)
     return EnsuredProject(project.id, project.title, schema.name, created=True)
+
+
+def refresh_instructions(client: LabelStudio, project_id: int, schema: Schema) -> bool:
+    """Give a project the HTML form of its schema's instructions when it still has the ``<pre>``
+    text an earlier judgelab wrote (a pop-up of one monospace line cut at the right edge).
+    Instructions an admin edited are left as they are. Whether they were replaced."""
+    import html
+
+    text = str(schema.meta.get("instructions") or "")
+    current = str(client.projects.get(id=project_id).expert_instruction or "").strip()
+    if not (current.startswith("<pre>") and current.endswith("</pre>")):
+        return False
+    if html.unescape(current[len("<pre>") : -len("</pre>")]).strip() != text.strip():
+        return False
+    client.projects.update(id=project_id, expert_instruction=instructions_html(text))
+    return True
 
 
 LIST_PAGE = 1000

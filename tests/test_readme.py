@@ -153,6 +153,7 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
     assert _line(session, "judgelab --version").stdout == f"judgelab {version('judgelab')}\n"
     first_import = _line(session, 'judgelab import --title "Noticias 2025" --schema').stdout
     assert f"noticias.csv: {N_NEWS} task(s); {N_NEWS} imported, 0 already" in first_import
+    assert "'Noticias 2025': 2 annotation(s) per task on 100% of tasks" in first_import
     pilot_out = _line(session, "judgelab design pilot").stdout
     assert f"pilot of 30 of {N_NEWS} likert_rubric_es task(s), stratified by model" in pilot_out
     rated = _line(session, 'judgelab import --title "Noticias 2025" --annotations').stdout
@@ -161,6 +162,7 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
     pilot = _project(client, "Noticias 2025 (pilot)")
     assert (news.task_number, pilot.task_number) == (N_NEWS, 30)
     assert pilot.maximum_annotations == 2
+    assert (news.maximum_annotations, news.overlap_cohort_percentage) == (2, 100)  # --overlap 2
 
     preannotated = _line(session, 'judgelab preannotate --title "Noticias 2025"').stdout
     assert f"{N_NEWS}/{N_NEWS} tasks have a prediction" in preannotated
@@ -248,16 +250,18 @@ def test_the_readme_commands_that_read_shared_data_run_as_written(tmp_path):
 def _run_by_other_tests() -> set[str]:
     """Lines other modules run as written: every ``judgelab serve`` line
     (tests/test_backend_serve.py, an activated venv's ``judgelab`` for ``.venv/bin/judgelab``) and
-    the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py)."""
+    the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
+    the annotators' block (tests/test_cli_people.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
     serve = {line.replace(".venv/bin/judgelab", "judgelab") for line in SERVE}
     shown = {line for line in command_lines() if line.replace(".venv/bin/judgelab", "judgelab") in serve}
     from test_arms import ARMS_MARKER
+    from test_cli_people import COMMANDS as ANNOTATORS
 
     judges = {" ".join(line.split()) for line in judges_block("### Several samples and several judges")}
-    return shown | judges | set(block_after(ARMS_MARKER))
+    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS)
 
 
 def _exercised() -> set[str]:

@@ -11,7 +11,7 @@ import pytest
 from judgelab.analysis.loaders.storysumm import load_storysumm
 from judgelab.backend.annotators.offline import OfflineAnnotator
 from judgelab.backend.llm.tasks import task_for
-from judgelab.configs import get_schema, items, story_lines
+from judgelab.configs import get_schema, instructions, items, story_lines
 from judgelab.configs.task_data import TaskDataError, prepare_task_data
 
 STORY = "Tom ran to the shop. She stopped at the door and waited for the bus."
@@ -28,6 +28,7 @@ FORMS = {
 def test_doctests():
     assert doctest.testmod(story_lines).failed == 0
     assert doctest.testmod(items).failed == 0
+    assert doctest.testmod(instructions).failed == 0
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -57,3 +58,18 @@ def test_every_layer_reads_the_same_two_lines(form, tmp_path):
 def test_a_broken_list_is_refused_at_import_with_its_field():
     with pytest.raises(TaskDataError, match="lines.*does not parse"):
         prepare_task_data(get_schema("story_consistency"), {"story": STORY, "lines": '["He ran.", '})
+
+
+def test_every_schemas_instructions_become_html_that_keeps_every_word():
+    import html
+    import re
+
+    from judgelab.configs.instructions import instructions_html
+    from judgelab.configs.schema import all_schemas
+
+    for schema in all_schemas().values():
+        written = str(schema.meta.get("instructions") or "")
+        shown = instructions_html(written)
+        assert "\n" not in shown and "<pre" not in shown, schema.name
+        text = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", shown)))
+        assert text.split() == re.sub(r"(?m)^\s*(\d+[.)]|[-*])\s+", "", written).split(), schema.name

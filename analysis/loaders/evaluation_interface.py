@@ -13,9 +13,18 @@ annotation}``; ``annotation`` (a dict, or its string repr) holds ``consistent_<i
   ``gold_annotations`` (JSON list of the three summary-level labels).
 - ``judgments``: one annotation per record (``annotation_id`` ``<project>:<record index>``,
   ``annotator`` the username, source ``human``): ``line_<i>`` as ``Consistent`` /
-  ``Inconsistent`` / ``N/A, just commentary``, ``line_<i>.explanation``, ``faithful``
-  (``consistent_full``: ``Faithful`` / ``Unfaithful``), ``faithful.explanation``. With
-  ``combined``, the gold label (source and annotator ``gold``, item ``faithful``).
+  ``Inconsistent`` / ``N/A, just commentary``, ``line_<i>.explanation``, ``faithful``,
+  ``faithful.explanation``. With ``combined``, the gold label (source and annotator ``gold``,
+  item ``faithful``).
+
+An annotator's summary-level ``faithful`` is one of two things (``summary_verdict``, recorded in
+the tasks' ``faithful_from`` column):
+
+- ``"own"`` (the default): their own answer to the summary question (``consistent_full``);
+- ``"lines"``: derived from their line labels: ``Unfaithful`` when a line is ``Inconsistent``,
+  ``Faithful`` when they judged lines and none is (``N/A`` lines count as not inconsistent); their
+  own answer is then left out. On StorySumm's 96 summaries the three main annotators' two verdicts
+  differ on 8 of 288 labels.
 - ``problems``: null line judgments (skipped), unknown answers, unreadable annotations.
 
 Every record is kept, including the pilot item answered by many annotators (and the main
@@ -55,6 +64,8 @@ from judgelab.configs.story_lines import split_sentences
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
 SUMMARY_VERDICTS = {"yes": FAITHFUL, "no": UNFAITHFUL}
+#: where an annotator's summary-level verdict comes from (``load --summary-verdict``), as the tasks say it
+SUMMARY_VERDICT_SOURCES = {"own": "their own summary verdict", "lines": "their line labels"}
 ORIGIN_SPLITS = {"original": "val", "expanded": "test"}  # combined.json's source: StorySumm's split
 _LINE_KEY = re.compile(r"^(consistent|explanation)_(\d+)$")
 
@@ -64,11 +75,16 @@ def load_evaluation_interface(
     *,
     combined: str | Path | None = None,
     project: str = "evaluation_interface",
+    summary_verdict: str = "own",
 ) -> dict[str, pd.DataFrame]:
     """Tidy tables of ``annotations_pl_latest.json`` (and ``combined.json`` if given).
 
+    ``summary_verdict``: the annotators' ``faithful`` is their own (``"own"``) or derived from
+    their line labels (``"lines"``), see the module's docstring.
     Returns ``{"tasks", "judgments", "spans", "problems"}`` (``spans`` is empty).
     """
+    if summary_verdict not in SUMMARY_VERDICT_SOURCES:
+        raise LoaderError(f"summary_verdict {summary_verdict!r}: one of {', '.join(SUMMARY_VERDICT_SOURCES)}")
     path = Path(path)
     records = read_json(path, strict=False)
     if not isinstance(records, list):
@@ -91,6 +107,7 @@ def load_evaluation_interface(
                 "summary": record.get("summary"),
                 "n_lines": 0,
                 "n_records": 0,
+                "faithful_from": SUMMARY_VERDICT_SOURCES[summary_verdict],
             },
         )
         task["n_records"] += 1
@@ -101,7 +118,8 @@ def load_evaluation_interface(
             )
             continue
         base = judgment_base(project, task_id, f"{project}:{index}", str(record.get("username")), HUMAN)
-        task["n_lines"] = max(task["n_lines"], _add_annotation(out, path, index, task_id, base, annotation))
+        judged = _add_annotation(out, path, index, task_id, base, annotation, own_verdict=summary_verdict == "own")
+        task["n_lines"] = max(task["n_lines"], judged)
     for task in tasks.values():
         lines = split_sentences(task["summary"]) if isinstance(task["summary"], str) else []
         task["lines"] = json.dumps(lines, ensure_ascii=False) if len(lines) == task["n_lines"] else None
@@ -126,10 +144,19 @@ def _annotation_dict(value: object) -> dict[str, Any] | None:
 
 
 def _add_annotation(
-    out: Collector, path: Path, index: int, task_id: str, base: dict[str, Any], annotation: dict[str, Any]
+    out: Collector,
+    path: Path,
+    index: int,
+    task_id: str,
+    base: dict[str, Any],
+    annotation: dict[str, Any],
+    *,
+    own_verdict: bool = True,
 ) -> int:
-    """Judgment rows of one record; returns the number of lines it judged."""
+    """Judgment rows of one record; returns the number of lines it judged. ``own_verdict``: the
+    summary verdict is the record's own answer, else derived from its line verdicts."""
     n_lines = 0
+    line_verdicts: list[str] = []
     for key in sorted(annotation, key=_key_order):
         value = annotation[key]
         match = _LINE_KEY.match(key)
@@ -150,7 +177,8 @@ def _add_annotation(
                 out.problem(path, None, task_id, "unknown_answer", f"record {index}: {key} = {value!r}; skipped")
                 continue
             out.judgment(base, f"line_{line}", verdict)
-        elif key == "consistent_full" and value is not None:
+            line_verdicts.append(verdict)
+        elif key == "consistent_full" and value is not None and own_verdict:
             verdict = SUMMARY_VERDICTS.get(str(value).strip().lower())
             if verdict is None:
                 out.problem(path, None, task_id, "unknown_answer", f"record {index}: {key} = {value!r}; skipped")
@@ -158,6 +186,8 @@ def _add_annotation(
                 out.judgment(base, FAITHFUL_ITEM, verdict)
         elif key == "explanation_full" and isinstance(value, str) and value.strip():
             out.judgment(base, f"{FAITHFUL_ITEM}.explanation", value.strip())
+    if not own_verdict and line_verdicts:
+        out.judgment(base, FAITHFUL_ITEM, UNFAITHFUL if INCONSISTENT in line_verdicts else FAITHFUL)
     return n_lines
 
 
@@ -231,15 +261,44 @@ def _int_or_none(value: object) -> int | None:
 
 @data_set(
     "evaluation_interface",
-    "annotations_pl_latest.json (or its folder) [--combined combined.json]",
-    ("combined",),
+    "annotations_pl_latest.json (or its folder) [--combined FILE; default: combined.json beside it] "
+    "[--summary-verdict own|lines]",
+    ("combined", "summary_verdict"),
     cut=Cut(
         ("split",),
         total=True,
         origin="StorySumm's published analysis: val (where thresholds are tuned) and test, and all summaries pooled",
     ),
 )
-def read_evaluation_interface(path: Path, project: str | None = None, combined: Path | None = None) -> dict[str, Any]:
-    """``judgelab load evaluation_interface PATH``: the file, or the folder holding it."""
+def read_evaluation_interface(
+    path: Path, project: str | None = None, combined: Path | None = None, summary_verdict: str | None = None
+) -> dict[str, Any]:
+    """``judgelab load evaluation_interface PATH``: the file, or the folder holding it, with the
+    gold labels of ``combined``, else of ``combined.json`` beside the file (as the data set is
+    published); ``notes`` says whether gold labels were read."""
     file = Path(path) / "annotations_pl_latest.json" if Path(path).is_dir() else Path(path)
-    return load_evaluation_interface(file, combined=combined, **({"project": project} if project else {}))
+    beside = file.parent / "combined.json"
+    if combined is None and beside.is_file():
+        combined, where = beside, f"{beside.name} beside {file.name}"
+    else:
+        where = str(combined)
+    verdict = summary_verdict or "own"
+    loaded = load_evaluation_interface(
+        file, combined=combined, summary_verdict=verdict, **({"project": project} if project else {})
+    )
+    if combined is None:
+        note = (
+            f"gold labels: none (no {beside.name} beside {file.name}; --combined names it): no split, "
+            "no judges against the gold labels"
+        )
+    else:
+        gold = loaded["judgments"]
+        n_gold = int((gold["source"] == GOLD).sum()) if "source" in gold else 0
+        note = f"gold labels: {n_gold} summary label(s) from {where}"
+    said = {
+        "own": "the annotators' summary-level faithfulness: their own summary verdict (the default; "
+        "--summary-verdict lines derives it from their line labels)",
+        "lines": "the annotators' summary-level faithfulness: derived from their line labels (a line Inconsistent: "
+        "Unfaithful); their own summary verdict is left out",
+    }[verdict]
+    return {**loaded, "notes": [note, said]}

@@ -16,7 +16,7 @@ from judgelab.analysis.facets import Cut
 from judgelab.configs.plugins import Registry
 
 # the options of ``judgelab load`` a data set may take (besides PATH and a project name)
-OPTIONS = ("predictions", "combined", "config", "schema", "nan_ratings")
+OPTIONS = ("predictions", "combined", "config", "schema", "nan_ratings", "summary_verdict")
 
 
 @dataclass(frozen=True)

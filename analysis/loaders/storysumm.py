@@ -258,7 +258,7 @@ def _add_prediction(
 
 @data_set(
     "storysumm",
-    "storysumm.json (or its folder) [--predictions predictions/]",
+    "storysumm.json (or its folder) [--predictions DIR; default: predictions/ beside it]",
     ("predictions",),
     cut=Cut(
         ("split",),
@@ -267,6 +267,22 @@ def _add_prediction(
     ),
 )
 def read_storysumm(path: Path, project: str | None = None, predictions: Path | None = None) -> dict[str, Any]:
-    """``judgelab load storysumm PATH``: the file, or the folder holding ``storysumm.json``."""
+    """``judgelab load storysumm PATH``: the file, or the folder holding ``storysumm.json``, with
+    the judges of ``predictions``, else of the ``predictions/`` folder beside the file (as the
+    data set is published); ``notes`` says which judges were read, or that none were."""
     file = Path(path) / "storysumm.json" if Path(path).is_dir() else Path(path)
-    return load_storysumm(file, predictions=predictions, **({"project": project} if project else {}))
+    beside = file.parent / "predictions"
+    if predictions is None and beside.is_dir() and any(beside.glob("*.json")):
+        predictions, where = beside, f"{beside.name}/ beside {file.name}"
+    else:
+        where = str(predictions)
+    loaded = load_storysumm(file, predictions=predictions, **({"project": project} if project else {}))
+    if predictions is None:
+        note = (
+            f"judges: none (no {beside.name}/ folder of judges' .json files beside {file.name}; --predictions names "
+            "one): the report has no judge table and no alt-test"
+        )
+    else:
+        judges = [f.stem for f in prediction_files(predictions)]
+        note = f"judges: {len(judges)} from {where} ({', '.join(judges)})"
+    return {**loaded, "notes": [note]}

@@ -50,9 +50,38 @@ def _sample_rows(schema):
     return rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
 
 
+def overlap_option(func):
+    """``--overlap N``: annotations per task, set on the project(s) the command creates or imports into."""
+    return click.option(
+        "--overlap",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Annotations per task: N annotators label every task (Label Studio's maximum_annotations, on 100% "
+        "of the tasks). Default: Label Studio's 1 for a new project, unchanged for one that exists.",
+    )(func)
+
+
+def _set_overlap(client, project, overlap: int | None, out: Output, entry: dict) -> None:
+    """Set ``overlap`` annotations per task on every task of ``project`` (when given); say so."""
+    if overlap is None:
+        return
+    from judgelab.sync.study_design import set_overlap
+
+    settings = set_overlap(client, project.id, overlap, 100)
+    out.line(
+        f"{project.schema_name}: project {project.id} {project.title!r}: {settings.maximum_annotations} "
+        f"annotation(s) per task on {settings.overlap_cohort_percentage}% of tasks"
+    )
+    entry["overlap"] = {
+        "annotations_per_task": settings.maximum_annotations,
+        "percent": settings.overlap_cohort_percentage,
+    }
+
+
 @main.command("create")
 @project_options(multiple=True, schema_help="Schema (repeatable; default: all five, each its own project).")
 @click.option("--samples/--no-samples", default=False, help="Also import the schema's sample tasks.")
+@overlap_option
 @json_option
 @click.pass_context
 def create_cmd(
@@ -61,6 +90,7 @@ def create_cmd(
     titles: tuple[str, ...],
     schema_names: tuple[str, ...],
     samples: bool,
+    overlap: int | None,
     as_json: bool,
 ) -> None:
     """Create the schemas' projects, or the projects named by --title (idempotent).
@@ -70,7 +100,7 @@ def create_cmd(
     existing one (and imports the samples of its schema into it with --samples).
     """
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, require_project
-    from judgelab.sync.projects import import_rows
+    from judgelab.sync.projects import import_rows, refresh_instructions
 
     schemas = _schemas(schema_names)  # an unknown name is reported before connecting
     if (project_ids or titles) and len(schema_names) > 1:
@@ -86,6 +116,9 @@ def create_cmd(
     for project in found:
         entry = project.as_json()
         state = "created" if project.created else "exists"
+        refreshed = not project.created and project.schema and refresh_instructions(client, project.id, project.schema)
+        if refreshed:  # made by an earlier judgelab with <pre> instructions
+            state += ", its instructions now shown as HTML"
         line = f"{project.schema_name}: project {project.id} {project.title!r} {state}"
         if samples:
             if project.schema is None:
@@ -94,6 +127,7 @@ def create_cmd(
             line += f", {report.imported} sample task(s) imported, {report.skipped_existing} already there"
             entry["samples"] = {"imported": report.imported, "already": report.skipped_existing}
         out.line(line)
+        _set_overlap(client, project, overlap, out, entry)
         listed.append(entry)
     out.result({"projects": listed})
 
@@ -127,6 +161,7 @@ def create_cmd(
     type=click.Path(path_type=Path),
     help="Earlier-round annotations (task,annotator,item,value rows or a Label Studio JSON export).",
 )
+@overlap_option
 @json_option
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.pass_context
@@ -140,6 +175,7 @@ def import_cmd(
     skip_bad: bool,
     with_annotations: bool,
     annotations_file: Path | None,
+    overlap: int | None,
     as_json: bool,
     files: tuple[Path, ...],
 ) -> None:
@@ -221,7 +257,9 @@ def import_cmd(
             source = f"{annotations_file}: " if annotations_file else "annotations: "
             skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
             out.line(source + outcome.summary() + skipped)
-        out.result({"project": project.as_json(), "files": files_json, "annotations": outcome.as_json()})
+        entry = project.as_json()
+        _set_overlap(client, project, overlap, out, entry)
+        out.result({"project": entry, "files": files_json, "annotations": outcome.as_json()})
 
 
 def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -46,7 +49,7 @@ def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, da
         start_backend,
         start_label_studio,
     )
-    from judgelab.sync.projects import ensure_project, import_rows
+    from judgelab.sync.projects import ensure_project, import_rows, refresh_instructions
 
     database = PostgresSettings.from_url(database_url) if database_url else None
     running_ls, running_backend = recorded_ports(ctx.obj["home"])  # run again, `up` finds its stack
@@ -77,6 +80,8 @@ def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, da
     client = connect(Connection(url=settings.ls_url, token=creds.token))
     for schema in all_schemas().values():
         project = ensure_project(client, schema)
+        if not project.created:
+            refresh_instructions(client, project.id, schema)
         rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
         report = import_rows(client, project.id, rows)
         link = connect_backend(client, project.id, settings.backend_url)
@@ -88,7 +93,42 @@ def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, da
         )
     click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
     click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
-    click.echo(f"Stop the servers with: judgelab --home {settings.home} down")
+    click.echo(f"Invite annotators (a sign-up link): {stack_command(settings.home, 'invite', url=settings.ls_url)}")
+    click.echo(f"Stop the servers with: {stop_command(settings.home)}")
+
+
+def stop_command(home: Path, cwd: Path | None = None, path: str | None = None) -> str:
+    """``judgelab --home HOME down`` as it runs when typed in ``cwd`` (see :func:`stack_command`)."""
+    return stack_command(home, "down", cwd=cwd, path=path)
+
+
+def stack_command(
+    home: Path, command: str, *, url: str | None = None, cwd: Path | None = None, path: str | None = None
+) -> str:
+    """``judgelab --home HOME [--url URL] COMMAND`` as it runs when typed in ``cwd`` (default: here): ``judgelab``
+    when the one on ``path`` (default: $PATH) is this installation's, else this installation's
+    script by its path (``.venv/bin/judgelab`` after scripts/up.sh, which does not activate the
+    virtual environment); paths under ``cwd`` are relative to it."""
+    cwd = Path.cwd() if cwd is None else cwd
+    script = Path(sys.executable).parent / "judgelab"
+    found = shutil.which("judgelab", path=path)
+    if not script.exists():  # run by other means: the module itself
+        program = f"{shlex.quote(sys.executable)} -m judgelab.sync.cli"
+    elif found and Path(found).resolve() == script.resolve():
+        program = "judgelab"
+    else:
+        program = shlex.quote(_shown_path(script, cwd))
+    where = f" --url {shlex.quote(url)}" if url else ""
+    return f"{program} --home {shlex.quote(_shown_path(home, cwd))}{where} {command}"
+
+
+def _shown_path(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when it lies under it, else absolute."""
+    absolute = Path(os.path.normpath(cwd / path))
+    try:
+        return str(absolute.relative_to(os.path.normpath(cwd)))
+    except ValueError:
+        return str(absolute)
 
 
 @main.command("down")

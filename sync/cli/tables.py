@@ -333,12 +333,26 @@ class _LoadCommand(click.Command):
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the tidy tables.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "sqlite"]), default="parquet", show_default=True)
-@click.option("--predictions", type=click.Path(path_type=Path), help="storysumm: folder (or file) of judges' outputs.")
-@click.option("--combined", type=click.Path(path_type=Path), help="evaluation_interface: combined.json (gold labels).")
+@click.option(
+    "--predictions",
+    type=click.Path(path_type=Path),
+    help="storysumm: folder (or file) of judges' outputs (default: predictions/ beside the file).",
+)
+@click.option(
+    "--combined",
+    type=click.Path(path_type=Path),
+    help="evaluation_interface: combined.json, the gold labels (default: the one beside the file).",
+)
 @click.option("--config", type=click.Path(path_type=Path), help="span_annotation: the .config.yaml (default: beside).")
 @click.option("--project-name", "project", help="The project's name in the tables (default: from the file name).")
 @click.option("--project", "old_project", hidden=True, help="Deprecated: --project-name.")
 @click.option("--schema", "schema_name", help="span_annotation: schema of the tasks (default hotel_spans).")
+@click.option(
+    "--summary-verdict",
+    type=click.Choice(["own", "lines"]),
+    help="evaluation_interface: an annotator's summary-level faithfulness is their own summary verdict (own, the "
+    "default) or derived from their line labels (lines: Unfaithful when a line is Inconsistent).",
+)
 @click.option(
     "--nan-ratings",
     type=click.Choice(["missing", "as-authors"]),
@@ -355,6 +369,7 @@ def load_cmd(
     project: str | None,
     old_project: str | None,
     schema_name: str | None,
+    summary_verdict: str | None,
     nan_ratings: str | None,
 ) -> None:
     """Read a published data set into tidy tables (and problems.csv), without Label Studio.
@@ -387,6 +402,7 @@ def load_cmd(
         "config": config,
         "schema": schema_name,
         "nan_ratings": nan_ratings,
+        "summary_verdict": summary_verdict,
     }
     for option, value in given.items():
         if value is not None and option not in data_set.options:
@@ -410,6 +426,8 @@ def load_cmd(
         f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
         f"{len(loaded['spans'])} spans in {len(projects)} project(s): {', '.join(projects)}"
     )
+    for note in loaded.get("notes") or []:  # what the loader read beside the file, or did not find
+        click.echo(note)
     if problems.empty:
         click.echo("problems: none")
     else:

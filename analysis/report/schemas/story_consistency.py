@@ -92,7 +92,75 @@ def story_section(data: ProjectData) -> Section | None:
         "Each summary is judged line by line: Consistent, Inconsistent (contradicts the story) or "
         "'N/A, just commentary'. A unit below is one line of one summary, or one summary."
     )
-    return section_or_none("Line-by-line consistency", [intro], subsections)
+    said = summary_verdict_note(data)
+    return section_or_none("Line-by-line consistency", [intro, *([said] if said else [])], subsections)
+
+
+FAITHFUL_FROM_COLUMN = "faithful_from"  # evaluation_interface: what the annotators' summary verdict is
+FAITHFUL_FROM_LINES = "their line labels"
+
+
+def summary_verdict_note(data: ProjectData) -> Paragraph | None:
+    """What the human annotators' summary-level faithfulness is, when their loader says it (this
+    project's tasks, or those of the project whose annotators it borrows on the same tasks)."""
+    if data.cell_number is not None:  # said once, in the project's '(all)' cell (or unfaceted)
+        return None
+    own = data.all_cells.tasks
+    if "task_id" not in own.columns:
+        return None
+    candidates = [(data.project, own)] + [
+        (project, tables["tasks"])
+        for project, tables in data.peers.items()
+        if "task_id" in tables["tasks"] and tables["tasks"]["task_id"].isin(set(own["task_id"])).any()
+    ]
+    for project, tasks in candidates:
+        if FAITHFUL_FROM_COLUMN not in tasks.columns:
+            continue
+        said = tasks[FAITHFUL_FROM_COLUMN].dropna().astype(str).unique()
+        if len(said) != 1:
+            continue
+        whose = "" if project == data.project else f" of project {project}"
+        if said[0] == FAITHFUL_FROM_LINES:
+            what = (
+                "derived from their line labels (Unfaithful when a line is Inconsistent, Faithful otherwise), as "
+                "'judgelab load evaluation_interface --summary-verdict lines' loaded them; their own summary verdict "
+                "is left out"
+            )
+        else:
+            what = (
+                f"{said[0]}, as 'judgelab load evaluation_interface' loads it by default ('--summary-verdict lines' "
+                "derives it from their line labels instead: Unfaithful when a line is Inconsistent)"
+            )
+        judgments = data.judgments if project == data.project else data.peers[project]["judgments"]
+        differ = None if said[0] == FAITHFUL_FROM_LINES else _stated_against_derived(judgments, set(own["task_id"]))
+        counted = ""
+        if differ is not None:
+            n_differ, n_both = differ
+            counted = (
+                f" On this project's tasks the two readings differ on {n_differ} of {n_both} summary labels (one per "
+                "annotator and summary)."
+            )
+        return Paragraph(
+            f"The summary-level faithfulness of the human annotators{whose} is {what}. The judges' comparison with "
+            f"the annotators and the alt-test use it.{counted}"
+        )
+    return None
+
+
+def _stated_against_derived(judgments: pd.DataFrame, task_ids: set) -> tuple[int, int] | None:
+    """(labels that differ, labels compared): each human annotator's latest summary verdict on
+    ``task_ids`` against the one their line labels imply; None when no annotation has both."""
+    humans = judgments[(judgments["source"] == HUMAN_SOURCE) & judgments["task_id"].isin(task_ids)]
+    if humans.empty:
+        return None
+    latest = set(latest_annotations(usable_judgments(humans))["annotation_id"])
+    humans = humans[humans["annotation_id"].isin(latest)]
+    derived = summary_faithfulness_from_lines(humans)
+    stated = humans[humans["item"] == SUMMARY_ITEM][["annotation_id", "value"]].drop_duplicates("annotation_id")
+    both = derived.merge(stated.rename(columns={"value": "stated"}), on="annotation_id")
+    if both.empty:
+        return None
+    return int((both["stated"].astype(str).str.strip() != both["value"]).sum()), len(both)
 
 
 def line_agreement_section(data: ProjectData) -> Section | None:
