@@ -155,6 +155,9 @@ def test_the_likert_study_is_reported_whole_with_its_counts(pm_study):
     assert overall.loc["item", ["n_kept", "n_edited", "n_deleted"]].tolist() == [done["kept"], done["edited"], 0]
     glance = pd.read_csv(folder / "at_a_glance.csv")
     assert set(glance["topic"]) >= {"Completion", "Agreement", "Suggestions"}
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    front = html.split("The study at a glance", 1)[1].split("</table>", 1)[0]
+    assert "offline 2" in front and "judgelab-offline-2-" not in front  # a short name; the full one in its table
 
 
 def test_the_span_pilot_counts_its_annotators_and_spans(pm_study):

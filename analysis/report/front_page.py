@@ -264,7 +264,7 @@ def completion_glance(data: ProjectData, per_task: np.ndarray) -> Glance:
         return Glance("Completion", "tasks", f"{n_tasks} tasks with reference labels on {gold}; no human annotation")
     if target:
         reached = int((per_task >= target).sum())
-        text += f"; {reached} ({percent(reached / n_tasks)}) reached the target of {target} annotations each"
+        text += f"; {reached} ({percent(reached / n_tasks)}) reached the target of {plural(target, 'annotation')} each"
     else:
         text += f"; {int((per_task >= 2).sum())} by two or more annotators"
     return Glance("Completion", "tasks", text, annotated / n_tasks)

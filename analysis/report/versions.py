@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from judgelab.analysis.report.blocks import Block, Details, Finding, Gallery, Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Block, Details, Finding, Gallery, GlanceTable, Paragraph, Section, Table
 from judgelab.analysis.tables import MODEL_SOURCE_PREFIX
 
 _JUDGELAB = re.compile(
@@ -91,6 +91,9 @@ def shorten(sections: list[Section], names: dict[str, str]) -> None:
             return Finding(text(item.text), item.target)
         if isinstance(item, Details):
             return Details(text(item.summary), [block(inner) for inner in item.blocks], item.open)
+        if isinstance(item, GlanceTable):
+            rows = [(replace(g, subject=text(g.subject), answer=text(g.answer)), s) for g, s in item.rows]
+            return GlanceTable(rows, text(item.caption))
         if isinstance(item, Gallery):
             return Gallery([replace(f, caption=text(f.caption)) for f in item.figures])
         if isinstance(item, Table):
