@@ -273,7 +273,9 @@ class BatchRun:
         is asking (its claim on ``key``): then wait until its answer is stored (taken from the
         cache: False) or its claim is gone, and claim again. True once this batch has asked."""
         cache = self.annotator.cache
-        owner = self.annotator.claim_owner
+        # a name of its own per asking: a late release of an earlier asker of this process must
+        # not drop this one's claim
+        owner = f"{self.annotator.claim_owner}:{uuid.uuid4().hex[:8]}"
         while True:
             seconds = max(0.0, self.deadline - time.monotonic()) + CLAIM_MARGIN_S
             outcome, text = await asyncio.to_thread(cache.claim, key, owner, seconds)
