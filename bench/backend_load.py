@@ -262,15 +262,15 @@ def cap_bench(args: argparse.Namespace, work: Path) -> None:
                             rss[project] = rss_mb(backend.proc.pid)
                     metrics = client.get("/metrics").text
             values = {line.split()[0]: float(line.split()[-1]) for line in metrics.splitlines() if line[:1] != "#"}
-            counted = sum(v for k, v in values.items() if k.startswith("judgelab_models_cached_bytes"))
-            kept = sum(
-                v for k, v in values.items() if k.startswith("judgelab_models_cached{") or k == "judgelab_models_cached"
-            )
+            counted = values["judgelab_models_cached_bytes"] + values.get("judgelab_llm_tasks_cached_bytes", 0)
+            kept = f"{values['judgelab_models_cached']:.0f} models"
+            if "judgelab_llm_tasks_cached" in values:
+                kept += f" and {values['judgelab_llm_tasks_cached']:.0f} LLM tasks"
             grown = rss[args.big_projects] - start
             print(f"  {annotator} annotator, {kind} configs: RSS {start:.0f} MB at the start, then")
             print("    " + "   ".join(f"after {p}: +{mb - start:.0f} MB" for p, mb in sorted(rss.items())))
             print(
-                f"    kept: {kept:.0f}, counted {counted / 1024 / 1024:.0f} MB against the cap; "
+                f"    kept: {kept}, counted {counted / 1024 / 1024:.0f} MB against the cap; "
                 f"RSS growth {grown:.0f} MB = {grown / cap:.2f}x the cap (target <= 1.3x)",
                 flush=True,
             )

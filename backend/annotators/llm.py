@@ -46,7 +46,7 @@ from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.llm.judges import Judge, judges_for
 from judgelab.backend.llm.usage import UsageLog, open_usage
-from judgelab.backend.model_registry import ModelRegistry
+from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import (
     DEFAULT_MODEL_CACHE_MB,
     DEFAULT_MODEL_CACHE_SIZE,
@@ -110,7 +110,7 @@ class LLMAnnotator:
         cache: ResponseCache | None = None,
         usage: UsageLog | None = None,
         max_tasks: int = DEFAULT_MODEL_CACHE_SIZE,
-        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024),
+        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024) // 2,
     ):
         settings.check_endpoint()
         self.settings = settings
@@ -124,7 +124,9 @@ class LLMAnnotator:
         self.stats: Counter = Counter()
         self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
         # the LLM tasks of the configs seen lately, bounded like the backend's models
-        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(self._make_task, max_tasks, max_task_bytes)
+        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(
+            self._make_task, max_tasks, max_task_bytes, self._task_bytes
+        )
         # the requests a batch of this process is asking for, by cache key: other batches with the
         # same request await its answers (touched only on the background loop)
         self.in_flight: dict[str, asyncio.Future] = {}
@@ -176,6 +178,19 @@ class LLMAnnotator:
         it is among the most recently used (bounded by count and size, as the backend's models are:
         memory does not grow with every config Label Studio or anyone else sends)."""
         return self._tasks.get(schema_name, config_xml)
+
+    @property
+    def task_registry(self) -> ModelRegistry[LLMTask]:
+        """The LLM tasks kept (their count and the memory they hold, for the metrics)."""
+        return self._tasks
+
+    def _task_bytes(self, task: LLMTask) -> int:
+        """What a task holds of its own (not this annotator nor the schemas)."""
+        try:
+            schemas = list(all_schemas().values())
+        except SchemaError:
+            schemas = []
+        return held_bytes(task, shared=(self, *schemas))
 
     def _make_task(self, schema_name: str, config_xml: str) -> LLMTask:
         try:
