@@ -40,9 +40,10 @@ from judgelab.backend.json_io import dumps, loads_object
 from judgelab.backend.ls_files import LabelStudioFiles
 from judgelab.backend.metrics import CONTENT_TYPE, Family, Metrics, annotator_families
 from judgelab.backend.model import Annotator, JudgelabModel
-from judgelab.backend.model_registry import ModelRegistry
+from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import BackendSettings
 from judgelab.configs.label_config import LabelConfigError
+from judgelab.configs.schema import SchemaError, all_schemas
 
 log = logging.getLogger("judgelab.backend")
 
@@ -223,9 +224,19 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         log.info("project %s: schema %s", project_id, model.schema_name)
         return model
 
-    models: ModelRegistry[JudgelabModel] = ModelRegistry(
-        build, settings.model_cache_size, int(settings.model_cache_mb * 1024 * 1024)
-    )
+    def model_bytes(model: JudgelabModel) -> int:
+        """What a model holds of its own (not the annotator, the file fetcher or the schemas)."""
+        try:
+            schemas = list(all_schemas().values())
+        except SchemaError:
+            schemas = []
+        return held_bytes(model, shared=(annotator, files, *schemas))
+
+    # the annotator's own objects per config (the LLM's prompt tasks) take their share of the cap
+    task_registry = getattr(annotator, "task_registry", None)
+    cap = int(settings.model_cache_mb * 1024 * 1024)
+    cap -= min(task_registry.max_bytes, cap // 2) if task_registry is not None else 0
+    models: ModelRegistry[JudgelabModel] = ModelRegistry(build, settings.model_cache_size, cap, size=model_bytes)
     batch_annotator = callable(getattr(annotator, "annotate_batch", None))
     predict_pool = ThreadPoolExecutor(
         WAITING_PREDICT_THREADS if batch_annotator else CPU_PREDICT_THREADS, thread_name_prefix="judgelab-predict"
@@ -362,13 +373,20 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         llm_model = settings.llm.model if settings.annotator == "llm" else ""
         info.add(1, annotator=annotator.name, version=__version__, pid=str(os.getpid()), llm_model=llm_model)
         kept = Family("judgelab_models_cached", "gauge", "Projects (project, label config) whose model is kept.")
-        size = Family("judgelab_models_cached_bytes", "gauge", "Estimated size of the models kept.")
+        size = Family("judgelab_models_cached_bytes", "gauge", "Memory the kept models hold (measured when built).")
         fetches = Family(
             "judgelab_label_studio_files_total", "counter", "Texts of Label Studio URLs in tasks, by outcome."
         )
         for outcome in ("fetched", "cached", "failed", "refused"):
             fetches.add(files.stats[outcome], outcome=outcome)
-        return [info, kept.add(len(models)), size.add(models.bytes), fetches]
+        families = [info, kept.add(len(models)), size.add(models.bytes), fetches]
+        if task_registry is not None:
+            tasks = Family("judgelab_llm_tasks_cached", "gauge", "Label configs whose LLM prompt task is kept.")
+            task_size = Family(
+                "judgelab_llm_tasks_cached_bytes", "gauge", "Memory the kept LLM tasks hold (measured when built)."
+            )
+            families += [tasks.add(len(task_registry)), task_size.add(task_registry.bytes)]
+        return families
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:

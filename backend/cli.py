@@ -144,7 +144,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--model-cache-mb",
         "JUDGELAB_MODEL_CACHE_MB",
-        "estimated memory of the parsed configs kept",
+        "memory the parsed configs kept may hold, measured (the LLM annotator: half for its prompt tasks)",
         "model_cache_mb",
     ),
     Option(

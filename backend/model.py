@@ -88,7 +88,7 @@ class JudgelabModel:
         self.deadline_s = deadline_s
         self.files = files
         self.url_fields = url_fields(self.config)  # data keys whose value is a URL to load
-        self.detection: Detection = detect_schema(label_config, all_schemas())
+        self.detection: Detection = detect_schema(self.config, all_schemas())
         self.stats: Counter = Counter()
         self._annotator_version: str | None = None
         self._model_version: str | None = None

@@ -135,7 +135,7 @@ class LLMSettings:
 DEFAULT_MAX_BODY_MB = 200.0  # one request body ("Retrieve predictions" sends a whole project)
 DEFAULT_MAX_CONFIG_MB = 1.0  # one label config (a big taxonomy is a few hundred kB)
 DEFAULT_MODEL_CACHE_SIZE = 100  # projects (project, config) whose parsed config is kept
-DEFAULT_MODEL_CACHE_MB = 256.0  # their estimated size together
+DEFAULT_MODEL_CACHE_MB = 256.0  # the memory they hold together (and the LLM annotator's prompt tasks)
 DEFAULT_FETCH_TIMEOUT = 10.0  # one download of an uploaded text file from Label Studio
 DEFAULT_FETCH_MAX_MB = 10.0  # one such file
 DEFAULT_FETCH_CACHE_MB = 64.0  # the downloaded texts kept

@@ -1,4 +1,4 @@
-"""The backend under load (issue 15): N concurrent ``/predict`` calls against the real backend
+"""The backend under load: N concurrent ``/predict`` calls against the real backend
 process with the LLM annotator and the simulated OpenAI-compatible server (``tests/llm_sim.py``, a
 process of its own), while ``/health`` is asked every 50 ms as Label Studio would.
 
@@ -6,14 +6,17 @@ For N = 10, 50, 100 (a fresh backend each) it prints the share of calls answered
 deadline + 1 s, the share of tasks that got a result, ``/health``'s p50/p99 against its p99 with
 no load (measured first, in the same run), and the backend's peak RSS. Then memory across many
 projects: ``/setup`` + ``/predict`` for 1,000 distinct project ids (the five schemas' configs),
-and ``/setup`` for 300 project ids with a 0.9 MB config each (the issue's probe: +583 MB for 300
-projects with a 2 MB config before), printing RSS after each step as a ratio to the RSS once the
-model registry is full (100 projects). And one huge call (60,000 tasks, 50 MB) to the offline
-annotator, with /health asked meanwhile.
+printing RSS after each step as a ratio to the RSS once the model registry is full (100
+projects); and ``/setup`` for 400 project ids with a 0.9 MB config each under
+``--model-cache-mb 256``, printing the RSS growth from the backend's start against that cap and
+what the registry counts. And one huge call (60,000 tasks, 50 MB) to the offline annotator, with
+/health asked meanwhile.
 
-Targets: 100% within deadline + 1 s; /health p99 < 1 s at N = 100; RSS flat across projects.
+Targets: 100% within deadline + 1 s; /health p99 < 1 s at N = 100; RSS flat across projects;
+RSS growth at most 1.3x the model cap.
 
     python bench/backend_load.py [--deadline 10] [--tasks-per-call 4] [--latency 0.2]
+    python bench/backend_load.py --only-cap [--big-projects 400] [--big-config-mb 0.9] [--model-cache-mb 256]
 """
 
 from __future__ import annotations
@@ -213,18 +216,64 @@ def projects_bench(args: argparse.Namespace, work: Path) -> None:
         print(f"\n{args.projects} distinct projects (/setup + /predict each, the five schemas' configs):")
         print("  " + "   ".join(f"after {p}: {mb:.0f} MB ({mb / first:.2f}x)" for p, mb in rss.items()))
 
+
+def labels_config(i: int, size: int) -> str:
+    """The hotel config with one more Choices control of about ``size`` characters of choices (a
+    big taxonomy): another config per ``i``."""
+    xml = HOTEL.config_xml
+    head = xml.rfind("</View>")
+    choices = "".join(f'<Choice value="option {i} number {k:07d}"/>' for k in range(size // 40))
+    return xml[:head] + f'<Choices name="extra{i}" toName="summary" choice="multiple">{choices}</Choices>' + xml[head:]
+
+
+CAP_CONFIGS = {"labels": labels_config, "header": padded_config}
+
+
+def cap_bench(args: argparse.Namespace, work: Path) -> None:
+    """Memory against ``--model-cache-mb``: ``/setup`` for many project ids with a big config each
+    (reachable without auth), RSS growth from the backend's start set against the cap, per kind
+    of config (many labels; one long header) and annotator."""
     size = int(args.big_config_mb * 1024 * 1024)
-    with start_backend(work / "big.log", JUDGELAB_LOG_LEVEL="WARNING") as backend:
-        rss = {}
-        with httpx.Client(base_url=backend.url, timeout=120) as client:
-            for project in range(1, args.big_projects + 1):
-                config = padded_config(project, size)
-                client.post("/setup", json={"project": f"{project}.1", "schema": config}).raise_for_status()
-                if project in (50, 100, 200, args.big_projects):
-                    rss[project] = rss_mb(backend.proc.pid)
-        first = rss[100]  # the model registry is full by then (100 projects, 256 MB estimated)
-        print(f"{args.big_projects} project ids with a {args.big_config_mb:g} MB config each (/setup, no auth):")
-        print("  " + "   ".join(f"after {p}: {mb:.0f} MB ({mb / first:.2f}x)" for p, mb in rss.items()))
+    cap = args.model_cache_mb
+    print(
+        f"\n{args.big_projects} project ids with a {args.big_config_mb:g} MB config each (/setup, no auth), "
+        f"--model-cache-mb {cap:g}:"
+    )
+    for annotator in args.cap_annotators:
+        for kind in args.cap_configs:
+            env = {"JUDGELAB_LOG_LEVEL": "WARNING", "JUDGELAB_MODEL_CACHE_MB": f"{cap:g}"}
+            if annotator == "llm":  # /setup makes the LLM task too; nothing asks the LLM
+                env.update(
+                    JUDGELAB_ANNOTATOR="llm",
+                    JUDGELAB_LLM_BASE_URL="http://127.0.0.1:9/v1",
+                    JUDGELAB_LLM_MODEL="m",
+                    JUDGELAB_CACHE_PATH="off",
+                )
+            with start_backend(work / f"cap-{annotator}-{kind}.log", **env) as backend:
+                rss = {}
+                with httpx.Client(base_url=backend.url, timeout=120) as client:
+                    client.post("/setup", json={"project": "0.1", "schema": HOTEL.config_xml}).raise_for_status()
+                    start = rss_mb(backend.proc.pid)  # imports done, one small model kept
+                    for project in range(1, args.big_projects + 1):
+                        config = CAP_CONFIGS[kind](project, size)
+                        body = {"project": f"{project}.1", "schema": config}
+                        client.post("/setup", json=body).raise_for_status()
+                        if project in (50, args.big_projects) or project % 100 == 0:
+                            rss[project] = rss_mb(backend.proc.pid)
+                    metrics = client.get("/metrics").text
+            values = {line.split()[0]: float(line.split()[-1]) for line in metrics.splitlines() if line[:1] != "#"}
+            counted = values["judgelab_models_cached_bytes"] + values.get("judgelab_llm_tasks_cached_bytes", 0)
+            kept = f"{values['judgelab_models_cached']:.0f} models"
+            if "judgelab_llm_tasks_cached" in values:
+                kept += f" and {values['judgelab_llm_tasks_cached']:.0f} LLM tasks"
+            grown = rss[args.big_projects] - start
+            print(f"  {annotator} annotator, {kind} configs: RSS {start:.0f} MB at the start, then")
+            print("    " + "   ".join(f"after {p}: +{mb - start:.0f} MB" for p, mb in sorted(rss.items())))
+            print(
+                f"    kept: {kept}, counted {counted / 1024 / 1024:.0f} MB against the cap; "
+                f"RSS growth {grown:.0f} MB = {grown / cap:.2f}x the cap (target <= 1.3x)",
+                flush=True,
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -235,12 +284,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per simulated LLM answer")
     parser.add_argument("--llm-concurrency", type=int, default=8)
     parser.add_argument("--projects", type=int, default=1000)
-    parser.add_argument("--big-projects", type=int, default=300)
+    parser.add_argument("--big-projects", type=int, default=400)
+    parser.add_argument("--model-cache-mb", type=float, default=256.0, help="the backend's cap on its models")
     parser.add_argument("--big-config-mb", type=float, default=0.9)
     parser.add_argument("--huge-tasks", type=int, default=60000, help="tasks of the one huge call")
     parser.add_argument("--skip-projects", action="store_true")
+    parser.add_argument("--only-cap", action="store_true", help="only the memory against --model-cache-mb")
+    parser.add_argument("--cap-annotators", nargs="+", choices=["offline", "llm"], default=["offline", "llm"])
+    parser.add_argument("--cap-configs", nargs="+", choices=list(CAP_CONFIGS), default=list(CAP_CONFIGS))
     args = parser.parse_args(argv)
 
+    if args.only_cap:
+        with tempfile.TemporaryDirectory() as tmp:
+            cap_bench(args, Path(tmp))
+        return
     sim, sim_url = start_sim(args.latency, ANSWER)
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -252,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
             huge_call_bench(args, Path(tmp))
             if not args.skip_projects:
                 projects_bench(args, Path(tmp))
+                cap_bench(args, Path(tmp))
     finally:
         stop_sim(sim)
 

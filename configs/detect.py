@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgelab.configs.label_config import parse_label_config
+from judgelab.configs.label_config import LabelConfig, parse_label_config
 from judgelab.configs.schema import Schema
 
 MIN_SIMILARITY = 0.6
@@ -31,8 +31,10 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def detect_schema(label_config: str, schemas: dict[str, Schema]) -> Detection:
-    fingerprint = parse_label_config(label_config).fingerprint
+def detect_schema(label_config: str | LabelConfig, schemas: dict[str, Schema]) -> Detection:
+    """The schema ``label_config`` (its text, or the config already parsed) is, by fingerprint."""
+    parsed = label_config if isinstance(label_config, LabelConfig) else parse_label_config(label_config)
+    fingerprint = parsed.fingerprint
     best: Detection = Detection(None, 0.0)
     for schema in schemas.values():
         score = similarity(fingerprint, parse_label_config(schema.config_xml).fingerprint)

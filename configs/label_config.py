@@ -179,10 +179,24 @@ def _repeaters(root: etree._Element) -> dict[str, tuple[str, str]]:
     return found
 
 
-#: Few: each entry holds a parsed config, and the backend keeps its own bounded registry of them.
-@lru_cache(maxsize=16)
+#: Configs longer than this are parsed anew each time rather than cached: a parsed config takes
+#: about five times its text, and the backend keeps the big ones in its own bounded registry, where
+#: their memory is counted; 16 cached taxonomies of 1 MB would hold 80 MB beside it.
+CACHED_CONFIG_MAX_CHARS = 64 * 1024
+
+
 def parse_label_config(xml: str) -> LabelConfig:
-    """Parse a label config (cached by its text)."""
+    """Parse a label config (cached by its text, unless it is over :data:`CACHED_CONFIG_MAX_CHARS`)."""
+    return _parse_cached(xml) if len(xml) <= CACHED_CONFIG_MAX_CHARS else _parse(xml)
+
+
+#: Few: each entry holds a parsed config.
+@lru_cache(maxsize=16)
+def _parse_cached(xml: str) -> LabelConfig:
+    return _parse(xml)
+
+
+def _parse(xml: str) -> LabelConfig:
     try:
         root = etree.fromstring(xml.encode("utf-8"), parser=etree.XMLParser(resolve_entities=False))
         interface = LabelInterface(xml)

@@ -198,8 +198,8 @@ def test_the_model_registry_is_bounded_by_count_and_size(tmp_path):
             assert metric(metrics, "judgelab_models_cached") == 4
             # an evicted project is rebuilt on demand, with the same version
             assert client.post("/setup", json={"project": "1.1", "schema": HOTEL_XML}).json()["model_version"] == first
-            for project in range(40, 46):  # 300 kB configs: at most 2 MB of them are kept
-                config = padded_config(project, 300_000)
+            for project in range(40, 46):  # 700 kB configs (a model holds its text): at most 2 MB of them are kept
+                config = padded_config(project, 700_000)
                 assert client.post("/setup", json={"project": f"{project}.1", "schema": config}).status_code == 200
             metrics = client.get("/metrics").text
             assert metric(metrics, "judgelab_models_cached_bytes") <= 2 * 1024 * 1024
@@ -235,6 +235,47 @@ def test_memory_stays_flat_across_many_projects_with_big_configs(tmp_path, annot
                 touch(project)
             grown = rss_mb(backend.proc.pid) - before
     assert grown < 30, f"60 more projects with a 1 MB config added {grown:.0f} MB"
+
+
+def labels_config(i: int, size: int) -> str:
+    """The hotel config with one more Choices control of ``size`` characters of choices (a big
+    taxonomy): another config per ``i``."""
+    head = HOTEL_XML.rfind("</View>")
+    choices = "".join(f'<Choice value="option {i} number {k:07d}"/>' for k in range(size // 40))
+    return (
+        HOTEL_XML[:head]
+        + f'<Choices name="extra{i}" toName="summary" choice="multiple">{choices}</Choices>'
+        + HOTEL_XML[head:]
+    )
+
+
+@pytest.mark.parametrize("annotator", ["offline", "llm"])
+def test_the_memory_kept_models_hold_stays_within_their_cap(tmp_path, annotator):
+    """A config of many labels parses into objects of about five times its text (the SDK's parse,
+    which the LLM task used to keep, into thirty): counted as three times its text, the models
+    kept under a 64 MB cap grew the process by 2-3x the cap, the LLM tasks beside them by more."""
+    cap = 64
+    env = {"JUDGELAB_MODEL_CACHE_MB": str(cap), "JUDGELAB_ANNOTATOR": annotator, "JUDGELAB_CACHE_PATH": "off"}
+    with (
+        LLMSim() as sim,
+        start_backend(
+            tmp_path / "backend.log", JUDGELAB_LLM_BASE_URL=sim.url, JUDGELAB_LLM_MODEL="sim-model", **env
+        ) as backend,
+    ):
+        with httpx.Client(base_url=backend.url, timeout=120) as client:
+
+            def setup(project: int) -> None:
+                body = {"project": f"{project}.1", "schema": labels_config(project, 900_000)}
+                assert client.post("/setup", json=body).status_code == 200
+
+            setup(0)  # what parsing one such config takes on the way is in the baseline
+            before = rss_mb(backend.proc.pid)
+            for project in range(1, 41):
+                setup(project)
+            grown = rss_mb(backend.proc.pid) - before
+            metrics = client.get("/metrics").text
+    assert metric(metrics, "judgelab_models_cached") < 40  # the cap, not the count, bounded them
+    assert grown <= 1.3 * cap, f"40 projects with 0.9 MB of labels each grew RSS by {grown:.0f} MB, cap {cap} MB"
 
 
 def test_oversized_bodies_and_configs_get_a_clear_413(tmp_path):

@@ -4,20 +4,23 @@ worker processes sharing the LLM response cache, and ``/metrics``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
 import threading
+from collections import Counter, deque
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 from backend_process import ROOT, BackendProcess, clean_env, start_backend
-from llm_sim import LLMSim
+from llm_sim import Failure, LLMSim
 
 from judgelab.backend.cli import OPTIONS, SECRETS, environment
 from judgelab.backend.settings import BackendSettings
@@ -262,6 +265,109 @@ def test_two_workers_share_the_llm_response_cache(tmp_path):
             assert len(served) == 2, served
             assert sum(served.values()) == 2 * len(tasks)
             assert "continuing without it" not in backend.log() and "cannot be opened" not in backend.log()
+
+
+def serve_llm(sim: LLMSim, tmp_path: Path, *extra: str) -> list[str]:
+    """``judgelab serve --workers 2`` with the LLM annotator on ``sim`` and one cache file."""
+    return [
+        *(JUDGELAB, "serve", "--workers", "2", "--annotator", "llm", "--llm-base-url", sim.url),
+        *("--llm-model", "sim-model", "--cache-path", str(tmp_path / "cache.sqlite"), *extra),
+    ]
+
+
+def post_at_once(url: str, bodies: list[dict]) -> list[dict | None]:
+    """The ``/predict`` bodies sent together, each on a connection of its own (any worker may
+    take it); each call's answer, or None when it got none."""
+    answers: list[dict | None] = [None] * len(bodies)
+
+    def one(i: int) -> None:
+        response = httpx.post(f"{url}/predict", json=bodies[i], timeout=120)
+        answers[i] = response.json() if response.status_code == 200 else None
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def test_overlapping_predicts_pay_for_each_distinct_prompt_once_across_two_workers(tmp_path):
+    """30 calls sent at once, 4 tasks each over 20 distinct prompts (each prompt in 6 calls): an
+    identical request is asked once whichever worker or thread holds it, the others wait for its
+    answer (they used to ask too, up to 6 requests per prompt)."""
+    prompts, per_call = 20, 4
+    bodies = [
+        predict_body([hotel_task((c * per_call + k) % prompts) | {"id": c * per_call + k} for k in range(per_call)])
+        for c in range(30)
+    ]
+    with LLMSim(answer='{"annotations": [], "impression": 5}', latency=1.0) as sim:
+        command = serve_llm(sim, tmp_path, "--predict-deadline", "60")
+        with start_backend(tmp_path / "backend.log", command) as backend:
+            answers = post_at_once(backend.url, bodies)
+        per_prompt = Counter(r.last_user_text for r in sim.chat_requests)
+    assert all(a is not None and all("result" in p for p in a["results"]) for a in answers), answers
+    assert len(per_prompt) == prompts
+    assert max(per_prompt.values()) == 1, f"{sim.count} requests for {prompts} prompts: {sorted(per_prompt.values())}"
+
+
+def test_a_failed_request_lets_the_calls_waiting_for_it_ask_again(tmp_path):
+    """The first request for a prompt fails (a 400, not retried): the calls that waited for it
+    are not failed with it; one of them asks again and every other call gets its answer."""
+    task = hotel_task(1)
+    with LLMSim(
+        answer='{"annotations": [], "impression": 5}', latency=0.5, script=deque([Failure("status", status=400)])
+    ) as sim:
+        command = serve_llm(sim, tmp_path, "--predict-deadline", "60", "--llm-retries", "0")
+        with start_backend(tmp_path / "backend.log", command) as backend:
+            answers = post_at_once(backend.url, [predict_body([task]) for _ in range(6)])
+    with_result = [a for a in answers if a is not None and "result" in a["results"][0]]
+    assert len(with_result) == 5, answers  # only the call whose request failed has a placeholder
+    assert sim.count == 2
+
+
+def test_a_request_that_hangs_holds_no_waiting_call_past_its_deadline(tmp_path):
+    """The LLM does not answer the first request for a prompt for two minutes: the calls waiting
+    for it, in the same worker or the other, return at their deadline (3 s) as the asking one
+    does, while that request is still unanswered (shown by order, not by a clock)."""
+    task = hotel_task(1)
+    with LLMSim(answer='{"annotations": [], "impression": 5}', script=deque([Failure("hang", seconds=120)])) as sim:
+        command = serve_llm(sim, tmp_path, "--predict-deadline", "3", "--llm-retries", "0")
+        with start_backend(tmp_path / "backend.log", command) as backend:
+            answers = post_at_once(backend.url, [predict_body([task]) for _ in range(6)])
+            still_hanging = sim.in_flight
+    assert all(a is not None and len(a["results"]) == 1 for a in answers), answers
+    assert still_hanging >= 1, "a call waited for the hanging request's answer"
+
+
+def test_a_killed_worker_does_not_block_its_prompt(tmp_path):
+    """A backend killed (SIGKILL) while asking for a prompt leaves its claim in the cache file; a
+    backend started on that file answers the prompt at once instead of waiting for the claim to
+    lapse (60 s after the killed one's deadline)."""
+    task = hotel_task(1)
+    with LLMSim(answer='{"annotations": [], "impression": 5}', script=deque([Failure("hang", seconds=120)])) as sim:
+        first = [*serve_llm(sim, tmp_path, "--predict-deadline", "60")]
+        first[first.index("--workers") + 1] = "1"
+        killed = start_backend(tmp_path / "killed.log", first)
+        try:
+
+            def ask() -> None:
+                with contextlib.suppress(httpx.HTTPError):  # the backend dies under it
+                    httpx.post(f"{killed.url}/predict", json=predict_body([task]), timeout=120)
+
+            threading.Thread(target=ask, daemon=True).start()
+            for _ in range(600):  # the request is at the LLM: its claim is in the file
+                if sim.in_flight:
+                    break
+                threading.Event().wait(0.05)
+            assert sim.in_flight == 1
+            os.killpg(killed.proc.pid, signal.SIGKILL)
+            killed.proc.wait(timeout=30)
+        finally:
+            killed.stop()
+        with start_backend(tmp_path / "backend.log", serve_llm(sim, tmp_path, "--predict-deadline", "10")) as backend:
+            answer = httpx.post(f"{backend.url}/predict", json=predict_body([task]), timeout=120).json()
+    assert "result" in answer["results"][0], answer
 
 
 def test_the_cache_opens_while_another_process_writes_to_it(tmp_path):

@@ -10,6 +10,9 @@ task that fails (endpoint error, an answer the task cannot use) gives ``None`` t
 exception; failures are counted by kind in :attr:`LLMAnnotator.stats` and logged without the
 API key.
 
+An identical request is asked for once while it is in flight, by the batches of this process
+and by the processes sharing the cache file (see :mod:`judgelab.backend.annotators.llm_batch`).
+
 Several judges (models) and samples per task: ``annotate_judges(..., judges)`` gives each
 judge's drafts (see :mod:`judgelab.backend.llm.judges`; the batch itself is
 :class:`~judgelab.backend.annotators.llm_batch.BatchRun`). The token usage of every answer is
@@ -33,19 +36,20 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from judgelab.backend.annotators.llm_batch import BatchRefs, BatchRun
 from judgelab.backend.draft import Draft
-from judgelab.backend.llm.cache import ResponseCache, open_cache
+from judgelab.backend.llm.cache import ResponseCache, claim_owner, open_cache
 from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
 from judgelab.backend.llm.judges import Judge, judges_for
 from judgelab.backend.llm.token_estimate import TokenEstimator
 from judgelab.backend.llm.usage import UsageLog, open_usage
-from judgelab.backend.model_registry import ModelRegistry
+from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import (
     DEFAULT_MODEL_CACHE_MB,
     DEFAULT_MODEL_CACHE_SIZE,
@@ -109,7 +113,7 @@ class LLMAnnotator:
         cache: ResponseCache | None = None,
         usage: UsageLog | None = None,
         max_tasks: int = DEFAULT_MODEL_CACHE_SIZE,
-        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024),
+        max_task_bytes: int = int(DEFAULT_MODEL_CACHE_MB * 1024 * 1024) // 2,
     ):
         settings.check_endpoint()
         self.settings = settings
@@ -124,7 +128,13 @@ class LLMAnnotator:
         self.stats: Counter = Counter()
         self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
         # the LLM tasks of the configs seen lately, bounded like the backend's models
-        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(self._make_task, max_tasks, max_task_bytes)
+        self._tasks: ModelRegistry[LLMTask] = ModelRegistry(
+            self._make_task, max_tasks, max_task_bytes, self._task_bytes
+        )
+        # the requests a batch of this process is asking for, by cache key: other batches with the
+        # same request await its answers (touched only on the background loop)
+        self.in_flight: dict[str, asyncio.Future] = {}
+        self._claim_token = uuid.uuid4().hex[:12]
         self._lock = threading.Lock()
         self._runner: _LoopThread | None = None
         self._client: ChatClient | None = None
@@ -173,6 +183,19 @@ class LLMAnnotator:
         memory does not grow with every config Label Studio or anyone else sends)."""
         return self._tasks.get(schema_name, config_xml)
 
+    @property
+    def task_registry(self) -> ModelRegistry[LLMTask]:
+        """The LLM tasks kept (their count and the memory they hold, for the metrics)."""
+        return self._tasks
+
+    def _task_bytes(self, task: LLMTask) -> int:
+        """What a task holds of its own (not this annotator nor the schemas)."""
+        try:
+            schemas = list(all_schemas().values())
+        except SchemaError:
+            schemas = []
+        return held_bytes(task, shared=(self, *schemas))
+
     def _make_task(self, schema_name: str, config_xml: str) -> LLMTask:
         try:
             schema = all_schemas().get(schema_name)
@@ -182,6 +205,11 @@ class LLMAnnotator:
             return self.task_factory(schema, config_xml)
         except Exception as exc:
             raise LLMTaskUnavailable(f"no LLM task for schema {schema_name!r}: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def claim_owner(self) -> str:
+        """Who holds this annotator's claims in the cache file (machine, process, annotator)."""
+        return claim_owner(self._claim_token)
 
     def not_worth_caching(self, choice: Choice, usable: bool) -> str | None:
         """Why an answer is not stored (None: it is). Only an answer that made a usable draft is

@@ -9,6 +9,13 @@ as soon as it arrives, and stored in the cache only when it made a usable draft 
 :meth:`LLMAnnotator.not_worth_caching`). At the deadline the unfinished requests are cancelled;
 what arrived is kept.
 
+An identical request is paid for once while it is in flight. Within a process, a batch whose
+prompt another batch is already asking for waits for that answer (:attr:`LLMAnnotator.in_flight`)
+instead of asking; across processes sharing the cache file, the asking process holds a claim on
+the request in the file and the others poll the cache for its answer (see
+:meth:`judgelab.backend.llm.cache.SQLiteCache.claim`). A waiter never waits past its own deadline,
+and when the asker fails, or its answer is not worth caching, a waiter asks in its place.
+
 A task's draft for a judge is the judge's single answer, or, with several samples, their
 majority (:func:`judgelab.backend.llm.voting.majority_draft`). Every answer used is a row of
 token usage (:mod:`judgelab.backend.llm.usage`), recorded when the batch ends; a request whose
@@ -37,6 +44,13 @@ if TYPE_CHECKING:
     from judgelab.backend.annotators.llm import LLMAnnotator
 
 log = logging.getLogger("judgelab.annotators.llm")
+
+#: A claim in the cache file lapses this long after its holder's deadline (its request is cut
+#: at that deadline; the margin covers storing the answer).
+CLAIM_MARGIN_S = 5.0
+#: How often a batch waiting for another process's answer looks at the cache (growing to the max).
+POLL_FIRST_S = 0.02
+POLL_MAX_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -201,13 +215,17 @@ class BatchRun:
             usable = True
         return usable
 
-    def _from_cache(self, prompt: _Prompt, cached: dict[str, str | None]) -> None:
-        for s, key in enumerate(prompt.keys):
-            text = cached.get(key)
-            if text is None:
+    def _from_cache(self, prompt: _Prompt, cached: dict[str, str | Choice | None], shared: bool = False) -> None:
+        """The missing samples found in ``cached`` (texts from the cache, or the answers another
+        batch of this process received: ``shared``); they cost nothing and count as cached."""
+        for s in prompt.missing():
+            found = cached.get(prompt.keys[s])
+            if found is None:
                 continue
-            prompt.answers[s] = Choice(text)
+            prompt.answers[s] = found if isinstance(found, Choice) else Choice(found)
             self.counts["cached"] += len(prompt.tasks)
+            if shared:
+                self.counts["shared in flight"] += len(prompt.tasks)
             self.take(prompt, s, prompt.answers[s])
             self.usage.extend(self._usage_row(prompt, i, s, None, (None, None), None) for i in prompt.tasks)
 
@@ -244,6 +262,56 @@ class BatchRun:
         return estimates.estimate(model, prompt.messages, texts), True
 
     async def ask(self, prompt: _Prompt) -> None:
+        """Every missing sample of the prompt, each identical request asked once while in flight:
+        when a batch of this process is asking for it, its answers are awaited; otherwise this
+        batch asks (:meth:`_lead`) and shares what it received with the batches that waited. A
+        sample the awaited batch did not get (it failed, or was cut at its deadline) is asked
+        for again, by this batch or another waiter."""
+        flights = self.annotator.in_flight  # only touched on the annotator's event loop
+        while missing := prompt.missing():
+            key = prompt.keys[missing[0]]
+            flight = flights.get(key)
+            if flight is not None:
+                self._from_cache(prompt, await asyncio.shield(flight), shared=True)
+                continue
+            flight = flights[key] = asyncio.get_running_loop().create_future()
+            try:
+                asked = await self._lead(prompt, key)
+            finally:
+                del flights[key]
+                flight.set_result({prompt.keys[s]: a for s, a in enumerate(prompt.answers) if a is not None})
+            if asked:
+                return
+
+    async def _lead(self, prompt: _Prompt, key: str) -> bool:
+        """Ask for the prompt's missing samples unless another process sharing the cache file
+        is asking (its claim on ``key``): then wait until its answer is stored (taken from the
+        cache: False) or its claim is gone, and claim again. True once this batch has asked."""
+        cache = self.annotator.cache
+        # a name of its own per asking: a late release of an earlier asker of this process must
+        # not drop this one's claim
+        owner = f"{self.annotator.claim_owner}:{uuid.uuid4().hex[:8]}"
+        while True:
+            seconds = max(0.0, self.deadline - time.monotonic()) + CLAIM_MARGIN_S
+            outcome, text = await asyncio.to_thread(cache.claim, key, owner, seconds)
+            if outcome == "answered":
+                self._from_cache(prompt, {key: text})
+                return False
+            if outcome == "claimed":
+                try:
+                    await self._ask_llm(prompt)
+                finally:  # answers are stored by now; not awaited, so a cancelled batch releases too
+                    asyncio.get_running_loop().run_in_executor(None, cache.release, key, owner)
+                return True
+            delay = POLL_FIRST_S
+            while True:  # held by another process: cut by this batch's deadline at the latest
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, POLL_MAX_S)
+                text, held = await asyncio.to_thread(cache.claim_state, key)
+                if text is not None or not held:
+                    break
+
+    async def _ask_llm(self, prompt: _Prompt) -> None:
         """Every missing sample of the prompt: one request for all (``n``), then one per sample
         if the server gave fewer choices than asked."""
         annotator = self.annotator

@@ -18,10 +18,10 @@ def _offline(settings: BackendSettings) -> Any:
 def _llm(settings: BackendSettings) -> Any:
     from judgelab.backend.annotators.llm import LLMAnnotator
 
-    return LLMAnnotator(
+    return LLMAnnotator(  # its prompt tasks take half the models' memory cap (the app's models the rest)
         settings.llm,
         max_tasks=settings.model_cache_size,
-        max_task_bytes=int(settings.model_cache_mb * 1024 * 1024),
+        max_task_bytes=int(settings.model_cache_mb * 1024 * 1024) // 2,
     )
 
 

@@ -10,6 +10,14 @@ What is worth storing is the annotator's decision (an answer that made a usable 
 at ``max_tokens``, not huge); the cache only holds it, within a size cap: beyond ``max_bytes``
 of answers the oldest are evicted.
 
+A request is also *claimed* while it is in flight, so that processes sharing the cache file pay
+for it once: :meth:`SQLiteCache.claim` gives the cached answer, or the claim (the caller asks the
+LLM, stores the answer, then releases it with :meth:`~SQLiteCache.release`), or says another process holds
+it (the caller polls :meth:`~SQLiteCache.claim_state` until the answer is stored or the claim is
+gone, then claims again). A claim lapses at the time its holder gave (the holder's deadline, plus
+a margin) or at once when its holder, a process on this machine, has died, so a killed worker
+never blocks a prompt; a holder that failed releases its claim and a waiter asks in its place.
+
 >>> key = cache_key("m", [{"role": "user", "content": "hi"}], 0.0, 16, None)
 >>> cache = MemoryCache()
 >>> cache.get(key) is None
@@ -23,21 +31,56 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 log = logging.getLogger("judgelab.llm.cache")
+
+ClaimOutcome = Literal["answered", "claimed", "held"]
 
 
 class ResponseCache(Protocol):
     def get(self, key: str) -> str | None: ...
 
     def put(self, key: str, text: str) -> None: ...
+
+    def claim(self, key: str, owner: str, seconds: float) -> tuple[ClaimOutcome, str | None]:
+        """``("answered", text)`` when the answer is stored, ``("claimed", None)`` when ``owner``
+        now holds the request for ``seconds``, ``("held", None)`` when another live owner does."""
+        ...
+
+    def claim_state(self, key: str) -> tuple[str | None, bool]:
+        """The stored answer (or None) and whether a live claim is held on ``key``."""
+        ...
+
+    def release(self, key: str, owner: str) -> None: ...
+
+
+def claim_owner(token: str) -> str:
+    """The name of a claim's holder: this machine, this process and ``token`` (one per annotator)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{token}"
+
+
+def owner_alive(owner: str) -> bool:
+    """False only when ``owner`` names a process of this machine that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
 
 
 def cache_key(
@@ -74,6 +117,15 @@ class NoCache:
     def put(self, key: str, text: str) -> None:
         return None
 
+    def claim(self, key: str, owner: str, seconds: float) -> tuple[ClaimOutcome, str | None]:
+        return "claimed", None  # nothing shared between processes: each asks
+
+    def claim_state(self, key: str) -> tuple[str | None, bool]:
+        return None, False
+
+    def release(self, key: str, owner: str) -> None:
+        return None
+
 
 class MemoryCache:
     """A dict, for tests and one-off runs."""
@@ -89,6 +141,16 @@ class MemoryCache:
     def put(self, key: str, text: str) -> None:
         with self._lock:
             self._items[key] = text
+
+    def claim(self, key: str, owner: str, seconds: float) -> tuple[ClaimOutcome, str | None]:
+        text = self.get(key)  # one process: its annotator shares requests in flight itself
+        return ("answered", text) if text is not None else ("claimed", None)
+
+    def claim_state(self, key: str) -> tuple[str | None, bool]:
+        return self.get(key), False
+
+    def release(self, key: str, owner: str) -> None:
+        return None
 
     def count(self) -> int:
         return len(self._items)
@@ -143,6 +205,10 @@ class SQLiteCache:
                     "INSERT OR REPLACE INTO cache_meta (name, value) "
                     "VALUES ('bytes', (SELECT COALESCE(SUM(size), 0) FROM responses))"
                 )
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS claims "
+                    "(key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
+                )
 
         _while_locked(create_tables, busy_timeout_s)
 
@@ -196,6 +262,48 @@ class SQLiteCache:
                 if self.max_bytes is not None:
                     self._evict(conn, self.max_bytes)
         except (sqlite3.Error, UnicodeError) as exc:
+            self._failed("write", exc)
+
+    def claim(self, key: str, owner: str, seconds: float) -> tuple[ClaimOutcome, str | None]:
+        """The stored answer, or the claim on ``key`` for ``owner`` until ``seconds`` from now
+        (taken over when the current holder's claim lapsed or its process died), or ``held``.
+        A file that cannot be written gives the claim: the caller asks, as without a cache."""
+        try:
+            with self._transaction() as conn:
+                row = conn.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
+                if row:
+                    return "answered", row[0]
+                now = time.time()
+                held = conn.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
+                if held and held[0] != owner and held[1] > now and owner_alive(held[0]):
+                    return "held", None
+                conn.execute("DELETE FROM claims WHERE expires < ?", (now,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO claims (key, owner, expires) VALUES (?, ?, ?)", (key, owner, now + seconds)
+                )
+        except sqlite3.Error as exc:
+            self._failed("claim", exc)
+        return "claimed", None
+
+    def claim_state(self, key: str) -> tuple[str | None, bool]:
+        """The stored answer and whether a live claim is held on ``key`` (a read: no lock)."""
+        try:
+            conn = self._connection()
+            row = conn.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
+            if row:
+                return row[0], False
+            held = conn.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            self._failed("read", exc)
+            return None, False
+        return None, bool(held and held[1] > time.time() and owner_alive(held[0]))
+
+    def release(self, key: str, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (its answer, if worth it, is stored by then)."""
+        try:
+            with self._transaction() as conn:
+                conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+        except sqlite3.Error as exc:
             self._failed("write", exc)
 
     @staticmethod

@@ -61,14 +61,23 @@ class GenericTask:
         self.schema = schema
         self.name = schema.name if schema is not None else "custom"
         self.config = parse_label_config(label_config_xml)
-        self.interface = LabelInterface(label_config_xml)
+        # what the task needs of the SDK's parse is read here and the parse dropped: kept for a
+        # config of many labels, it would take about 30 times the config's size
+        interface = LabelInterface(label_config_xml)
         self.variant = variant or "main"
-        self.choice_values: dict[str, dict[str, str]] = {}  # control (template) name -> alias -> value
-        for c in self.interface.controls:
+        # control (template) name -> alias -> value, for the aliases whose value differs
+        self.choice_values: dict[str, dict[str, str]] = {}
+        for c in interface.controls:
             attrs = getattr(c, "labels_attrs", None) or {}
-            self.choice_values[c.name] = {
-                str(k): str((getattr(v, "attr", None) or {}).get("value", k)) for k, v in attrs.items()
+            aliases = ((str(k), str((getattr(v, "attr", None) or {}).get("value", k))) for k, v in attrs.items())
+            self.choice_values[c.name] = {alias: value for alias, value in aliases if alias != value}
+        try:
+            properties = interface.to_json_schema().get("properties", {})
+            self._json_properties: dict[str, Any] | None = {
+                c.name: properties[c.name] for c in self.config.controls if c.tag != "Labels" and c.name in properties
             }
+        except Exception:  # noqa: BLE001 - odd configs: no structured output, prompt only
+            self._json_properties = None
         options = (schema.meta.get("prompt") if schema is not None else None) or {}
         file_name = (
             options if isinstance(options, str) else (options.get("file") if isinstance(options, dict) else None)
@@ -228,9 +237,8 @@ class GenericTask:
     def output_schema(self) -> dict[str, Any] | None:
         """Per control, ``LabelInterface.to_json_schema()`` adapted to answers by text: ratings
         from 1, text areas as one string, spans by quoted text instead of offsets."""
-        try:
-            base = self.interface.to_json_schema().get("properties", {})
-        except Exception:  # noqa: BLE001 - odd configs: no structured output, prompt only
+        base = self._json_properties
+        if base is None:
             return None
         props: dict[str, Any] = {}
         span_controls = []
