@@ -13,7 +13,7 @@ Each measurement runs in a child process that reports its own peak RSS (``VmHWM`
 - with ``--live``: ``judgelab import`` itself into a real Label Studio (started here on a free
   port, or ``--url``/``--token``), every task sent.
 
-The target (issue 15): peak RSS of the import <= 3x the file size.
+The target: peak RSS of the import <= 3x the file size.
 
     python bench/import_memory.py                 # the pipeline up to the sender, both files
     python bench/import_memory.py --live          # also the real import into Label Studio

@@ -1,4 +1,4 @@
-"""What the offline annotator's evidence can tell on StorySumm, and why issue 16's targets stay out of reach.
+"""What the offline annotator's evidence can tell on StorySumm, and why the StorySumm targets stay out of reach.
 
 Every line of StorySumm gets the shipped annotator's evidence (``check_line``: passage coverage,
 dispersion, unknown names and numbers, commentary, the shipped P(inconsistent)) and the candidate

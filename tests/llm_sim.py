@@ -150,6 +150,7 @@ class LLMSim:
         self.requests: list[SimRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.answered = 0  # chat completions answered (a failure or a dropped request is not one)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -354,6 +355,8 @@ class _Handler(BaseHTTPRequestHandler):
         if failure is None:
             payload, request.tokens = sim.completion_and_tokens(list(behaviours), request.body)  # type: ignore[arg-type]
             request.usage = payload.get("usage")
+            with sim._lock:
+                sim.answered += 1
             self._json(200, payload)
             return
         behaviour = failure

@@ -1,11 +1,12 @@
-"""The backend under load and hostile input (issue 15, items 8-11), against the real
-``python -m judgelab.backend`` process: many concurrent ``/predict`` calls, huge batches, many
-projects, oversized bodies, and a half-configured basic auth.
+"""The backend under load and hostile input, against the real ``python -m judgelab.backend``
+process: many concurrent ``/predict`` calls, huge batches, many projects, oversized bodies, and a
+half-configured basic auth.
 
-No timing assertions: "returns by its deadline" bounds only, with the lateness margin the LLM
-tests use (``LATE_S``); a call that ignored its deadline would take several times longer. That
-``/health`` and ``/setup`` are not queued behind predict work is shown by order (they answer
-while every predict is still running), not by a clock.
+No timing assertions: a deadline is shown to hold by what the answer holds (placeholders for the
+tasks not reached, in order) and by order (every call returned while the LLM, which answers only
+after two minutes, still held its requests), never by comparing a duration with a bound. That
+``/health`` and ``/setup`` are not queued behind predict work is shown by order too (they answer
+while every predict is still running).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from judgelab.configs.schema import get_schema
 from judgelab.sync.local_stack import free_port
 
 #: How far past its deadline a call may return on a loaded machine (as in test_llm_annotator).
-LATE_S = 1.5
 HOTEL_XML = get_schema("hotel_spans").config_xml
 LIKERT_XML = get_schema("likert_rubric_es").config_xml
 
@@ -120,12 +120,13 @@ def test_health_and_setup_are_not_queued_behind_predicts_and_each_predict_meets_
             finished_before_setup = len(done)
             for call in calls:
                 call.join()
+            answered_by_then = sim.answered  # the LLM answers only after two minutes (or when stopped)
     assert health.status_code == 200 and setup.status_code == 200
     assert finished_before_health == 0, f"/health waited for {finished_before_health} predicts to end"
     assert finished_before_setup == 0, f"/setup waited for {finished_before_setup} predicts to end"
     assert "likert_rubric_es" in setup.json()["model_version"]
-    late = sorted(round(seconds, 2) for _, seconds in done.values() if seconds > deadline + LATE_S)
-    assert not late, f"{len(late)} of {n} calls returned after their deadline ({deadline} s): {late}"
+    # every call was ended by its deadline, not by the LLM: none of the LLM's answers had come
+    assert answered_by_then == 0 and len(done) == n, f"{answered_by_then} LLM answers came before the calls returned"
     for response, _ in done.values():
         assert response.status_code == 200
         (prediction,) = response.json()["results"]
@@ -147,7 +148,6 @@ def test_offline_batch_returns_by_the_deadline_with_placeholders_for_the_tasks_n
     timed_post(f"{offline_2s.url}/predict", {"tasks": tasks, "project": "4.1", "label_config": LIKERT_XML}, out, 0)
     response, seconds = out[0]
     assert response.status_code == 200
-    assert seconds < 2 + LATE_S, f"took {seconds:.1f} s for a 2 s deadline"
     results = response.json()["results"]
     assert len(results) == len(tasks)
     done = [i for i, p in enumerate(results) if "result" in p]
@@ -174,9 +174,13 @@ def test_concurrent_offline_batches_each_return_by_their_deadline(offline_2s):
         call.start()
     for call in calls:
         call.join()
-    seconds = sorted(round(s, 2) for _, s in done.values())
-    assert all(s < 2 + LATE_S for s in seconds), seconds
-    assert all(len(r.json()["results"]) == 1000 for r, _ in done.values())
+    for response, _ in done.values():
+        results = response.json()["results"]
+        assert len(results) == 1000
+        reached = [i for i, p in enumerate(results) if "result" in p]
+        # each call stopped at its own deadline: the first tasks answered in order, the rest placeholders
+        assert reached == list(range(len(reached))) and len(reached) < 1000
+        assert all("ran out of time" in p["error"] for p in results[len(reached) :])
 
 
 # ---------------------------------------------------------------------------- item 10: bounded memory
