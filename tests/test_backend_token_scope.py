@@ -265,7 +265,7 @@ def check_scope(seen: list[Seen], pair: Pair | None, servers) -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
