@@ -28,6 +28,10 @@ PROJECT_PAGE_SIZE = 100
 PROJECT_FIELDS = ("id", "title", "description", "label_config", "maximum_annotations", "overlap_cohort_percentage")
 
 
+class NotFound(SyncError):
+    """Label Studio answered 404 (a project or task that is gone, or a page past a listing's end)."""
+
+
 class Unreachable(SyncError):
     """The request did not get an answer (connection refused or reset, timeout)."""
 
@@ -126,7 +130,7 @@ class LabelStudioAPI(_Reads):
                 f"Label Studio at {self.url} refused the token (HTTP {response.status_code}): check --token"
             )
         if response.status_code >= 400:
-            raise SyncError(
+            raise (NotFound if response.status_code == 404 else SyncError)(
                 f"Label Studio: GET {path} answered HTTP {response.status_code}"
                 + (" (after retries)" if response.status_code >= 500 else "")
                 + f": {body_summary(response.text, 300)}"
@@ -149,7 +153,7 @@ class _SdkAPI(_Reads):
         except Exception as exc:  # httpx errors: the server went away
             raise SyncError(f"Label Studio: GET {path} failed: {exc}") from None
         if response.status_code >= 400:
-            raise SyncError(
+            raise (NotFound if response.status_code == 404 else SyncError)(
                 f"Label Studio: GET {path} answered HTTP {response.status_code}: {body_summary(response.text, 300)}"
             )
         return response.json()

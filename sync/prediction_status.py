@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from judgelab.sync.ls_api import as_api
+from judgelab.sync.client import SyncError
+from judgelab.sync.ls_api import NotFound, as_api
 
 PAGE_SIZE = 1000
 IDS_PER_QUERY = 500  # task ids named in one listing's query (it travels in the URL)
@@ -39,8 +40,32 @@ def _query(version: str, operator: str, ids: list[int] | None = None) -> str:
     return json.dumps(query)
 
 
+#: Times a listing starts again when it shrank under it (a page past its new end answers 404).
+LISTING_RESTARTS = 3
+
+
 def _listed_ids(client: Any, project_id: int, query: str | None) -> tuple[list[int], int]:
-    """(ids of the listed tasks, Label Studio's total for the listing)."""
+    """(ids of the listed tasks, Label Studio's total for the listing).
+
+    A filtered listing can shrink while it is read (Label Studio goes on adding the predictions of
+    a "Retrieve predictions" that judgelab stopped waiting for): a page past the new end answers
+    404 "Invalid page", and the listing is read again from the first page."""
+    for _ in range(LISTING_RESTARTS + 1):
+        try:
+            return _listed_ids_once(client, project_id, query)
+        except PageGone:
+            continue
+    raise SyncError(
+        f"project {project_id}: its tasks kept changing while judgelab listed them ({LISTING_RESTARTS + 1} tries); "
+        "run the command again in a minute"
+    )
+
+
+class PageGone(Exception):
+    """A page after the first answered 404: the listing shrank while it was read."""
+
+
+def _listed_ids_once(client: Any, project_id: int, query: str | None) -> tuple[list[int], int]:
     api, ids, page = as_api(client), [], 1
     while True:
         params: dict[str, Any] = {
@@ -52,7 +77,12 @@ def _listed_ids(client: Any, project_id: int, query: str | None) -> tuple[list[i
         }
         if query:
             params["query"] = query
-        payload = api.get_json("api/tasks/", params)
+        try:
+            payload = api.get_json("api/tasks/", params)
+        except NotFound:
+            if page == 1:
+                raise
+            raise PageGone from None
         tasks = payload.get("tasks") or []
         ids += [int(task["id"]) for task in tasks]
         total = int(payload.get("total") or 0)
