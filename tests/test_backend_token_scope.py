@@ -22,14 +22,8 @@ import pytest
 from backend_process import start_backend
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_backend_uploaded_files import CONFIG  # a Text object that loads its value from a URL
 
-CONFIG = """<View>
-  <Text name="text" value="$text" valueType="url"/>
-  <Labels name="label" toName="text">
-    <Label value="Complaint"/>
-    <Label value="Praise"/>
-  </Labels>
-</View>"""
 PROJECT = "7"
 FILE_TEXT = "The staff were kind. Sadly the shower was cold every morning."
 ENV_KEY = "env-key-0123456789abcdef"
