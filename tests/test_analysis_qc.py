@@ -14,11 +14,13 @@ import pandas as pd
 import pytest
 from shared_data import SHARED_DATA
 
+from judgelab.analysis.agreement import adjacent_agreement
 from judgelab.analysis.clustering import cluster_spans
 from judgelab.analysis.qc import augmentation_quality as qc_augmentation
 from judgelab.analysis.qc import hotel_spans as qc_hotel
 from judgelab.analysis.qc import likert_rubric_es as qc_likert
 from judgelab.analysis.qc import story_consistency as qc_story
+from judgelab.analysis.ratings import welch_t_test
 from judgelab.configs.schema import get_schema
 
 
@@ -249,12 +251,11 @@ def test_task_ids_are_per_project():
     assert table["n_units"].tolist() == [1, 1] and table["exact_agreement"].tolist() == [1.0, 1.0]
 
 
-def test_adjacent_agreement_fallback_matches_shared():
+def test_adjacent_agreement_by_hand():
     matrix = [[1, 2, 3], [5, 5, None], [2, 4, None], [1, None, None]]
     # pairs: (1,2) (1,3) (2,3) -> 2 close; (5,5) -> 1; (2,4) -> 0 => 3 of 5
-    assert qc_likert._local_adjacent(matrix).value == pytest.approx(3 / 5)
-    assert qc_likert.adjacent_agreement(matrix).value == pytest.approx(3 / 5)
-    assert qc_likert._local_adjacent([[1, None]]).n_units == 0
+    assert adjacent_agreement(matrix).value == pytest.approx(3 / 5)
+    assert adjacent_agreement([[1, None]]).n_units == 0
 
 
 def test_score_distributions_overall_and_per_model():
@@ -311,10 +312,10 @@ def test_relevance_cues_and_mean_relevance():
 
 def test_welch_t_test_by_hand():
     # means 1 and 2, variances 1 and 1, n = 3: t = -1 / sqrt(1/3 + 1/3) = -1.2247
-    t, p = qc_likert.welch_t_test([0, 1, 2], [1, 3, 2])
+    t, p = welch_t_test([0, 1, 2], [1, 3, 2])
     assert t == pytest.approx(-1 / math.sqrt(2 / 3)) and 0 < p < 1
-    assert all(math.isnan(v) for v in qc_likert.welch_t_test([1], [2, 3]))
-    assert all(math.isnan(v) for v in qc_likert.welch_t_test([2, 2], [2, 2]))
+    assert all(math.isnan(v) for v in welch_t_test([1], [2, 3]))
+    assert all(math.isnan(v) for v in welch_t_test([2, 2], [2, 2]))
 
 
 # --------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pandas.testing import assert_frame_equal
 
 from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.qc import augmentation_quality as qc
-from judgelab.analysis.qc.likert_rubric_es import numeric_ratings, numeric_ratings_grouped, ratings_per_group
+from judgelab.analysis.ratings import numeric_ratings, numeric_ratings_grouped, ratings_per_group
 from judgelab.configs.schema import get_schema
 
 META = get_schema("augmentation_quality").meta

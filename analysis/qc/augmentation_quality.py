@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from judgelab.analysis.agreement import cohen_kappa, exact_agreement
+from judgelab.analysis.agreement import adjacent_agreement, cohen_kappa, exact_agreement
 from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, split_groups
-from judgelab.analysis.qc.likert_rubric_es import INTEGER_SCORES, adjacent_agreement, numeric_ratings_grouped, unit_keys
+from judgelab.analysis.ratings import INTEGER_SCORES, numeric_ratings_grouped, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
 
 DEFAULT_ITEMS = ("SP", "SC")

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgelab.analysis.qc.likert_rubric_es import welch_t_test
+from judgelab.analysis.ratings import welch_t_test
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
 
 ERROR_FREE = "error_free"

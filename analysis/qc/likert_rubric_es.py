@@ -19,35 +19,16 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
-from judgelab.analysis.agreement import AgreementResult, exact_agreement, fleiss_kappa
-from judgelab.analysis.grouped import (
-    GROUP,
-    RowGroups,
-    group_keys,
-    member,
-    positions_per_group,
-    split_groups,
-    with_groups,
-)
-from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
-
-try:  # the shared implementation, when present
-    from judgelab.analysis.agreement import adjacent_agreement as _shared_adjacent
-except ImportError:  # pragma: no cover - depends on the other modules' progress
-    _shared_adjacent = None
-
-try:
-    from judgelab.analysis.krippendorff import krippendorff_alpha
-except ImportError:  # pragma: no cover
-    krippendorff_alpha = None
+from judgelab.analysis.agreement import adjacent_agreement, exact_agreement, fleiss_kappa
+from judgelab.analysis.krippendorff import krippendorff_alpha
+from judgelab.analysis.ratings import numeric_ratings, unit_keys, welch_t_test
+from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
 
 DEFAULT_CRITERIA = ("Coherence", "Consistency", "Fluency", "Relevance", "5W")
 RELEVANCE_ITEM = "Relevance"
@@ -94,121 +75,6 @@ AGREEMENT_COLUMNS = [
     "krippendorff_alpha_ordinal",
     "reason",
 ]
-
-
-def adjacent_agreement(matrix: Any, within: float = 1.0) -> AgreementResult:
-    """Share of rater pairs (all pairs of ratings of a unit, pooled) within ``within`` points.
-
-    Uses ``analysis.agreement.adjacent_agreement`` when it exists, else the same formula here.
-
-    >>> adjacent_agreement([[3, 3], [2, 3], [1, 3], [3, None]]).value  # 2 of 3 units within 1
-    0.6666666666666666
-    """
-    if _shared_adjacent is not None:
-        return _shared_adjacent(matrix, within)
-    return _local_adjacent(matrix, within)
-
-
-def _local_adjacent(matrix: Any, within: float = 1.0) -> AgreementResult:
-    values = pd.DataFrame(np.asarray(matrix, dtype=object)).apply(pd.to_numeric, errors="coerce").to_numpy(float)
-    agreeing = pairs = units = 0
-    for row in values:
-        present = row[~np.isnan(row)]
-        m = len(present)
-        if m < 2:
-            continue
-        units += 1
-        diff = np.abs(np.subtract.outer(present, present)) <= within + 1e-9
-        agreeing += int(diff.sum()) - m  # ordered pairs, minus each rating with itself
-        pairs += m * (m - 1)
-    if units == 0:
-        return AgreementResult(float("nan"), 0, "no unit was rated by two or more raters")
-    return AgreementResult(agreeing / pairs, units)
-
-
-def numeric_ratings(judgments: pd.DataFrame, items: Iterable[str] | None = None, *, source: str | None = HUMAN_SOURCE):
-    """Usable rows of ``items`` with a numeric ``score`` column, one annotation per
-    (task, annotator) (the latest); rows whose value is not a number are dropped."""
-    return numeric_ratings_grouped(judgments, None, items, source=source)
-
-
-def numeric_ratings_grouped(
-    judgments: pd.DataFrame,
-    groups: RowGroups | None,
-    items: Iterable[str] | None = None,
-    *,
-    source: str | None = HUMAN_SOURCE,
-) -> pd.DataFrame:
-    """:func:`numeric_ratings` of every group of ``groups`` at once (see ``analysis.grouped``):
-    the rows of all groups, each with its group in the ``GROUP`` column, the latest annotation
-    chosen within each group. Whether a group's scores are whole numbers alone (``numeric_ratings``
-    of its rows gives integer scores) is in :data:`INTEGER_SCORES`; :func:`ratings_per_group` gives
-    each group's rows as ``numeric_ratings`` of its rows alone. ``groups=None``: :func:`numeric_ratings`."""
-    rows = usable_judgments(with_groups(judgments, groups, "judgments"), source=source)
-    if items is not None:
-        rows = rows[rows["item"].isin(list(items))]
-    if rows.empty:
-        rows = rows.assign(score=pd.Series(dtype=float))
-        return rows if groups is None else rows.assign(**{INTEGER_SCORES: pd.Series(dtype=bool)})
-    rows = latest_per_task(rows, keys=group_keys(groups))
-    rows = rows.assign(score=pd.to_numeric(rows["value"], errors="coerce"))
-    if groups is not None:
-        rows[INTEGER_SCORES] = _integer_scores(rows, groups)
-    return rows.dropna(subset=["score"])
-
-
-INTEGER_SCORES = "_integer_scores"  # a grouped ratings column: its group's scores are integers when alone
-
-
-def _integer_scores(rows: pd.DataFrame, groups: RowGroups) -> np.ndarray:
-    """Per row: whether ``pd.to_numeric`` of its group's values alone gives integers (all groups
-    do when every value does; otherwise each group is parsed alone)."""
-    if pd.api.types.is_integer_dtype(rows["score"]):
-        return np.ones(len(rows), dtype=bool)
-    codes = rows[GROUP].to_numpy(dtype=np.int64)
-    values = rows["value"]
-    integer = np.array(
-        [
-            pd.api.types.is_integer_dtype(pd.to_numeric(values.iloc[positions], errors="coerce"))
-            for positions in positions_per_group(codes, groups.size)
-        ],
-        dtype=bool,
-    )
-    return integer[codes]
-
-
-def ratings_per_group(ratings: pd.DataFrame, size: int) -> list[pd.DataFrame]:
-    """Each group's rows of :func:`numeric_ratings_grouped` ratings, as ``numeric_ratings`` gives
-    them for that group's rows alone (integer scores where the group's are)."""
-    parts = split_groups(ratings, size)
-    out = []
-    for part in parts:
-        integer = bool(part[INTEGER_SCORES].all()) if len(part) else False
-        part = part.drop(columns=[INTEGER_SCORES])
-        out.append(part.assign(score=part["score"].astype(np.int64 if integer else float)))
-    return out
-
-
-def unit_keys(frame: pd.DataFrame) -> list[str]:
-    """``["project", "task_id"]`` when the frame has a project column, else ``["task_id"]``:
-    task ids are only unique within a project (BASSE's Spanish and Basque files share them)."""
-    return ["project", "task_id"] if "project" in frame.columns else ["task_id"]
-
-
-def latest_per_task(rows: pd.DataFrame, *, keys: Sequence[str] = ()) -> pd.DataFrame:
-    """Rows of the latest annotation per (project, task, annotator) (``analysis.tables``'s
-    rule, applied within each project); ``keys`` (a group column) come first in the key, so that
-    rows differing in them never compete."""
-    if rows.empty:
-        return rows
-    keys = list(keys)
-    if "project" not in rows.columns:
-        latest = latest_annotations(rows, keys=keys)
-    else:
-        latest = pd.concat(
-            [latest_annotations(group, keys=keys) for _, group in rows.groupby(rows["project"].astype(str), sort=False)]
-        )
-    return rows[member(rows, latest, [*keys, "annotation_id"])]
 
 
 def criterion_matrix(ratings: pd.DataFrame, item: str) -> pd.DataFrame:
@@ -432,15 +298,3 @@ def relevance_by_cue(
             }
         )
     return pd.DataFrame(rows)
-
-
-def welch_t_test(first: Iterable[float], second: Iterable[float]) -> tuple[float, float]:
-    """Welch's t statistic and two-sided p (scipy); NaNs when a side has fewer than two values
-    or both sides have no variance."""
-    a = np.asarray(list(first), dtype=float)
-    b = np.asarray(list(second), dtype=float)
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
-    if len(a) < 2 or len(b) < 2 or (np.var(a) == 0 and np.var(b) == 0):
-        return float("nan"), float("nan")
-    result = stats.ttest_ind(a, b, equal_var=False)
-    return float(result.statistic), float(result.pvalue)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from judgelab.analysis.agreement import category_counts, cohen_kappa, exact_agreement, fleiss_kappa
 from judgelab.analysis.krippendorff import krippendorff_alpha
-from judgelab.analysis.qc.likert_rubric_es import latest_per_task, unit_keys
+from judgelab.analysis.ratings import latest_per_task, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
 
 CONSISTENT = "Consistent"

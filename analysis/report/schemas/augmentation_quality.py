@@ -21,7 +21,7 @@ from judgelab.analysis.qc.augmentation_quality import (
     pilot_agreement_by_group,
     resolve_disagreements_by_group,
 )
-from judgelab.analysis.qc.likert_rubric_es import numeric_ratings_grouped
+from judgelab.analysis.ratings import numeric_ratings_grouped
 from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
