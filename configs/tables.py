@@ -1,7 +1,8 @@
 """The tidy-table contract between ``sync`` (which writes the tables) and ``analysis`` (which
 reads them), defined once: the columns every ``tasks``, ``judgments`` and ``spans`` table has.
 
-See ``../shared/design.md``: one row per judgment, offsets in Python code points.
+Long format: one row per judgment (and per span); span offsets are Python code points into the
+task's text, so ``text[start:end]`` is the span's ``text``.
 
 What Label Studio records about suggestions travels with every judgment and span row:
 

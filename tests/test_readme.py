@@ -31,7 +31,7 @@ OTHER_COMMANDS = [
     'judgelab design overlap --title "Noticias 2025 (pilot)" --annotations-per-task 3',
     "judgelab down",
 ]
-SHARED_COMMANDS = ["judgelab load storysumm ../shared/data/storysumm/storysumm.json --out storysumm-tables"]
+SHARED_COMMANDS = ["judgelab load storysumm data/storysumm/storysumm.json --out storysumm-tables"]
 # lines that cannot run as written in a test, and what runs their equivalent
 NOT_RUNNABLE = {
     "judgelab up": "binds Label Studio to port 8080 and the backend to 9090 of this machine; tests/conftest.py "
@@ -236,10 +236,10 @@ def test_the_readme_other_commands_run_as_written(session, live_stack):
 
 
 def test_the_readme_commands_that_read_shared_data_run_as_written(tmp_path):
-    """``../shared/data`` as the README means it: the data folder beside the checkout."""
+    """``data/`` as the README means it: the published data sets in a folder of the user's own."""
     shared_path("storysumm", "storysumm.json")
-    (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
     (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data").symlink_to(SHARED_DATA)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGELAB_")}
     env["PATH"] = _judgelab_dir() + os.pathsep + env.get("PATH", "")
     for line in SHARED_COMMANDS:
