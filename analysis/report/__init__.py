@@ -58,6 +58,7 @@ class ReportPaths:
     markdown: Path
     html: Path
     csv: dict[str, Path] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # what the report used (after each project's cut)
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,21 @@ def build_report(
     usage = tables.get("usage")
     frames, foreign = _without_foreign_parents(frames, everything)
     sections: list[Section] = []
+    used: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLE_NAMES}
     for project in _projects(frames):
         data = _project_data(project, frames, everything, schemas, options, problems, usage)
         data = replace(data, notes=_foreign_parent_notes(foreign[foreign["project"] == project]))
-        sections.append(project_section(data, builders))
+        cut = project_cut(data)
+        sections.append(project_section(data, builders, cut))
+        for name in TABLE_NAMES:
+            used[name].append(cut[1][name])
     sections.append(guide_section())
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = ReportPaths(markdown=out_dir / "report.md", html=out_dir / "report.html")
+    counts = _counts({name: pd.concat(parts, ignore_index=True) if parts else frames[name].iloc[0:0]
+                      for name, parts in used.items()})  # fmt: skip
+    paths = ReportPaths(markdown=out_dir / "report.md", html=out_dir / "report.html", counts=counts)
     paths.markdown.write_text(render_markdown(title, sections), encoding="utf-8")
     paths.html.write_text(render_html(title, sections), encoding="utf-8")
     for name, data in _csv_tables(sections).items():
@@ -122,11 +129,16 @@ def build_report(
     return paths
 
 
-def project_section(data: ProjectData, builders: Sequence[SectionBuilder]) -> Section:
+def project_section(
+    data: ProjectData,
+    builders: Sequence[SectionBuilder],
+    cut: tuple[FacetPlan, dict[str, pd.DataFrame]] | None = None,
+) -> Section:
     """One project's part of the report: the front page, then every builder's sections, each
     run on the whole project (builders marked ``whole_project``) or once per facet cell and
-    merged (see ``analysis.report.faceting``)."""
-    plan, filtered = project_cut(data)
+    merged (see ``analysis.report.faceting``). ``cut``: :func:`project_cut` of ``data``, when
+    the caller has it already."""
+    plan, filtered = cut if cut is not None else project_cut(data)
     whole = replace(data, tasks=filtered["tasks"], judgments=filtered["judgments"], spans=filtered["spans"], cache={})
     cells = facet_cells(filtered, plan.by, total=plan.total)
     faceted = len(cells) > 1 or bool(cells and cells[0].values)
@@ -243,9 +255,7 @@ def build_reports(
             options=options,
             context=frames,
         )
-        entries.append(
-            ReportEntry(name, schema_names, projects, paths, _used_counts(subset, projects, schemas, options))
-        )
+        entries.append(ReportEntry(name, schema_names, projects, paths, paths.counts))
         if on_report:
             on_report(len(entries), len(groups))
     index = out_dir / "index.html"
@@ -299,26 +309,6 @@ def _counts(frames: Mapping[str, pd.DataFrame]) -> dict[str, int]:
         "judgments": len(judgments),
         "spans": int((spans["source"] == HUMAN_SOURCE).sum()),
     }
-
-
-def _used_counts(
-    frames: Mapping[str, pd.DataFrame],
-    projects: Sequence[object],
-    schemas: Mapping[str, Mapping[str, Any]],
-    options: ReportOptions | None,
-) -> dict[str, int]:
-    """:func:`_counts` of what the report used: each project's rows after its cut's filter."""
-    options = options or ReportOptions()
-    parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLE_NAMES}
-    for project in projects:
-        own = {name: frame[frame["project"] == project] for name, frame in frames.items() if name in TABLE_NAMES}
-        schema_name = _schema_name(project, own["tasks"], schemas)
-        kept = options.cuts.get(str(project))
-        meta = schemas.get(schema_name, {}) if schema_name else {}
-        plan = facet_plan(meta, own["tasks"], options.by, options.where, kept)
-        for name, frame in filter_tables(own, plan.where).items():
-            parts[name].append(frame)
-    return _counts({name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()})
 
 
 def _unique_slug(name: str, used: set[str]) -> str:

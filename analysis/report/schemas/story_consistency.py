@@ -583,8 +583,8 @@ def judges_section(data: ProjectData) -> Section | None:
     names = {**JUDGE_NAMES, **{c: f"{c.removeprefix('flagged_')} caught" for c in flagged}}
     names = {k: names[k] for k in [*list(JUDGE_NAMES)[:-1], *flagged, "balanced_accuracy"]}
     shown = shown.assign(judge=[_judge_name(s, a) for s, a in zip(shown["source"], shown["annotator"], strict=True)])
-    shown = shown.sort_values(["level", "balanced_accuracy"], ascending=[False, False], kind="stable")
-    shown = shown.assign(judge=shown["judge"].map(lambda name: str(name).replace(" ", "\u00a0")))  # one line
+    ranked = shown.sort_values(["level", "balanced_accuracy"], ascending=[False, False], kind="stable")
+    shown = ranked.assign(judge=ranked["judge"].map(lambda name: str(name).replace(" ", "\u00a0")))  # one line
     blocks += short_table(
         "judges_vs_gold", "Judges against the gold labels", shown[list(names)].rename(columns=names),
         max(data.options.max_rows, 40),
@@ -624,13 +624,13 @@ def judges_section(data: ProjectData) -> Section | None:
                             data=with_project(auc, data.project)))  # fmt: skip
     glance = []
     for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
-        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
+        rows = ranked[(ranked["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
         for row in rows.to_dict("records"):
             answer = (
                 f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
                 f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
             )
-            judge = str(row["judge"]).replace("\u00a0", " ").removeprefix("model:")
+            judge = str(row["judge"]).removeprefix("model:")
             glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
     return Section("Judges against the gold labels", blocks, glance=glance)
 

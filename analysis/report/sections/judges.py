@@ -157,6 +157,11 @@ def _alpha_words(row: pd.Series) -> str:
     )
 
 
+def _passes_from(row: pd.Series) -> float | None:
+    """The smallest epsilon at which the judge passes the alt-test (None: it passes at none)."""
+    return min((eps for eps in EPSILONS if row[f"passes_{eps:g}"]), default=None)
+
+
 def _alt_test_words(row: pd.Series) -> str:
     """The alt-test's verdict, or why it was not run."""
     if not row["n_annotators_tested"]:
@@ -165,10 +170,10 @@ def _alt_test_words(row: pd.Series) -> str:
             f"the alt-test is not run: each annotator shares at most {units} with another annotator and the judge, "
             f"the test needs {int(row['alt_test_needs'])}"
         )
-    eps_pass = [eps for eps in EPSILONS if row[f"passes_{eps:g}"]]
+    passes_from = _passes_from(row)
     tested = plural(int(row["n_annotators_tested"]), "annotator")
-    if eps_pass:
-        return f"it passes the alt-test from epsilon {min(eps_pass):g} ({tested} tested)"
+    if passes_from is not None:
+        return f"it passes the alt-test from epsilon {passes_from:g} ({tested} tested)"
     return f"it fails the alt-test at every epsilon up to {max(EPSILONS):g} ({tested} tested)"
 
 
@@ -296,8 +301,8 @@ def _judge_glances(summary: pd.DataFrame) -> list[Glance]:
             if not row["n_annotators_tested"]:
                 verdict = f"alt-test not run ({plural(int(row['max_annotator_units']), 'shared unit')})"
             else:
-                eps_pass = [eps for eps in EPSILONS if row[f"passes_{eps:g}"]]
-                verdict = f"passes from epsilon {min(eps_pass):g}" if eps_pass else "fails the alt-test"
+                passes_from = _passes_from(row)
+                verdict = f"passes from epsilon {passes_from:g}" if passes_from is not None else "fails the alt-test"
                 omegas.append(float(row[f"omega_{max(EPSILONS):g}"]))
             if not (is_nan(row["judge_human_alpha"]) or is_nan(row["human_human_alpha"])):
                 verdict += (
