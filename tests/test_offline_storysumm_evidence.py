@@ -144,12 +144,13 @@ def test_the_readme_shows_the_storysumm_benches() -> None:
 @needs_storysumm
 @pytest.mark.parametrize("command", readme_storysumm_commands())
 def test_readme_storysumm_command_runs_as_written(command: str, tmp_path: Path) -> None:
-    """Run from a checkout whose ``.venv`` is this virtualenv and whose ``../shared`` is the data."""
+    """Run from a checkout whose ``.venv`` is this virtualenv and whose ``data/`` (the user's folder
+    of published data sets, as the README says) is the data."""
     checkout = tmp_path / "judgelab"
     checkout.mkdir()
     (checkout / ".venv").symlink_to(Path(sys.prefix))
     (checkout / "bench").symlink_to(ROOT / "bench")
-    (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
+    (checkout / "data").symlink_to(SHARED_DATA)
     out = subprocess.run(["bash", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert re.search(README_FIGURES[command.split()[1]], out.stdout), out.stdout
