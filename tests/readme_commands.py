@@ -1,12 +1,14 @@
-"""The ``judgelab`` command lines the README shows (every fenced code block), for the tests that
-run them exactly as written."""
+"""The ``judgelab`` command lines the README and the manual (``docs/**/*.md``) show (every fenced
+code block), for the tests that run them exactly as written."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```")
 COMMAND = re.compile(r"(?:^|[\s/])judgelab(?:\s|$)")
 
@@ -44,9 +46,26 @@ def _blocks(text: str) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+def pages() -> list[Path]:
+    """The README and every Markdown page of the manual, the README first."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def page_text(name: str) -> str:
+    """One page of the manual, by its path under ``docs/`` (``"backend.md"``)."""
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def docs_text() -> str:
+    """The README and the manual's pages, one after the other (a blank line between)."""
+    return "\n\n".join(path.read_text(encoding="utf-8") for path in pages())
+
+
 def command_lines(text: str | None = None) -> list[str]:
-    """Every ``judgelab`` command line of the README's code blocks, comments stripped."""
-    text = README.read_text(encoding="utf-8") if text is None else text
+    """Every ``judgelab`` command line of the code blocks of the README and the manual (or of
+    ``text``), comments stripped."""
+    if text is None:
+        return [line for path in pages() for line in command_lines(path.read_text(encoding="utf-8"))]
     lines = []
     for _, block in _blocks(text):
         for line in block:
@@ -57,8 +76,10 @@ def command_lines(text: str | None = None) -> list[str]:
 
 
 def block_after(marker: str) -> list[str]:
-    """The command lines of the code block right after ``<!-- marker -->``."""
-    for before, block in _blocks(README.read_text(encoding="utf-8")):
-        if marker in before:
-            return [_without_comment(line.strip()) for line in block if line.strip()]
-    raise AssertionError(f"README.md has no code block after <!-- {marker} -->")
+    """The command lines of the code block right after ``<!-- marker -->``, in the README or a page
+    of the manual."""
+    for path in pages():
+        for before, block in _blocks(path.read_text(encoding="utf-8")):
+            if marker in before:
+                return [_without_comment(line.strip()) for line in block if line.strip()]
+    raise AssertionError(f"neither README.md nor docs/ has a code block after <!-- {marker} -->")

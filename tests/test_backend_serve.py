@@ -21,6 +21,7 @@ import httpx
 import pytest
 from backend_process import ROOT, BackendProcess, clean_env, start_backend
 from llm_sim import Failure, LLMSim
+from readme_commands import docs_text, page_text
 
 from judgelab.backend.cli import OPTIONS, SECRETS, environment
 from judgelab.backend.settings import BackendSettings
@@ -29,7 +30,7 @@ from judgelab.configs.schema import get_schema
 BIN = Path(sys.executable).parent
 JUDGELAB = str(BIN / "judgelab")
 HOTEL_XML = get_schema("hotel_spans").config_xml
-README = (ROOT / "README.md").read_text()
+README = docs_text()  # the README and the manual's pages (docs/)
 
 
 def hotel_task(i: int) -> dict:
@@ -117,8 +118,7 @@ def test_each_flag_sets_its_setting_and_beats_its_variable(option):
 
 
 def test_the_readme_flags_table_names_every_flag_and_variable():
-    section = README[README.index("## The ML backend") : README.index("### The built-in offline annotator")]
-    llm = README[README.index("## LLM pre-annotation") : README.index("## Importing users' files")]
+    section, llm = page_text("backend.md"), page_text("llm.md")
     for option in OPTIONS:
         where = llm if option.flag.startswith(("--llm", "--cache")) else section
         assert f"`{option.env}`" in where, option.env

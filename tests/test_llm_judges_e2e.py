@@ -26,11 +26,10 @@ from judgelab.sync.usage import read_usage
 
 pytestmark = pytest.mark.integration
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 HOTEL = all_schemas()["hotel_spans"]
 MODELS = ("gpt-4o-mini", "gpt-4o")
 IMPRESSIONS = [4, 4, 2, 4, 5]
-PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.0)}  # as in the README
+PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.0)}  # as in docs/llm.md
 
 
 def judge_answer(messages, call: SimCall) -> str:
@@ -80,8 +79,11 @@ def judgelab(stack, command: str, expect: int = 0):
 
 
 def readme_commands(heading: str) -> list[str]:
-    """The ``judgelab`` command lines of the first bash block under ``heading`` in the README."""
-    text = README.read_text(encoding="utf-8")
+    """The ``judgelab`` command lines of the first bash block under ``heading`` in the README or the
+    manual (docs/)."""
+    from readme_commands import docs_text
+
+    text = docs_text()
     block = text[text.index(heading) :]
     block = block[block.index("```bash\n") + len("```bash\n") :]
     block = block[: block.index("```")]
@@ -140,7 +142,7 @@ def test_readme_two_judges_five_samples_cost_sync_and_report(judges_stack, tmp_p
     client, sim = judges_stack["client"], judges_stack["sim"]
     project_id = fresh_project(client, dubai_tasks(4, "R"))
     monkeypatch.chdir(tmp_path)
-    connect, preannotate, sync, report = readme_commands("### Several samples and several judges")
+    connect, preannotate, sync, report = readme_commands("## Several samples and several judges")
     asked_before = sim.count
 
     out = judgelab(judges_stack, connect).output

@@ -122,8 +122,11 @@ def test_numpy_minilm_gives_all_minilm_l6_v2_embeddings(study) -> None:
 
 
 def readme_storysumm_commands() -> list[str]:
-    """The README's ``bench/storysumm_*.py`` command lines (bash blocks), comments stripped."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The ``bench/storysumm_*.py`` command lines of the README and the manual (bash blocks; the
+    figures live in docs/benchmarks.md), comments stripped."""
+    from readme_commands import docs_text
+
+    readme = docs_text()
     blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
     lines = [line.split(" #", 1)[0].strip() for block in blocks for line in block.splitlines()]
     return [line for line in lines if re.match(r"\.venv/bin/python bench/storysumm_\w+\.py", line)]

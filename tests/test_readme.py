@@ -3,8 +3,9 @@
 The "A study from start to end" block is a project manager's session: custom titles, a CSV saved
 from a spreadsheet with 1,000 rows, an earlier round's ratings, a pilot project, A/B group
 projects, pre-annotation (the 1,000 tasks by the chunked push), sync and report, with no
-traceback anywhere. Every other ``judgelab`` line of the README is run here or by the test named
-for it, so a command the README shows cannot silently stop working.
+traceback anywhere. Every other ``judgelab`` line of the README and of the manual's pages
+(``docs/``) is run here or by the test named for it, so a command they show cannot silently stop
+working.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from shared_data import SHARED_DATA, shared_path
 
 SESSION_MARKER = "tests/test_readme.py runs the next block as written"
 DOCKER_MARKER = "tests/test_cli_projects.py runs the next block as written"
-# the "Other commands" lines this module runs as written (after the session)
+# the "Other commands" lines (docs/guide.md) this module runs as written (after the session)
 OTHER_COMMANDS = [
     "judgelab schemas",
     "judgelab create --samples",
@@ -236,7 +237,7 @@ def test_the_readme_other_commands_run_as_written(session, live_stack):
 
 
 def test_the_readme_commands_that_read_shared_data_run_as_written(tmp_path):
-    """``data/`` as the README means it: the published data sets in a folder of the user's own."""
+    """``data/`` as the manual means it: the published data sets in a folder of the user's own."""
     shared_path("storysumm", "storysumm.json")
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "data").symlink_to(SHARED_DATA)
@@ -260,7 +261,7 @@ def _run_by_other_tests() -> set[str]:
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
 
-    judges = {" ".join(line.split()) for line in judges_block("### Several samples and several judges")}
+    judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
     return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS)
 
 
@@ -276,14 +277,15 @@ def _exercised() -> set[str]:
 
 
 def test_every_command_the_readme_shows_is_run_by_a_test():
+    """The README's and the manual's (docs/**/*.md) fenced ``judgelab`` lines."""
     shown = command_lines()
-    assert len(shown) > 20, "the README's judgelab commands were not found"
+    assert len(shown) > 20, "the judgelab commands of the README and docs/ were not found"
     exercised = {" ".join(line.split()) for line in _exercised()}
     missing = [line for line in shown if " ".join(line.split()) not in exercised]
-    assert not missing, "README lines no test runs as written (add them to tests/test_readme.py):\n" + "\n".join(
+    assert not missing, "README/docs lines no test runs as written (add them to tests/test_readme.py):\n" + "\n".join(
         missing
     )
     for line, reason in NOT_RUNNABLE.items():
-        assert line in shown, f"{line!r} is no longer in the README: drop it from NOT_RUNNABLE"
+        assert line in shown, f"{line!r} is no longer in the README or docs/: drop it from NOT_RUNNABLE"
         for path in (p for p in reason.split() if p.startswith("tests/")):
             assert (Path(__file__).parents[1] / path.strip("`,;:")).exists(), path
