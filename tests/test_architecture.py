@@ -11,9 +11,13 @@
 from __future__ import annotations
 
 import ast
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("configs", "backend", "sync", "analysis")
@@ -165,3 +169,100 @@ def test_no_hand_kept_list_names_every_schema(package):
                 if schemas <= named:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, "lists of every schema (register per schema instead): " + ", ".join(offenders)
+
+
+# --- a schema's vocabulary lives in its folder ------------------------------------------------
+
+# Control names that are also ordinary words the layers use for their own things (an HTTP
+# answer's "error", a table's "reason" column, a JSON answer's "notes"): not counted as vocabulary.
+GENERIC_WORDS = {"notes", "flags", "reason", "error"}
+
+# Literals a layer may keep, each with its reason: a published data set's own field names and
+# values in its loader (the data's, not the schema's), and tables generated from such data.
+VOCABULARY_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def schema_vocabulary(configs: Path = ROOT / "configs") -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The words and item patterns of every schema folder under ``configs``, each with the schemas
+    that use it: the labels of its span controls, the values of its items and choices and its scales'
+    labels, its item names, its ``constants``; a Repeater pattern (``line_{i}``) by its prefix.
+    A data field's name is the data's column, not vocabulary."""
+    words: dict[str, set[str]] = {}
+    patterns: dict[str, set[str]] = {}
+    for folder in sorted(p for p in configs.iterdir() if (p / "schema.yaml").exists()):
+        meta = yaml.safe_load((folder / "schema.yaml").read_text(encoding="utf-8")) or {}
+        fields = set(meta.get("data_fields") or {}) | set(meta.get("derived_fields") or {})
+        found: set[str] = set()
+        for control, spec in (meta.get("span_controls") or {}).items():
+            spec = spec or {}
+            found |= {control, *spec.get("labels", []), spec.get("note_control") or "", spec.get("field") or ""}
+        for control, spec in (meta.get("items") or {}).items():
+            spec = spec or {}
+            found |= {control, spec.get("item") or "", spec.get("value") or "", *spec.get("values", [])}
+        for spec in (meta.get("scales") or {}).values():
+            found |= set(((spec or {}).get("labels") or {}).values())
+        found |= set(_strings(meta.get("constants") or {}))
+        for element in ET.fromstring((folder / "config.xml").read_text(encoding="utf-8")).iter():
+            if element.get("toName"):
+                found.add(element.get("name") or "")
+            if element.tag in ("Label", "Choice") and not element.get("value", "").startswith("$"):
+                found.add(element.get("value") or "")
+        for word in found:
+            if not isinstance(word, str) or not word:
+                continue
+            word = word.replace("{{idx}}", "{i}")
+            if "{i}" in word:
+                patterns.setdefault(word.split("{i}")[0], set()).add(folder.name)
+            elif word not in fields and word not in GENERIC_WORDS:
+                words.setdefault(word, set()).add(folder.name)
+    return words, patterns
+
+
+def vocabulary_literals(path: Path, words: Mapping[str, set[str]], patterns: Mapping[str, set[str]]) -> list[tuple[int, str]]:
+    """The string constants of ``path`` (docstrings aside) that are a schema's word, or a use of one
+    of its item patterns as a whole string (``"line_"``, ``"line_{i}"``, ``r"^line_(\\d+)$"``)."""
+    prefixes = "|".join(re.escape(p) for p in sorted(patterns, key=len, reverse=True))
+    pattern_use = re.compile(rf"\^?(?:{prefixes})(?:[\d({{\[\\]\S*)?\$?") if prefixes else None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+            if text in words or (pattern_use is not None and pattern_use.fullmatch(text)):
+                found.append((node.lineno, text))
+    return sorted(found)
+
+
+def schema_literals_outside_configs() -> list[str]:
+    words, patterns = schema_vocabulary()
+    found = []
+    for package in ("backend", "sync", "analysis"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            for line, text in vocabulary_literals(path, words, patterns):
+                if (where, text) not in VOCABULARY_ALLOWED:
+                    found.append(f"{where}:{line}: {text!r}")
+    return found
+
+
+if __name__ == "__main__":  # the count and list of a schema's words written outside configs/
+    listed = schema_literals_outside_configs()
+    print("\n".join(listed))
+    print(len(listed), "literal schema words outside configs/")
