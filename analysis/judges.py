@@ -52,6 +52,7 @@ from judgelab.analysis.tables import (
     normalised_values,
 )
 from judgelab.configs.items import item_kind
+from judgelab.configs.schema import line_item_regex
 from judgelab.configs.tables import PREDICTION_PREFIX
 
 LINE_GROUP = "line_*"
@@ -63,7 +64,7 @@ JUDGE_MAJORITY = "majority of judges"
 EPSILONS = (0.1, 0.15, 0.2)
 MIN_INDEPENDENT_UNITS = 30
 MAX_DISAGREEMENTS = 10
-_LINE = r"^line_\d+$"
+_LINE = line_item_regex()
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,27 @@ def matches(name_or_pattern: str, item: str) -> bool:
     return pattern_regex(name_or_pattern).match(item) is not None
 
 
+def expand(pattern: str, index: int) -> str:
+    """The item a Repeater pattern names for line ``index``.
+
+    >>> expand("line_{i}", 3), expand("SP", 3)
+    ('line_3', 'SP')
+    """
+    return str(pattern).replace(REPEATER_INDEX, str(index))
+
+
+def index_of(pattern: str, item: str) -> int | None:
+    """The line ``item`` is of a Repeater ``pattern`` (``None`` when it is none of its expansions).
+
+    >>> index_of("line_{i}", "line_12"), index_of("line_{i}", "line_1.explanation"), index_of("line_{i}", "SP")
+    (12, None, None)
+    """
+    if REPEATER_INDEX not in pattern:
+        return None
+    found = pattern_regex(pattern).match(str(item))
+    return int(found.group("i")) if found else None
+
+
 def is_declared(schema_meta: Mapping[str, Any] | None, item: str) -> bool:
     """``item`` is named by the schema's ``items`` table (by its key or its ``item:`` name)."""
     for key, spec in ((schema_meta or {}).get("items") or {}).items():

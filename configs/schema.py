@@ -1,20 +1,26 @@
 """The study schemas defined in ``configs/``: label config, metadata and sample tasks.
 
 A schema is a folder ``configs/<name>/`` with ``config.xml`` (the Label Studio labeling
-config), ``schema.yaml`` (metadata: data fields, scales, label sets, items, targets) and
-``samples.json`` (sample tasks). Everything else in judgelab reads schemas from here.
+config), ``schema.yaml`` (metadata: data fields, scales, label sets, items, targets, named
+constants) and ``samples.json`` (sample tasks). Everything else in judgelab reads schemas from here:
+a layer that needs one of a schema's words (a label, an item's values, an item pattern, a named
+value such as the story schema's ``inconsistent`` verdict) asks its :class:`Schema` instead of
+spelling the word.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from judgelab.configs.items import matches, pattern_regex
 
 
 class SchemaError(ValueError):
@@ -76,6 +82,71 @@ class Schema:
             if spec.get("item") == item:
                 return control
         return item
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        """The schema's named values (``constants:`` in ``schema.yaml``): what the layers' code means
+        by a value of the schema (its ``inconsistent`` verdict, its attention-check kinds, the pattern
+        of its line items), so that the value is written once, in the schema's folder."""
+        return dict(self.meta.get("constants") or {})
+
+    def constant(self, name: str) -> Any:
+        """One of :attr:`constants`; a schema without it is a :class:`SchemaError`.
+
+        >>> get_schema("story_consistency").constant("inconsistent")
+        'Inconsistent'
+        """
+        constants = self.constants
+        if name not in constants:
+            raise SchemaError(f"schema {self.name} has no constant {name!r} (schema.yaml, constants:)")
+        return constants[name]
+
+    def _item_spec(self, item: str) -> dict[str, Any]:
+        for control, spec in self.items.items():
+            names = {control, str(spec.get("item", control))}
+            if item in names or any(matches(name, item) for name in names):
+                return spec
+        return {}
+
+    def item_values(self, item: str) -> tuple[str, ...]:
+        """The values a choice item takes, in the schema's order: its ``values`` in ``items``, or
+        its one ``value`` (a flag); found by control or item name, a Repeater pattern or one of its
+        expansions. An item that declares none has none.
+
+        >>> story = get_schema("story_consistency")
+        >>> story.item_values("line_3") == story.item_values("verdict_{i}")
+        True
+        >>> story.item_values("line_3")
+        ('Consistent', 'Inconsistent', 'N/A, just commentary')
+        >>> get_schema("summary_flaws").item_values("none_identified")
+        ('None identified',)
+        """
+        spec = self._item_spec(item)
+        if "values" in spec:
+            return tuple(str(value) for value in spec["values"])
+        return (str(spec["value"]),) if "value" in spec else ()
+
+    def items_of_kind(self, kind: str) -> tuple[str, ...]:
+        """The items of one kind (``ordinal``, ``nominal``, ``flag``, ``text``) in the schema's order,
+        by their item name: a rubric's criteria are its ordinal items.
+
+        >>> get_schema("augmentation_quality").items_of_kind("ordinal")
+        ('SP', 'SC')
+        """
+        return tuple(str(spec.get("item", control)) for control, spec in self.items.items() if spec.get("kind") == kind)
+
+    def control_labels(self, control: str) -> tuple[str, ...]:
+        """The labels of a span control (by name, Repeater pattern or expansion), in the schema's order.
+
+        >>> get_schema("hotel_spans").control_labels("error")
+        ('Not Checkable', 'Misleading', 'Incorrect')
+        >>> get_schema("story_consistency").control_labels("ambiguous_2")
+        ('Ambiguous',)
+        """
+        for name, spec in self.span_controls.items():
+            if name == control or matches(name, control):
+                return tuple(str(label) for label in (spec or {}).get("labels") or ())
+        raise SchemaError(f"schema {self.name} has no span control {control!r}")
 
     def samples(self) -> list[dict[str, Any]]:
         path = self.folder / "samples.json"
@@ -145,6 +216,42 @@ def all_schemas(root: Path | None = None) -> dict[str, Schema]:
     for folder in schema_dirs(root):
         schemas.update(_load_dir(folder))
     return schemas
+
+
+def builtin_schema(name: str) -> Schema:
+    """A schema folder this package ships (``judgelab/configs/<name>``), whatever
+    ``$JUDGELAB_CONFIGS_DIR`` says: where a layer's module-level names for one built-in schema's
+    words are read from (a schema of one's own is asked through the ``Schema`` a call is given)."""
+    return _builtin(name)
+
+
+@cache
+def _builtin(name: str) -> Schema:
+    folder = Path(__file__).resolve().parent / name
+    if not (folder / "schema.yaml").exists():
+        raise SchemaError(f"no built-in schema {name!r}")
+    return load_schema(folder)
+
+
+def line_item_patterns() -> tuple[str, ...]:
+    """The item patterns schemas name their ``line_item`` (``line_{i}``: one judgment per line of a
+    summary), of the built-in schemas and the extra folders: the report pools such items as lines.
+
+    >>> line_item_patterns()
+    ('line_{i}',)
+    """
+    folders = [str(Path(__file__).resolve().parent), *(str(f) for f in extra_configs_dirs() if f.is_dir())]
+    schemas = [schema for folder in folders for schema in _load_dir(folder).values()]
+    return tuple(dict.fromkeys(str(s.constants["line_item"]) for s in schemas if "line_item" in s.constants))
+
+
+def line_item_regex() -> re.Pattern[str]:
+    """A regex matching the items of every :func:`line_item_patterns` (``line_3``, not ``line_3.explanation``).
+
+    >>> bool(line_item_regex().match("line_3")), bool(line_item_regex().match("line_3.explanation"))
+    (True, False)
+    """
+    return re.compile("|".join(pattern_regex(p).pattern.replace("(?P<i>", "(") for p in line_item_patterns()) or "(?!)")
 
 
 def get_schema(name: str, root: Path | None = None) -> Schema:

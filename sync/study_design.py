@@ -39,13 +39,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgelab.configs.arms import ARM_FIELD, BLIND, PAIR_FIELD, SUGGESTED
+from judgelab.configs.schema import builtin_schema
 from judgelab.sync.importers import task_key
 
-ERROR_FREE = "error_free"
-OBVIOUS_INCORRECT = "obvious_incorrect"
+# seed 004's attention checks and the error label they are scored by, as its schema names them
+_HOTEL = builtin_schema("hotel_spans")
+ERROR_FREE = _HOTEL.constant("check_error_free")
+OBVIOUS_INCORRECT = _HOTEL.constant("check_obvious_incorrect")
 CHECK_KINDS = (ERROR_FREE, OBVIOUS_INCORRECT)
-INCORRECT = "Incorrect"
+INCORRECT = _HOTEL.constant("incorrect")
 NO_ERRORS = "no errors"
+NO_ERRORS_CONTROL = _HOTEL.empty_answer["control"]
 GROUPS = ("A", "B")
 DEFAULT_STRATA = ("model", "augmentation_type")
 MAX_TITLE = 50  # Label Studio refuses longer project titles
@@ -117,7 +121,7 @@ def with_reference(task: dict[str, Any], text_field: str = "summary") -> dict[st
     if text is None or (isinstance(text, str) and not text.strip()):
         text = data.get("reference_text")
     kind = str(data.get("check") or "")
-    if kind == ERROR_FREE or (isinstance(text, str) and text.strip().lower() in {NO_ERRORS, "none", "no_errors"}):
+    if kind == ERROR_FREE or (isinstance(text, str) and text.strip().lower() in {NO_ERRORS, "none", NO_ERRORS_CONTROL}):
         data.update(check=ERROR_FREE, reference_answer=NO_ERRORS)
         for key in ("reference_text", "reference_start", "reference_end", "reference_label"):
             data.pop(key, None)

@@ -44,10 +44,19 @@ from judgelab.analysis.loaders.common import (
     rating_text,
 )
 from judgelab.analysis.loaders.registry import data_set
+from judgelab.configs.schema import builtin_schema
 
 SCHEMA = "likert_rubric_es"
-CRITERIA = {"Coherence": "Coherence", "Consistency": "Consistency", "Fluency": "Fluency", "Relevance": "Relevance"}
-CRITERIA.update({"5W1H": "5W", "5W": "5W"})
+_CRITERION = builtin_schema(SCHEMA).constant("criteria")
+#: BASSE's own rating keys (a round's file says ``5W1H`` or ``5W``), to the schema's criteria
+CRITERIA = {
+    "Coherence": _CRITERION["coherence"],
+    "Consistency": _CRITERION["consistency"],
+    "Fluency": _CRITERION["fluency"],
+    "Relevance": _CRITERION["relevance"],
+    "5W1H": _CRITERION["five_w"],
+    "5W": _CRITERION["five_w"],
+}
 _LANGUAGE = re.compile(r"\.(?P<lang>[a-z]{2})(?:\.|$)")
 
 

@@ -51,6 +51,8 @@ from judgelab.analysis.loaders.common import (
     GOLD,
     HUMAN,
     INCONSISTENT,
+    LINE_EXPLANATION_ITEM,
+    LINE_ITEM,
     NOT_APPLICABLE,
     UNFAITHFUL,
     Collector,
@@ -60,6 +62,7 @@ from judgelab.analysis.loaders.common import (
 )
 from judgelab.analysis.loaders.registry import data_set
 from judgelab.analysis.loaders.storysumm import SCHEMA
+from judgelab.configs.items import expand
 from judgelab.configs.story_lines import split_sentences
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
@@ -165,7 +168,7 @@ def _add_annotation(
             n_lines = max(n_lines, line + 1)
             if kind == "explanation":
                 if isinstance(value, str) and value.strip():
-                    out.judgment(base, f"line_{line}.explanation", value.strip())
+                    out.judgment(base, expand(LINE_EXPLANATION_ITEM, line), value.strip())
                 continue
             if value is None:
                 out.problem(
@@ -176,7 +179,7 @@ def _add_annotation(
             if verdict is None:
                 out.problem(path, None, task_id, "unknown_answer", f"record {index}: {key} = {value!r}; skipped")
                 continue
-            out.judgment(base, f"line_{line}", verdict)
+            out.judgment(base, expand(LINE_ITEM, line), verdict)
             line_verdicts.append(verdict)
         elif key == "consistent_full" and value is not None and own_verdict:
             verdict = SUMMARY_VERDICTS.get(str(value).strip().lower())

@@ -40,6 +40,7 @@ from judgelab.analysis.loaders.common import (
     FAITHFUL_ITEM,
     GOLD,
     INCONSISTENT,
+    LINE_ITEM,
     UNFAITHFUL,
     Collector,
     LoaderError,
@@ -49,6 +50,7 @@ from judgelab.analysis.loaders.common import (
     read_json,
 )
 from judgelab.analysis.loaders.registry import data_set
+from judgelab.configs.items import expand
 from judgelab.configs.story_lines import line_texts
 
 SCHEMA = "story_consistency"
@@ -162,7 +164,7 @@ def _add_storysumm_item(out: Collector, path: Path, project: str, task_id: str, 
         if verdict is None:
             out.problem(path, None, task_id, "bad_line_label", f"errors[{index}] = {errors[index]!r} is not 0/1")
             continue
-        out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
+        out.judgment(base, expand(LINE_ITEM, index), CONSISTENT if verdict == 1 else INCONSISTENT)
     known = [v for v in verdicts if v is not None]
     if label is not None and known and label != int(all(known)):
         said = "faithful" if label == 1 else "unfaithful"
@@ -253,7 +255,7 @@ def _add_prediction(
     for index, value in enumerate(labels):
         verdict = _binary(value)
         if verdict is not None:
-            out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
+            out.judgment(base, expand(LINE_ITEM, index), CONSISTENT if verdict == 1 else INCONSISTENT)
 
 
 @data_set(

@@ -34,8 +34,9 @@ from judgelab.analysis.agreement import adjacent_agreement, cohen_kappa, exact_a
 from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, split_groups
 from judgelab.analysis.ratings import INTEGER_SCORES, numeric_ratings_grouped, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
+from judgelab.configs.schema import builtin_schema
 
-DEFAULT_ITEMS = ("SP", "SC")
+DEFAULT_ITEMS = builtin_schema("augmentation_quality").items_of_kind("ordinal")
 DEFAULT_TARGETS = {
     "pilot_size": 30,
     "cohen_kappa": 0.60,

@@ -28,12 +28,14 @@ from scipy import stats
 
 from judgelab.analysis.ratings import welch_t_test
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+from judgelab.configs.schema import builtin_schema
 
-ERROR_FREE = "error_free"
-OBVIOUS_INCORRECT = "obvious_incorrect"
-INCORRECT = "Incorrect"
-IMPRESSION_ITEM = "impression"
-NO_ERRORS_ITEM = "no_errors"
+_HOTEL = builtin_schema("hotel_spans")
+ERROR_FREE = _HOTEL.constant("check_error_free")
+OBVIOUS_INCORRECT = _HOTEL.constant("check_obvious_incorrect")
+INCORRECT = _HOTEL.constant("incorrect")
+IMPRESSION_ITEM = _HOTEL.constant("impression_item")  # also the column of an annotation's rating
+NO_ERRORS_ITEM = _HOTEL.empty_answer["control"]
 KEYS = ["project", "task_id", "annotation_id"]
 
 
@@ -84,7 +86,16 @@ def annotation_table(
     ).drop_duplicates(subset=KEYS)
     if ids.empty:
         return pd.DataFrame(
-            columns=[*KEYS, "annotator", "n_spans", "labels", "no_errors_box", "impression", "lead_time", "created_at"]
+            columns=[
+                *KEYS,
+                "annotator",
+                "n_spans",
+                "labels",
+                "no_errors_box",
+                IMPRESSION_ITEM,
+                "lead_time",
+                "created_at",
+            ]
         )
     labels = span_rows["label"].fillna("(no label)").astype(str)
     per_label = (
@@ -105,7 +116,7 @@ def annotation_table(
     table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
     impressions = judgment_rows[judgment_rows["item"] == impression_item]
     impressions = impressions.assign(_score=pd.to_numeric(impressions["value"], errors="coerce"))
-    table["impression"] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
+    table[IMPRESSION_ITEM] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
     times = judgment_rows.groupby(KEYS).agg(
         lead_time=("lead_time", lambda s: pd.to_numeric(s, errors="coerce").max()),
         created_at=("created_at", "first"),
@@ -480,9 +491,9 @@ def impression_vs_errors(
 ) -> ImpressionVsErrors:
     """Impression scores of annotations with and without errors, per error type, by count."""
     annotations = annotation_table(judgments, spans, source=source, impression_item=impression_item)
-    rated = annotations.dropna(subset=["impression"])
-    clean = rated[rated["n_spans"] == 0]["impression"]
-    errors = rated[rated["n_spans"] > 0]["impression"]
+    rated = annotations.dropna(subset=[IMPRESSION_ITEM])
+    clean = rated[rated["n_spans"] == 0][IMPRESSION_ITEM]
+    errors = rated[rated["n_spans"] > 0][IMPRESSION_ITEM]
     t, p = welch_t_test(clean, errors)
     summary = pd.DataFrame(
         [
@@ -492,7 +503,7 @@ def impression_vs_errors(
     ).assign(welch_t=t, p_value=p)
     type_rows = []
     for column in sorted((c for c in rated.columns if c.startswith("n_") and c != "n_spans"), key=natural_key):
-        with_type = rated[rated[column] > 0]["impression"]
+        with_type = rated[rated[column] > 0][IMPRESSION_ITEM]
         t_type, p_type = welch_t_test(clean, with_type)
         mean = with_type.mean() if len(with_type) else np.nan
         type_rows.append(
@@ -507,13 +518,13 @@ def impression_vs_errors(
         )
     by_type = pd.DataFrame(type_rows, columns=["label", "n", "mean", "drop", "welch_t", "p_value"])
     by_count = (
-        rated.groupby("n_spans")["impression"]
+        rated.groupby("n_spans")[IMPRESSION_ITEM]
         .agg(n="size", mean="mean")
         .reset_index()
         .rename(columns={"n_spans": "n_errors"})
     )
-    if len(rated) >= 3 and rated["n_spans"].nunique() > 1 and rated["impression"].nunique() > 1:
-        r = stats.pearsonr(rated["n_spans"].astype(float), rated["impression"].astype(float))
+    if len(rated) >= 3 and rated["n_spans"].nunique() > 1 and rated[IMPRESSION_ITEM].nunique() > 1:
+        r = stats.pearsonr(rated["n_spans"].astype(float), rated[IMPRESSION_ITEM].astype(float))
         correlation = {"r": float(r.statistic), "p_value": float(r.pvalue), "n": float(len(rated))}
     else:
         correlation = {"r": float("nan"), "p_value": float("nan"), "n": float(len(rated))}

@@ -29,9 +29,11 @@ from judgelab.analysis.agreement import adjacent_agreement, exact_agreement, fle
 from judgelab.analysis.krippendorff import krippendorff_alpha
 from judgelab.analysis.ratings import numeric_ratings, unit_keys, welch_t_test
 from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
+from judgelab.configs.schema import builtin_schema
 
-DEFAULT_CRITERIA = ("Coherence", "Consistency", "Fluency", "Relevance", "5W")
-RELEVANCE_ITEM = "Relevance"
+_LIKERT = builtin_schema("likert_rubric_es")
+DEFAULT_CRITERIA = _LIKERT.items_of_kind("ordinal")
+RELEVANCE_ITEM = _LIKERT.constant("criteria")["relevance"]
 
 # Matched case- and accent-insensitively as substrings of the summary.
 CHATBOT_CUES = (

@@ -17,7 +17,6 @@ commentary``; the summary-level item is ``faithful`` (``Faithful`` / ``Unfaithfu
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,15 +26,18 @@ from judgelab.analysis.agreement import category_counts, cohen_kappa, exact_agre
 from judgelab.analysis.krippendorff import krippendorff_alpha
 from judgelab.analysis.ratings import latest_per_task, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
+from judgelab.configs.items import pattern_regex
+from judgelab.configs.schema import builtin_schema
 
-CONSISTENT = "Consistent"
-INCONSISTENT = "Inconsistent"
-NOT_APPLICABLE = "N/A, just commentary"
-FAITHFUL = "Faithful"
-UNFAITHFUL = "Unfaithful"
-SUMMARY_ITEM = "faithful"
+_STORY = builtin_schema("story_consistency")
+CONSISTENT = _STORY.constant("consistent")
+INCONSISTENT = _STORY.constant("inconsistent")
+NOT_APPLICABLE = _STORY.constant("not_applicable")
+FAITHFUL = _STORY.constant("summary_faithful")
+UNFAITHFUL = _STORY.constant("summary_unfaithful")
+SUMMARY_ITEM = _STORY.constant("summary_item")
 GOLD_SOURCE = "gold"
-LINE_ITEM = re.compile(r"^line_(\d+)$")
+LINE_ITEM = pattern_regex(_STORY.constant("line_item"))
 REST = "rest"
 
 LINE_AGREEMENT_COLUMNS = [

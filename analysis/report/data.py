@@ -10,7 +10,6 @@ run it once.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,6 +22,7 @@ from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
+from judgelab.configs.schema import line_item_regex
 
 GOLD_SOURCE = "gold"
 FEW_UNITS = 30  # below this, say that a value is fragile
@@ -313,7 +313,7 @@ def with_project(frame: pd.DataFrame, project: object) -> pd.DataFrame:
     return frame.assign(project=project)[["project", *frame.columns]]
 
 
-LINE_ITEM = re.compile(r"^line_\d+$")
+LINE_ITEM = line_item_regex()
 
 
 def has_line_items(judgments: pd.DataFrame) -> bool:

@@ -24,6 +24,7 @@ from judgelab.analysis.qc.score_judges import (
     tune_thresholds,
 )
 from judgelab.analysis.qc.story_consistency import (
+    FAITHFUL,
     GOLD_SOURCE,
     LINE_ITEM,
     SUMMARY_ITEM,
@@ -494,7 +495,7 @@ def _task_groups(data: ProjectData) -> dict[object, object] | None:
 
 def _gold_faithful(gold: pd.DataFrame) -> dict[object, bool]:
     summary = gold[gold["item"] == SUMMARY_ITEM].drop_duplicates("task_id", keep="last")
-    return dict(zip(summary["task_id"], summary["value"].astype(str).str.strip() == "Faithful", strict=True))
+    return dict(zip(summary["task_id"], summary["value"].astype(str).str.strip() == FAITHFUL, strict=True))
 
 
 def score_thresholds(data: ProjectData) -> tuple[dict, str]:

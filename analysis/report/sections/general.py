@@ -21,6 +21,7 @@ from judgelab.analysis.grouped import RowGroups
 from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     FEW_UNITS,
+    LINE_ITEM,
     ProjectData,
     alpha_label,
     alpha_words,
@@ -280,7 +281,7 @@ def agreement_section(data: ProjectData) -> Section | None:
     shown_rows = agreement
     blocks: list[Block] = []
     if has_line_items(data.judgments):
-        shown_rows = agreement[~agreement["item"].astype(str).str.match(r"^line_\d+$")]
+        shown_rows = agreement[~agreement["item"].astype(str).str.match(LINE_ITEM)]
         blocks.append(
             Paragraph(
                 "Line verdicts (line_0, line_1, ...) are compared together, one unit per line of each "
@@ -389,7 +390,7 @@ def agreement_by_cell(sections: list[Section], by: tuple[str, ...]) -> None:
         fields = [name for name in by if name in data.columns]
         if len(fields) > 1:  # a field with one value (BASSE.es: language) says nothing per row
             fields = [name for name in fields if data[name].astype(str).nunique() > 1] or fields[-1:]
-        rows = data[~data["item"].astype(str).str.match(r"^line_\d+$")]
+        rows = data[~data["item"].astype(str).str.match(LINE_ITEM)]
         if not fields or rows.empty or rows["item"].nunique() > MAX_WIDE_ITEMS:
             return
         text = [

@@ -74,7 +74,8 @@ UNFITTED_RATING_SCORE = round(1 / 3, 3)
 @heuristic(SCHEMA, reads=("original", "generated"))
 def annotate_augmentation_quality(data: dict) -> Draft:
     schema = get_schema(SCHEMA)
-    sp_control, sc_control = schema.item_control("SP"), schema.item_control("SC")
+    sp_control = schema.item_control(schema.constant("semantic_preservation"))
+    sc_control = schema.item_control(schema.constant("syntax_correctness"))
     original = read_text(data, "original")
     generated = read_text(data, "generated")
     if not generated.strip():

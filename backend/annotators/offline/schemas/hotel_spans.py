@@ -29,13 +29,17 @@ from judgelab.backend.annotators.offline.text import (
     valid_span,
 )
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.configs.schema import get_schema
+from judgelab.configs.schema import builtin_schema, get_schema
 
 SCHEMA = "hotel_spans"
-HOTEL_PRIORITY = {"Incorrect": 0, "Misleading": 1, "Not Checkable": 2}
+_HOTEL = builtin_schema(SCHEMA)
+NOT_CHECKABLE = _HOTEL.constant("not_checkable")
+MISLEADING = _HOTEL.constant("misleading")
+INCORRECT = _HOTEL.constant("incorrect")
+HOTEL_PRIORITY = {INCORRECT: 0, MISLEADING: 1, NOT_CHECKABLE: 2}
 #: Impression: 6 for a clean summary, minus a cost per error (Incorrect costs most).
 IMPRESSION_CLEAN = 6
-IMPRESSION_COST = {"Incorrect": 1.6, "Misleading": 1.2, "Not Checkable": 1.0}
+IMPRESSION_COST = {INCORRECT: 1.6, MISLEADING: 1.2, NOT_CHECKABLE: 1.0}
 #: Proximity wording is Misleading when the descriptions give more than this distance (km).
 NEAR_KM = 1.0
 CLOSE_KM = 5.0
@@ -184,7 +188,7 @@ def annotate_hotel_spans(data: dict) -> Draft:
         draft.choices[empty] = [no_errors_value(data)]
         draft.scores[empty] = answer_score(empty_rate)
     cost = sum(IMPRESSION_COST.get(s.label, 1.0) for s in spans)
-    impression = schema.item_control("impression")
+    impression = schema.item_control(schema.constant("impression_item"))
     draft.ratings[impression] = clamp(IMPRESSION_CLEAN - cost, 1, 7)
     draft.scores[impression] = answer_score(fitted.IMPRESSION_RATE)
     draft.score = prediction_score(draft)
@@ -299,25 +303,25 @@ def _check_measure(m: Measure, place: g.Entity | None, about: list[Measure], sou
     match = next((d for d in same_kind if _close(d.value, m.value)), None)
     if match is not None:
         if m.mode and match.mode and m.mode != match.mode:
-            return [_hotel(m.start, m.end, "Misleading", f"the descriptions say '{match.text}'")]
+            return [_hotel(m.start, m.end, MISLEADING, f"the descriptions say '{match.text}'")]
         return []
     swapped = [d for d in same_kind if _close(d.raw_value, m.raw_value) and d.unit != m.unit]
     if swapped:
-        return [_hotel(m.start, m.end, "Incorrect", f"unit confusion: the descriptions say '{swapped[0].text}'")]
+        return [_hotel(m.start, m.end, INCORRECT, f"unit confusion: the descriptions say '{swapped[0].text}'")]
     elsewhere = [d for d in source.measures if d.kind == m.kind and _close(d.value, m.value)]
     if place is not None and elsewhere:
         return [
-            _hotel(m.start, m.end, "Incorrect", f"'{elsewhere[0].text}' is said of another place, not of {place.text}")
+            _hotel(m.start, m.end, INCORRECT, f"'{elsewhere[0].text}' is said of another place, not of {place.text}")
         ]
     if same_kind:
         shown = ", ".join(f"'{d.text}'" for d in same_kind[:2])
-        return [_hotel(m.start, m.end, "Incorrect", f"the descriptions give {shown}")]
+        return [_hotel(m.start, m.end, INCORRECT, f"the descriptions give {shown}")]
     known = (
         "distances only"
         if m.kind == "time" and any(d.kind == "distance" for d in source.measures)
         else "no such figure"
     )
-    return [_hotel(m.start, m.end, "Not Checkable", f"the descriptions give {known} for this")]
+    return [_hotel(m.start, m.end, NOT_CHECKABLE, f"the descriptions give {known} for this")]
 
 
 def _close(a: float, b: float) -> bool:
@@ -346,11 +350,11 @@ def proximity_errors(summary: str, source: HotelSource) -> list[SpanDraft]:
             continue
         if distances:
             nearest = min(distances, key=lambda d: d.value)
-            spans.append(_hotel(m.start(), m.end(), "Misleading", f"the descriptions give '{nearest.text}'"))
+            spans.append(_hotel(m.start(), m.end(), MISLEADING, f"the descriptions give '{nearest.text}'"))
         elif walks and limit == NEAR_KM:
-            spans.append(_hotel(m.start(), m.end(), "Misleading", f"the descriptions give '{walks[0].text}'"))
+            spans.append(_hotel(m.start(), m.end(), MISLEADING, f"the descriptions give '{walks[0].text}'"))
         elif phrase == "beachfront" and not source.mentions("beach"):
-            spans.append(_hotel(m.start(), m.end(), "Not Checkable", "the descriptions do not mention a beach"))
+            spans.append(_hotel(m.start(), m.end(), NOT_CHECKABLE, "the descriptions do not mention a beach"))
     return spans
 
 
@@ -365,9 +369,9 @@ def amenity_errors(summary: str, source: HotelSource) -> list[SpanDraft]:
             continue
         related = next((w for w in _AMENITY_RELATED.get(key, ()) if source.mentions(w)), None)
         if related:
-            spans.append(_hotel(m.start(), m.end(), "Misleading", f"the descriptions mention '{related}', not a {key}"))
+            spans.append(_hotel(m.start(), m.end(), MISLEADING, f"the descriptions mention '{related}', not a {key}"))
         else:
-            spans.append(_hotel(m.start(), m.end(), "Not Checkable", f"no {key} mentioned in the descriptions"))
+            spans.append(_hotel(m.start(), m.end(), NOT_CHECKABLE, f"no {key} mentioned in the descriptions"))
     return spans
 
 
@@ -389,10 +393,10 @@ def place_errors(summary: str, source: HotelSource) -> list[SpanDraft]:
             continue
         kind = _place_kind(keys, summary[place.end : place.end + 30])
         if kind and any(source.mentions(w) for w in _PLACE_TYPES[kind]):
-            spans.append(_hotel(place.start, place.end, "Incorrect", f"the descriptions name a different {kind}"))
+            spans.append(_hotel(place.start, place.end, INCORRECT, f"the descriptions name a different {kind}"))
         else:
             spans.append(
-                _hotel(place.start, place.end, "Not Checkable", f"'{place.text}' is not mentioned in the descriptions")
+                _hotel(place.start, place.end, NOT_CHECKABLE, f"'{place.text}' is not mentioned in the descriptions")
             )
     return spans
 
@@ -444,7 +448,7 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
                     _hotel(
                         number.start,
                         unit.end if unit else number.end,
-                        "Not Checkable",
+                        NOT_CHECKABLE,
                         f"the number {number.text} is not in the descriptions",
                     )
                 )
@@ -455,9 +459,9 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
         if any(_close(n.value, number.value) for n in counted):
             continue
         if counted:
-            spans.append(_hotel(number.start, end, "Incorrect", f"the descriptions say '{counted[0].text}'"))
+            spans.append(_hotel(number.start, end, INCORRECT, f"the descriptions say '{counted[0].text}'"))
         else:
-            spans.append(_hotel(number.start, end, "Not Checkable", "the descriptions do not give this count"))
+            spans.append(_hotel(number.start, end, NOT_CHECKABLE, "the descriptions do not give this count"))
     return spans
 
 

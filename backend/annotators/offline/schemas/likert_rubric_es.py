@@ -214,12 +214,13 @@ def annotate_likert_rubric_es(data: dict) -> Draft:
     fluency, fluency_issues = fluency_score(summary)
     relevance, relevance_issues = relevance_score(article, summary, copy)
     five_w, key_info = five_w_score(article, summary, copy)
+    criterion = schema.constant("criteria")
     ratings = {
-        "Coherence": coherence,
-        "Consistency": consistency,
-        "Fluency": fluency,
-        "Relevance": relevance,
-        "5W": five_w,
+        criterion["coherence"]: coherence,
+        criterion["consistency"]: consistency,
+        criterion["fluency"]: fluency,
+        criterion["relevance"]: relevance,
+        criterion["five_w"]: five_w,
     }
     draft = Draft(
         info={

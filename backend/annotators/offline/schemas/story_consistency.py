@@ -22,7 +22,7 @@ from judgelab.backend.annotators.offline.text import (
     repeated,
 )
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.configs.schema import Schema, get_schema
+from judgelab.configs.schema import Schema, builtin_schema, get_schema
 from judgelab.configs.story_lines import story_lines as parse_story_lines
 from judgelab.configs.story_lines import task_alternates
 
@@ -173,6 +173,13 @@ def story_lines(data: dict) -> list[tuple[str, bool, str | None]]:
 
 
 SCHEMA = "story_consistency"
+_STORY = builtin_schema(SCHEMA)
+CONSISTENT = _STORY.constant("consistent")
+INCONSISTENT = _STORY.constant("inconsistent")
+NOT_APPLICABLE = _STORY.constant("not_applicable")
+SWAP = _STORY.constant("swap")
+KEEP = _STORY.constant("keep")
+AMBIGUOUS = _STORY.constant("ambiguous")
 
 
 @dataclass(frozen=True)
@@ -188,11 +195,11 @@ class StoryControls:
     @classmethod
     def of(cls, schema: Schema) -> StoryControls:
         return cls(
-            verdict=schema.item_control("line_{i}"),
-            explanation=schema.item_control("line_{i}.explanation"),
-            ambiguous=schema.span_control("line_{i}"),
-            swap=schema.item_control("alternate_{i}.swap"),
-            swap_explanation=schema.item_control("alternate_{i}.explanation"),
+            verdict=schema.item_control(schema.constant("line_item")),
+            explanation=schema.item_control(schema.constant("line_explanation_item")),
+            ambiguous=schema.span_control(schema.constant("line_item")),
+            swap=schema.item_control(schema.constant("swap_item")),
+            swap_explanation=schema.item_control(schema.constant("swap_explanation_item")),
         )
 
 
@@ -207,9 +214,9 @@ def annotate_story_consistency(data: dict) -> Draft:
         check = check_line(text, story)
         verdict_control = repeated(controls.verdict, i)
         if check.commentary:
-            verdict, score = "N/A, just commentary", fitted.COMMENTARY_CONSISTENT_RATE
+            verdict, score = NOT_APPLICABLE, fitted.COMMENTARY_CONSISTENT_RATE
         elif check.inconsistent:
-            verdict, score = "Inconsistent", check.probability
+            verdict, score = INCONSISTENT, check.probability
             explanation = repeated(controls.explanation, i)
             draft.texts[explanation] = check.explanation()
             draft.scores[explanation] = answer_score(score)
@@ -220,13 +227,13 @@ def annotate_story_consistency(data: dict) -> Draft:
                         repeated(controls.ambiguous, i),
                         span[0],
                         span[1],
-                        "Ambiguous",
+                        AMBIGUOUS,
                         note="least supported portion of the line",
                         score=answer_score(score),
                     )
                 )
         else:  # the verdict is required: the most likely answer, with its (maybe low) score
-            verdict, score = "Consistent", 1.0 - check.probability
+            verdict, score = CONSISTENT, 1.0 - check.probability
         draft.choices[verdict_control] = [verdict]
         draft.scores[verdict_control] = answer_score(score)
         verdicts[verdict] += 1
@@ -275,7 +282,7 @@ def swap_decision(alt: dict, lines: list[tuple[str, bool, str | None]], story: S
         text = lines[line_no][0]
     alternate = as_text(alt.get("alternate"))
     if not alternate.strip():
-        return "No", "There is no alternate text to compare.", 1.0
+        return KEEP, "There is no alternate text to compare.", 1.0
     old, new = check_line(text, story), check_line(alternate, story)
     gain = old.probability - new.probability
     score = 0.5 + abs(gain) / 2
@@ -284,7 +291,7 @@ def swap_decision(alt: dict, lines: list[tuple[str, bool, str | None]], story: S
     if gain > SWAP_MARGIN:
         why = "Yes: the alternate is better supported by the story"
         why += f" (it drops {quote_words(dropped)})." if dropped else "."
-        return "Yes", why, score
+        return SWAP, why, score
     if added:
-        return "No", f"No: the alternate adds words the story does not support ({quote_words(added)}).", score
-    return "No", "No: the alternate is not better supported by the story than the line.", score
+        return KEEP, f"No: the alternate adds words the story does not support ({quote_words(added)}).", score
+    return KEEP, "No: the alternate is not better supported by the story than the line.", score

@@ -20,9 +20,14 @@ from judgelab.backend.annotators.offline.text import (
     valid_span,
 )
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.configs.schema import get_schema
+from judgelab.configs.schema import builtin_schema, get_schema
 
 SCHEMA = "summary_flaws"
+_FLAWS = builtin_schema(SCHEMA)
+FACTUALLY_INCORRECT = _FLAWS.constant("factually_incorrect")
+IRRELEVANT = _FLAWS.constant("irrelevant")
+INCOHERENT = _FLAWS.constant("incoherent")
+OTHER = _FLAWS.constant("other")
 
 
 def flaw_control() -> str:
@@ -92,7 +97,7 @@ def number_flaws(summary: str, index: g.SourceIndex) -> list[SpanDraft]:
     """Numbers of the summary that the post never mentions (digits or number words)."""
     return [
         SpanDraft(
-            flaw_control(), n.start, n.end, "Factually Incorrect", note=f"number {n.text} not in the post", score=0.7
+            flaw_control(), n.start, n.end, FACTUALLY_INCORRECT, note=f"number {n.text} not in the post", score=0.7
         )
         for n in g.extract_numbers(summary, lang="en")
         if not index.has_number(n) and not g.is_list_marker(summary, n)
@@ -116,9 +121,9 @@ def grounding_flaws(
             names = [e for e in unknown_names if a <= e.start and e.end <= b]
             covered.extend(names)
             if names:
-                label, note = "Factually Incorrect", f"{quote_words(list(names[0].tokens))} is not in the post"
+                label, note = FACTUALLY_INCORRECT, f"{quote_words(list(names[0].tokens))} is not in the post"
             else:
-                label, note = "Irrelevant", f"{quote_words(missing)} not found in the post"
+                label, note = IRRELEVANT, f"{quote_words(missing)} not found in the post"
             spans.append(SpanDraft(flaw_control(), a, b, label, note=note, score=0.4))
     for name in unknown_names:
         if name not in covered:
@@ -127,7 +132,7 @@ def grounding_flaws(
                     flaw_control(),
                     name.start,
                     name.end,
-                    "Factually Incorrect",
+                    FACTUALLY_INCORRECT,
                     note=f"'{name.text}' is not in the post",
                     score=0.6,
                 )
@@ -151,7 +156,7 @@ def ungrounded_chunk(
 
 
 def redundancy_flaws(summary: str) -> list[SpanDraft]:
-    """Clauses that only repeat an earlier sentence ("Other": redundant)."""
+    """Clauses that only repeat an earlier sentence (OTHER: redundant)."""
     spans = []
     seen: set[str] = set()
     for start, end in g.split_sentences(summary):
@@ -164,7 +169,7 @@ def redundancy_flaws(summary: str) -> list[SpanDraft]:
                 break
         if run:
             spans.append(
-                SpanDraft(flaw_control(), run[0][0], run[-1][1], "Other", note="repeats an earlier sentence", score=0.5)
+                SpanDraft(flaw_control(), run[0][0], run[-1][1], OTHER, note="repeats an earlier sentence", score=0.5)
             )
         seen |= g.stem_set(summary[start:end], g.STOPWORDS_EN)
     return spans
@@ -173,7 +178,7 @@ def redundancy_flaws(summary: str) -> list[SpanDraft]:
 def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
     """Repeated words, impossible word pairs (``in do``, ``the of``), word salad."""
     spans = [
-        SpanDraft(flaw_control(), left.start, right.end, "Incoherent", note=f"repeated word '{left.text}'", score=0.6)
+        SpanDraft(flaw_control(), left.start, right.end, INCOHERENT, note=f"repeated word '{left.text}'", score=0.6)
         for left, right in g.repeated_words(tokens, summary)
     ]
     for left, right in zip(tokens, tokens[1:], strict=False):
@@ -189,7 +194,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
                     flaw_control(),
                     left.start,
                     right.end,
-                    "Incoherent",
+                    INCOHERENT,
                     note=f"'{left.text} {right.text}' is not grammatical",
                     score=0.5,
                 )
@@ -202,7 +207,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
                     flaw_control(),
                     words[-1].start,
                     words[-1].end,
-                    "Incoherent",
+                    INCOHERENT,
                     note="sentence ends with an article",
                     score=0.5,
                 )
@@ -215,7 +220,7 @@ def incoherence_flaws(summary: str, tokens: list[g.Token]) -> list[SpanDraft]:
                     flaw_control(),
                     start,
                     end,
-                    "Incoherent",
+                    INCOHERENT,
                     note="hardly any function words: a word list, not a sentence",
                     score=0.4,
                 )

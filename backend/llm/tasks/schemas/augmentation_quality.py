@@ -14,6 +14,9 @@ from judgelab.backend.llm.tasks.base import (
     _text,
     register_task,
 )
+from judgelab.configs.schema import builtin_schema
+
+RATED = builtin_schema("augmentation_quality").items_of_kind("ordinal")  # SP, SC
 
 
 @register_task("augmentation_quality")
@@ -32,16 +35,16 @@ class AugmentationQualityTask(SchemaTask):
 
     def output_schema(self) -> dict[str, Any] | None:
         props: dict[str, Any] = {}
-        for name in ("SP", "SC"):
+        for name in RATED:
             low, high = _scale(self.control(name), (1, 3))
             props[name] = {"type": "integer", "minimum": low, "maximum": high}
         props["notes"] = {"type": "string"}
-        return {"type": "object", "properties": props, "required": ["SP", "SC"]}
+        return {"type": "object", "properties": props, "required": list(RATED)}
 
     def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
-        for name in ("SP", "SC"):
+        for name in RATED:
             found, value = _lookup(answer.fields, name)
             if found:
                 self.choice_from_rating(draft, name, value, tally, (1, 3))

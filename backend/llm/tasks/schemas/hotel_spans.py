@@ -15,6 +15,11 @@ from judgelab.backend.llm.tasks.base import (
     _Tally,
     register_task,
 )
+from judgelab.configs.schema import builtin_schema
+
+_HOTEL = builtin_schema("hotel_spans")
+IMPRESSION = _HOTEL.constant("impression_item")
+NO_ERRORS = _HOTEL.empty_answer["control"]
 
 
 @register_task("hotel_spans")
@@ -23,8 +28,8 @@ class HotelSpansTask(SchemaTask):
 
     TASK_VERSION = "1"
     #: The names the prompt's list uses, mapped to the config's labels.
-    PROMPT_NAMES = {"Not checkable": "Not Checkable", "Incorrect fact": "Incorrect", "Misleading": "Misleading"}
-    DEFAULT_TYPES = {0: "Not Checkable", 1: "Misleading", 2: "Incorrect"}
+    PROMPT_NAMES = dict(_HOTEL.constant("labels_in_answers"))
+    DEFAULT_TYPES = dict(_HOTEL.span_controls[_HOTEL.span_control()]["annotation_types"])
 
     def variables(self, data: dict[str, Any]) -> dict[str, Any]:
         values = super().variables(data)
@@ -33,7 +38,7 @@ class HotelSpansTask(SchemaTask):
         return values
 
     def output_schema(self) -> dict[str, Any] | None:
-        low, high = _scale(self.control("impression"), (1, 7))
+        low, high = _scale(self.control(IMPRESSION), (1, 7))
         return {
             "type": "object",
             "properties": {
@@ -50,9 +55,9 @@ class HotelSpansTask(SchemaTask):
                         "required": ["reason", "text", "annotation_type"],
                     },
                 },
-                "impression": {"type": "integer", "minimum": low, "maximum": high},
+                IMPRESSION: {"type": "integer", "minimum": low, "maximum": high},
             },
-            "required": ["annotations", "impression"],
+            "required": ["annotations", IMPRESSION],
         }
 
     def index_map(self) -> dict[int, str]:
@@ -90,14 +95,14 @@ class HotelSpansTask(SchemaTask):
         if answer.none_identified and not answer.spans:
             value = _no_errors_value(data)
             if value is not None:
-                draft.choices["no_errors"] = [value]
-        found, impression = _lookup(answer.fields, "impression", "overall_impression")
+                draft.choices[NO_ERRORS] = [value]
+        found, impression = _lookup(answer.fields, IMPRESSION, "overall_impression")
         if found:
-            low, high = _scale(self.control("impression"), (1, 7))
+            low, high = _scale(self.control(IMPRESSION), (1, 7))
             rating, status = parse_rating(impression, low, high)
             tally.rating(status)
             if rating is not None:
-                draft.ratings["impression"] = rating
+                draft.ratings[IMPRESSION] = rating
         return draft
 
 

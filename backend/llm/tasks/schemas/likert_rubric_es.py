@@ -13,19 +13,16 @@ from judgelab.backend.llm.tasks.base import (
     _Tally,
     register_task,
 )
+from judgelab.configs.schema import builtin_schema
+
+_LIKERT = builtin_schema("likert_rubric_es")
 
 
 @register_task("likert_rubric_es")
 class LikertRubricTask(SchemaTask):
     TASK_VERSION = "1"
-    CRITERIA = ("Coherence", "Consistency", "Fluency", "Relevance", "5W")
-    SPANISH = {
-        "Coherence": ("Coherencia",),
-        "Consistency": ("Consistencia",),
-        "Fluency": ("Fluidez",),
-        "Relevance": ("Relevancia",),
-        "5W": ("5 W", "cinco W"),
-    }
+    CRITERIA = _LIKERT.items_of_kind("ordinal")
+    SPANISH = {name: tuple(other) for name, other in _LIKERT.constant("criteria_in_answers").items()}
 
     def output_schema(self) -> dict[str, Any] | None:
         props = {}

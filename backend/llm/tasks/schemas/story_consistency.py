@@ -17,9 +17,21 @@ from judgelab.backend.llm.tasks.base import (
     _text,
     register_task,
 )
+from judgelab.configs.items import expand
+from judgelab.configs.schema import builtin_schema
 from judgelab.configs.story_lines import story_lines, task_alternates
 
-VERDICTS = ("Consistent", "Inconsistent", "N/A, just commentary")
+_STORY = builtin_schema("story_consistency")
+CONSISTENT = _STORY.constant("consistent")
+INCONSISTENT = _STORY.constant("inconsistent")
+NOT_APPLICABLE = _STORY.constant("not_applicable")
+VERDICTS = _STORY.item_values(_STORY.constant("line_item"))
+SWAP, KEEP = _STORY.constant("swap"), _STORY.constant("keep")
+VERDICT_CONTROL, EXPLANATION_CONTROL, SWAP_CONTROL, SWAP_EXPLANATION_CONTROL = (
+    _STORY.item_control(_STORY.constant(k))
+    for k in ("line_item", "line_explanation_item", "swap_item", "swap_explanation_item")
+)
+AMBIGUOUS_CONTROL, AMBIGUOUS = _STORY.span_control(_STORY.constant("line_item")), _STORY.constant("ambiguous")
 
 
 def verdict_of(value: Any) -> str | None:
@@ -29,7 +41,7 @@ def verdict_of(value: Any) -> str | None:
     ['Consistent', 'Inconsistent', 'Consistent', 'Inconsistent', 'N/A, just commentary', 'N/A, just commentary', None]
     """
     if isinstance(value, bool):
-        return "Consistent" if value else "Inconsistent"
+        return CONSISTENT if value else INCONSISTENT
     if not isinstance(value, str):
         return None
     words = re.sub(r"[^a-z/]+", " ", value.casefold()).split()
@@ -37,23 +49,23 @@ def verdict_of(value: Any) -> str | None:
         return None
     phrase = " ".join(words)
     if words[0] in ("n/a", "na", "n/a,") or phrase.startswith("not applicable") or "commentary" in words:
-        return "N/A, just commentary"
+        return NOT_APPLICABLE
     if words[0] in ("inconsistent", "no", "false", "incorrect", "unsupported") or phrase.startswith("not consistent"):
-        return "Inconsistent"
+        return INCONSISTENT
     if words[0] in ("consistent", "yes", "true", "correct", "supported"):
-        return "Consistent"
+        return CONSISTENT
     return None
 
 
 def yes_no_of(value: Any) -> str | None:
     if isinstance(value, bool):
-        return "Yes" if value else "No"
+        return SWAP if value else KEEP
     if isinstance(value, str):
         words = re.sub(r"[^a-z]+", " ", value.casefold()).split()
         if words and words[0] in ("yes", "y", "true", "swap"):
-            return "Yes"
+            return SWAP
         if words and words[0] in ("no", "n", "false", "keep"):
-            return "No"
+            return KEEP
     return None
 
 
@@ -104,7 +116,7 @@ class StoryConsistencyTask(SchemaTask):
                         "type": "object",
                         "properties": {
                             "alternate": {"type": "integer", "minimum": 1},
-                            "swap": {"type": "string", "enum": ["Yes", "No"]},
+                            "swap": {"type": "string", "enum": [SWAP, KEEP]},
                             "explanation": {"type": "string"},
                         },
                         "required": ["alternate", "swap", "explanation"],
@@ -156,7 +168,7 @@ class StoryConsistencyTask(SchemaTask):
                 tally.counts["dropped_items"] += 1
                 tally.problems.append(f"verdict for line {number!r}: no such line: dropped")
                 continue
-            if f"verdict_{i}" in draft.choices:
+            if expand(VERDICT_CONTROL, i) in draft.choices:
                 tally.counts["duplicate_verdicts"] += 1
                 continue
             if isinstance(entry, dict):
@@ -169,14 +181,14 @@ class StoryConsistencyTask(SchemaTask):
                 tally.counts["unreadable_verdicts"] += 1
                 tally.problems.append(f"line {i + 1}: verdict {raw_verdict!r} not understood")
                 continue
-            draft.choices[f"verdict_{i}"] = [verdict]
+            draft.choices[expand(VERDICT_CONTROL, i)] = [verdict]
             text = _text(explanation)
-            if verdict == "Inconsistent":
+            if verdict == INCONSISTENT:
                 if text:
-                    draft.texts[f"explanation_{i}"] = text
+                    draft.texts[expand(EXPLANATION_CONTROL, i)] = text
                 else:
                     tally.counts["missing_explanations"] += 1
-        missing = [i for i in range(n) if f"verdict_{i}" not in draft.choices]
+        missing = [i for i in range(n) if expand(VERDICT_CONTROL, i) not in draft.choices]
         if missing:
             tally.counts["missing_verdicts"] = len(missing)
             tally.problems.append("no verdict for line(s) " + ", ".join(str(i + 1) for i in missing))
@@ -199,14 +211,15 @@ class StoryConsistencyTask(SchemaTask):
             else:
                 raw_swap, explanation = entry, None
             choice = yes_no_of(raw_swap)
-            if choice is None or f"swap_{k}" in draft.choices:
+            if choice is None or expand(SWAP_CONTROL, k) in draft.choices:
                 tally.counts["dropped_items"] += 1
                 continue
-            draft.choices[f"swap_{k}"] = [choice]
+            draft.choices[expand(SWAP_CONTROL, k)] = [choice]
             text = _text(explanation)
             if text:
-                draft.texts[f"swap_explanation_{k}"] = text
-        missing_swaps = len(alternates) - sum(1 for k in range(len(alternates)) if f"swap_{k}" in draft.choices)
+                draft.texts[expand(SWAP_EXPLANATION_CONTROL, k)] = text
+        swapped = sum(1 for k in range(len(alternates)) if expand(SWAP_CONTROL, k) in draft.choices)
+        missing_swaps = len(alternates) - swapped
         if missing_swaps:
             tally.counts["missing_swaps"] = missing_swaps
 
@@ -223,5 +236,5 @@ class StoryConsistencyTask(SchemaTask):
             if not isinstance(text, str):
                 continue
             for s in _align(text, _raw_spans(items, tally), "allow", tally):
-                draft.spans.append(SpanDraft(f"ambiguous_{i}", s.start, s.end, "Ambiguous", note=s.reason))
+                draft.spans.append(SpanDraft(expand(AMBIGUOUS_CONTROL, i), s.start, s.end, AMBIGUOUS, note=s.reason))
         return draft

@@ -13,6 +13,7 @@ from judgelab.backend.llm.tasks.base import (
     _Tally,
     register_task,
 )
+from judgelab.configs.schema import builtin_schema
 
 
 @register_task("summary_flaws")
@@ -21,7 +22,7 @@ class SummaryFlawsTask(SchemaTask):
 
     TASK_VERSION = "1"
     DEFAULT_OUTPUT = "span_lines"
-    FALLBACK_LABEL = "Other"
+    FALLBACK_LABEL = builtin_schema("summary_flaws").constant("other")
 
     def variables(self, data: dict[str, Any]) -> dict[str, Any]:
         values = super().variables(data)
