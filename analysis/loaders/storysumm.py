@@ -48,7 +48,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.configs.story_lines import line_texts
 
 SCHEMA = "story_consistency"
@@ -256,10 +256,10 @@ def _add_prediction(
             out.judgment(base, f"line_{index}", CONSISTENT if verdict == 1 else INCONSISTENT)
 
 
-@data_set(
+@DATA_SETS.register(
     "storysumm",
-    "storysumm.json (or its folder) [--predictions DIR; default: predictions/ beside it]",
-    ("predictions",),
+    path_help="storysumm.json (or its folder) [--predictions DIR; default: predictions/ beside it]",
+    options=("predictions",),
     cut=Cut(
         ("split",),
         total=True,
