@@ -73,9 +73,7 @@ from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 
 @SCHEMA_SECTIONS.register("register_rating")
-def register_section(data):
-    if data.schema_name != "register_rating":
-        return None
+def register_section(data):  # runs on the projects of its schema only
     human = data.usable_human
     registers = human[human["item"] == "register"]["value"]
     if registers.empty:
