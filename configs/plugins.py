@@ -1,18 +1,23 @@
 """Per-schema code, registered by the modules that define it.
 
 Each layer of judgelab has one :class:`Registry`: the offline annotator's heuristics
-(``backend.annotators.offline``), the LLM tasks (``backend.llm.tasks``), the importers of seed file
-formats (``sync.importers``) and the report's schema sections (``analysis.report.schemas``). A
-module registers what it defines for a schema with a decorator::
+(``OFFLINE``), the LLM tasks (``LLM_TASKS``), the importers of seed file formats (``IMPORTERS``),
+the report's schema sections (``SCHEMA_SECTIONS``) and the published data sets (``DATA_SETS``).
+Every one is used the same way: a module registers what it defines under a name with the
+registry's ``register`` decorator, whose keywords are what that layer wants to know besides the
+decorated object::
 
-    OFFLINE = Registry("offline", "judgelab.backend.annotators.offline.schemas")
+    OFFLINE = Registry("offline", "judgelab.backend.annotators.offline.schemas", entry=Heuristic.of)
 
-    @OFFLINE.register("story_consistency")
+    @OFFLINE.register("story_consistency", reads=("story",))
     def annotate(data): ...
+
+A name is registered once: a second entry under a taken name raises :class:`RegistryError` naming
+both modules (the same definition run again, as by a reload, replaces itself).
 
 No list names all schemas: on first use a registry imports every module of its package, then the
 file named after its layer in every schema folder (``configs/<schema>/offline.py``,
-``llm.py``, ``importer.py``, ``report.py``), so a schema folder of one's own
+``llm.py``, ``importer.py``, ``report.py``, ``loader.py``), so a schema folder of one's own
 (``$JUDGELAB_CONFIGS_DIR`` or ``$JUDGELAB_EXTRA_CONFIGS``) brings its code with it.
 """
 
@@ -23,34 +28,60 @@ import importlib.util
 import pkgutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from judgelab.configs.schema import SchemaError, all_schemas, schema_dirs
 
 T = TypeVar("T")
+D = TypeVar("D")
+
+
+class RegistryError(ValueError):
+    """A name registered twice in one layer."""
 
 
 class Registry(Generic[T]):
-    """What one layer has for each schema: ``register(name)`` to add, ``get(name)`` to ask."""
+    """What one layer has for each schema: ``@register(name, **details)`` to add, ``get(name)`` to ask.
 
-    def __init__(self, layer: str, package: str | None = None):
+    ``entry(name, decorated, **details)`` makes what is kept from the decorated object and the
+    decorator's keywords (by default the decorated object itself, with no keywords allowed).
+    """
+
+    def __init__(self, layer: str, package: str | None = None, entry: Callable[..., T] | None = None):
         self.layer = layer
         self.package = package
+        self.entry = entry
         self._entries: dict[str, T] = {}
+        self._origins: dict[str, tuple[str, str]] = {}  # name -> (module, qualified name) of what registered it
         self._loaded_from: set[str] = set()
         self._lock = threading.RLock()
 
-    def register(self, name: str, entry: T | None = None) -> Any:
-        """Register ``entry`` for the schema (or format) ``name``; usable as a decorator."""
+    def register(self, name: str, **details: Any) -> Callable[[D], D]:
+        """Decorator: keep the decorated object (as ``entry`` makes it) under ``name``, and return
+        the object unchanged. Raises :class:`RegistryError` when another definition has the name."""
 
-        def add(value: T) -> T:
+        def add(defined: D) -> D:
+            if self.entry is not None:
+                value = self.entry(name, defined, **details)
+            elif details:
+                raise TypeError(f"the {self.layer} registry takes no details, not {', '.join(sorted(details))}")
+            else:
+                value = defined
+            origin = (getattr(defined, "__module__", None) or "?", getattr(defined, "__qualname__", repr(defined)))
             with self._lock:
+                taken = self._origins.get(name)
+                if taken is not None and taken != origin:
+                    raise RegistryError(
+                        f"{self.layer} registry: {name!r} is registered by {_where(taken[0])} and again by "
+                        f"{_where(origin[0])}; rename one of them"
+                    )
                 self._entries[name] = value
-            return value
+                self._origins[name] = origin
+            return defined
 
-        return add(entry) if entry is not None else add
+        return add
 
     def get(self, name: str | None) -> T | None:
         """What is registered for ``name`` (``None`` when nothing is)."""
@@ -88,6 +119,12 @@ class Registry(Generic[T]):
                 if path.is_file():
                     load_schema_module(path, f"judgelab_schema_{schema.name}_{self.layer}")
             self._loaded_from.add(root)
+
+
+def _where(module: str) -> str:
+    """A module's name, with the file a schema folder's module was loaded from."""
+    path = getattr(sys.modules.get(module), "__file__", None)
+    return f"{module} ({path})" if path and not module.startswith("judgelab.") else module
 
 
 def _package_modules(package: str) -> list[str]:

@@ -34,16 +34,14 @@ def test_a_schema_folder_brings_its_own_import_format(tmp_path):
     (configs / "likert_rubric_es" / "importer.py").write_text(
         """
 from judgelab.sync.importers.records import read_records
-from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.registry import IMPORTERS
 from judgelab.sync.importers.rows import checked_rows
 
 
+@IMPORTERS.register("noticias", schema="likert_rubric_es", detect=lambda first: "noticia" in first)
 def read(path, schema, *, skip_bad=False):
     records = [(w, {"article": r["noticia"], "summary": r["resumen"]}) for w, r in read_records(path)]
     return checked_rows(records, schema, skip_bad=skip_bad)
-
-
-register(Importer("noticias", schema="likert_rubric_es", detect=lambda first: "noticia" in first, read=read))
 """,
         encoding="utf-8",
     )

@@ -593,10 +593,10 @@ def test_custom_config_garbage_and_override(tmp_path, monkeypatch):
 
 OWN_TASK = """
 from judgelab.backend.draft import Draft
-from judgelab.backend.llm.tasks import SchemaTask, register_task
+from judgelab.backend.llm.tasks import LLM_TASKS, SchemaTask
 
 
-@register_task("toxicity_rating")
+@LLM_TASKS.register("toxicity_rating")
 class ToxicityTask(SchemaTask):
     TASK_VERSION = "1"
 

@@ -28,12 +28,12 @@ items:
   shouting: {kind: nominal, values: ["yes", "no"]}
 """
 SIXTH_OFFLINE = """
-from judgelab.backend.annotators.offline import heuristic
+from judgelab.backend.annotators.offline import OFFLINE
 from judgelab.backend.draft import Draft
 from judgelab.configs.schema import get_schema
 
 
-@heuristic("shouting", reads=("text",))
+@OFFLINE.register("shouting", reads=("text",))
 def annotate(data: dict) -> Draft:
     text = str(data.get("text") or "")
     control = get_schema("shouting").item_control("shouting")

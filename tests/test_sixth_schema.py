@@ -48,13 +48,13 @@ items:
 """
 
 OFFLINE = """
-from judgelab.backend.annotators.offline import heuristic
+from judgelab.backend.annotators.offline import OFFLINE
 from judgelab.backend.draft import Draft
 
 INFORMAL = ("gonna", "wanna", "lol", "hey", "!!")
 
 
-@heuristic("register_rating", reads=("text",))
+@OFFLINE.register("register_rating", reads=("text",))
 def annotate(data: dict) -> Draft:
     text = str(data.get("text") or "").lower()
     informal = any(word in text for word in INFORMAL)
@@ -73,9 +73,7 @@ from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 
 
 @SCHEMA_SECTIONS.register("register_rating")
-def register_section(data):
-    if data.schema_name != "register_rating":
-        return None
+def register_section(data):  # runs on the projects of its schema only
     human = data.usable_human
     registers = human[human["item"] == "register"]["value"]
     if registers.empty:
@@ -100,10 +98,10 @@ import csv
 from pathlib import Path
 
 from judgelab.analysis.loaders.common import tidy_frames
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 
 
-@data_set("register_corpus", "a CSV with text, rater and register columns")
+@DATA_SETS.register("register_corpus", path_help="a CSV with text, rater and register columns")
 def read(path, project=None):
     name = project or Path(path).stem
     tasks, judgments, problems = {}, [], []

@@ -43,7 +43,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     rating_text,
 )
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.configs.schema import builtin_schema
 
 SCHEMA = "likert_rubric_es"
@@ -204,10 +204,10 @@ def _add_summary(
             )
 
 
-@data_set(
+@DATA_SETS.register(
     "basse",
-    "BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)",
-    ("nan_ratings",),
+    path_help="BASSE.<lang>[.round_0].jsonl, or a folder of them (one project per language)",
+    options=("nan_ratings",),
     cut=Cut(
         ("language", "round"),
         "model != 'human'",

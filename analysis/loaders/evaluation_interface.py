@@ -60,7 +60,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.analysis.loaders.storysumm import SCHEMA
 from judgelab.configs.items import expand
 from judgelab.configs.story_lines import split_sentences
@@ -262,11 +262,11 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
-@data_set(
+@DATA_SETS.register(
     "evaluation_interface",
-    "annotations_pl_latest.json (or its folder) [--combined FILE; default: combined.json beside it] "
+    path_help="annotations_pl_latest.json (or its folder) [--combined FILE; default: combined.json beside it] "
     "[--summary-verdict own|lines]",
-    ("combined", "summary_verdict"),
+    options=("combined", "summary_verdict"),
     cut=Cut(
         ("split",),
         total=True,

@@ -1,8 +1,13 @@
 """The published data sets ``judgelab load`` reads, by name.
 
-Each loader module registers its data set with :func:`data_set`: what PATH is (a file, or a folder
-where the loader allows one), which of ``load``'s options apply to it, and the function that
-reads it into the loaders' dict of tables. A schema folder's ``loader.py`` can register one too
+Each loader module registers the function that reads its data set into the loaders' dict of
+tables, with what PATH is (a file, or a folder where the loader allows one), which of ``load``'s
+options apply to it, and its study's published analysis::
+
+    @DATA_SETS.register("basse", path_help="BASSE.<lang>.jsonl, or a folder of them", options=("nan_ratings",))
+    def read_basse(path, project=None, nan_ratings=None) -> dict[str, Any]: ...
+
+A schema folder's ``loader.py`` can register one too
 (the registry imports it, as the other layers' registries do, see :mod:`judgelab.configs.plugins`).
 """
 
@@ -27,22 +32,26 @@ class DataSet:
     read: Callable[..., dict[str, Any]]  # read(path, project=None, **options) -> tasks/judgments/spans/problems
     cut: Cut | None = None  # how its study is analysed: recorded beside the tables it loads
 
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        read: Callable[..., dict[str, Any]],
+        *,
+        path_help: str,
+        options: tuple[str, ...] = (),
+        cut: Cut | None = None,
+    ) -> DataSet:
+        """The registry's entry for ``@DATA_SETS.register(name, path_help=..., options=..., cut=...)``
+        on ``read(path, project=None, **options)``; ``cut`` is its study's published analysis, which
+        every report of the loaded tables applies."""
+        unknown = set(options) - set(OPTIONS)
+        if unknown:
+            raise ValueError(f"data set {name}: unknown option(s) {', '.join(sorted(unknown))}")
+        return cls(name, path_help, frozenset(options), read, cut)
 
-DATA_SETS: Registry[DataSet] = Registry("loader", "judgelab.analysis.loaders")
 
-
-def data_set(name: str, path_help: str, options: tuple[str, ...] = (), cut: Cut | None = None) -> Callable:
-    """Register the decorated ``read(path, project=None, **options)`` as data set ``name``; ``cut``
-    is its study's published analysis, which every report of the loaded tables applies."""
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise ValueError(f"data set {name}: unknown option(s) {', '.join(sorted(unknown))}")
-
-    def register(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-        DATA_SETS.register(name, DataSet(name, path_help, frozenset(options), read, cut))
-        return read
-
-    return register
+DATA_SETS: Registry[DataSet] = Registry("loader", "judgelab.analysis.loaders", entry=DataSet.of)
 
 
 def get_data_set(name: str) -> DataSet | None:

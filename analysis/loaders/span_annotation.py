@@ -43,7 +43,7 @@ from judgelab.analysis.loaders.common import (
     iter_jsonl,
     judgment_base,
 )
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 
 DEFAULT_SCHEMA = "hotel_spans"
 FIELD = "output"
@@ -207,10 +207,10 @@ def load_span_annotation_dir(
     return concat_loaded([load_span_annotation(f, outputs=outputs, schema=schema) for f in files])
 
 
-@data_set(
+@DATA_SETS.register(
     "span_annotation",
-    "annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them",
-    ("config", "schema"),
+    path_help="annotations_human_<x>.jsonl [--config x.config.yaml], or a folder of them",
+    options=("config", "schema"),
     cut=Cut(
         ("group", "stage"),
         origin="HotelCheckSpan's published analysis: per no-errors wording (group A/B) and annotation stage",

@@ -49,7 +49,7 @@ from judgelab.analysis.loaders.common import (
     judgment_base,
     read_json,
 )
-from judgelab.analysis.loaders.registry import data_set
+from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.configs.items import expand
 from judgelab.configs.story_lines import line_texts
 
@@ -258,10 +258,10 @@ def _add_prediction(
             out.judgment(base, expand(LINE_ITEM, index), CONSISTENT if verdict == 1 else INCONSISTENT)
 
 
-@data_set(
+@DATA_SETS.register(
     "storysumm",
-    "storysumm.json (or its folder) [--predictions DIR; default: predictions/ beside it]",
-    ("predictions",),
+    path_help="storysumm.json (or its folder) [--predictions DIR; default: predictions/ beside it]",
+    options=("predictions",),
     cut=Cut(
         ("split",),
         total=True,

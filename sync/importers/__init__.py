@@ -5,7 +5,7 @@
 - :mod:`.rows`: records checked against a schema into :class:`~.rows.TaskRow` (task keys,
   all-or-nothing or ``--skip-bad``);
 - :mod:`.mapping`: ``--map field=column``; :mod:`.generic`: the generic format;
-- :mod:`.formats`: one module per seed format, each registering an
+- :mod:`.formats`: one module per seed format, each registering its reader as an
   :class:`~.registry.Importer` (:mod:`.registry`); :mod:`.dispatch` picks the reader of a file
   (``--format``, or detection from its first record);
 - :mod:`.annotations`: earlier rounds' annotations (``judgelab import --annotations``).

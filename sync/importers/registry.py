@@ -1,9 +1,10 @@
 """The importers of seed file formats, registered by the modules that define them.
 
 Each module of :mod:`judgelab.sync.importers.formats` (and a schema folder's own
-``importer.py``) registers one :class:`Importer`::
+``importer.py``) registers its reader as one :class:`Importer`::
 
-    register(Importer("hotel", schema="hotel_spans", detect=looks_like_hotel, read=read_hotel))
+    @IMPORTERS.register("hotel", schema="hotel_spans", detect=looks_like_hotel, description="...")
+    def read_hotel(path, schema=None, *, skip_bad=False) -> Rows: ...
 
 :func:`judgelab.sync.importers.dispatch.read_tasks` and ``judgelab import --format`` know the
 formats from here only.
@@ -38,14 +39,22 @@ class Importer:
     options: frozenset[str] = field(default_factory=frozenset)
     description: str = ""
 
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        read: Callable[..., Rows],
+        *,
+        schema: str,
+        detect: Callable[[dict[str, Any]], bool],
+        options: frozenset[str] | tuple[str, ...] = frozenset(),
+        description: str = "",
+    ) -> Importer:
+        """The registry's entry for ``@IMPORTERS.register(name, schema=..., detect=..., ...)`` on ``read``."""
+        return cls(name, schema, detect, read, frozenset(options), description)
+
     def __call__(self, path: Path, schema: Schema, *, skip_bad: bool = False, **options: Any) -> Rows:
         return self.read(path, schema, skip_bad=skip_bad, **options)
 
 
-IMPORTERS: Registry[Importer] = Registry("importer", "judgelab.sync.importers.formats")
-
-
-def register(importer: Importer) -> Importer:
-    """Add ``importer`` under its format name."""
-    IMPORTERS.register(importer.name, importer)
-    return importer
+IMPORTERS: Registry[Importer] = Registry("importer", "judgelab.sync.importers.formats", entry=Importer.of)

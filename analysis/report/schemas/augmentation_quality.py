@@ -46,12 +46,16 @@ MEASURES = {
 }
 
 
-@SCHEMA_SECTIONS.register("augmentation_quality")
+def declares_guideline(data: ProjectData) -> bool:
+    """Another schema whose metadata declares the guideline's targets, markers or drift block."""
+    meta = data.schema_meta or {}
+    return any(key in meta for key in GUIDELINE_KEYS)
+
+
+@SCHEMA_SECTIONS.register(SCHEMA, also_when=declares_guideline)
 def augmentation_section(data: ProjectData) -> Section | None:
     """Pilot, calibration, disagreement rule and drift, each shown when its data is there."""
     meta = data.schema_meta or {}
-    if data.schema_name != SCHEMA and not any(key in meta for key in GUIDELINE_KEYS):
-        return None
     if data.usable_human.empty:
         return None
     subsections = [pilot_section(data), calibration_section(data), disagreement_section(data), drift_section(data)]

@@ -42,9 +42,14 @@ from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
 TEXT_COLUMNS = ("descriptions", "summary", "output", "text")
 
 
-@SCHEMA_SECTIONS.register("hotel_spans")
+def has_span_data(data: ProjectData) -> bool:
+    """Spans in the tables, or span controls in the schema: the checks below have something to read."""
+    return not data.spans.empty or bool((data.schema_meta or {}).get("span_controls"))
+
+
+@SCHEMA_SECTIONS.register("hotel_spans", also_when=has_span_data)
 def span_quality_section(data: ProjectData) -> Section | None:
-    if data.spans.empty and not (data.schema_meta or {}).get("span_controls"):
+    if not has_span_data(data):
         return None
     subsections = [
         attention_section(data),

@@ -46,12 +46,14 @@ def _criteria(data: ProjectData) -> list[str]:
     return declared or [item for item in DEFAULT_CRITERIA if item in rated]
 
 
-@SCHEMA_SECTIONS.register("likert_rubric_es")
-def likert_section(data: ProjectData) -> Section | None:
+def looks_like_rubric(data: ProjectData) -> bool:
+    """Ratings of ``Relevance`` and at least two other criteria of the rubric."""
     rated = set(data.usable_human["item"])
-    looks_like_rubric = RELEVANCE_ITEM in rated and len(rated & set(DEFAULT_CRITERIA)) >= 3
-    if data.schema_name != SCHEMA and not looks_like_rubric:
-        return None
+    return RELEVANCE_ITEM in rated and len(rated & set(DEFAULT_CRITERIA)) >= 3
+
+
+@SCHEMA_SECTIONS.register(SCHEMA, also_when=looks_like_rubric)
+def likert_section(data: ProjectData) -> Section | None:
     criteria = _criteria(data)
     if not criteria:
         return None

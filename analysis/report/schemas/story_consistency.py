@@ -78,11 +78,14 @@ JUDGE_NAMES = {
 DIFFICULTY_COLUMN = "difficulty"  # StorySumm: easy / hard for the unfaithful summaries
 
 
-@SCHEMA_SECTIONS.register("story_consistency")
+def judges_lines(data: ProjectData) -> bool:
+    """Judgments of line items (``line_0``, ``line_1``, ...), whatever the schema."""
+    return has_line_items(data.judgments)
+
+
+@SCHEMA_SECTIONS.register(SCHEMA, also_when=judges_lines)
 def story_section(data: ProjectData) -> Section | None:
     """Line-level agreement, summaries derived from lines, judges against gold."""
-    if data.schema_name != SCHEMA and not has_line_items(data.judgments):
-        return None
     subsections = [
         line_agreement_section(data),
         derived_summary_section(data),

@@ -1,16 +1,16 @@
 """The report's sections, in report order.
 
 A builder takes a :class:`ProjectData` and returns a :class:`Section`, or ``None`` when it has
-nothing to say for that project (no spans, no model predictions, another schema). The generic
+nothing to say for that project (no spans, no model predictions). The generic
 sections live in this package; a schema's own sections live in
 ``analysis/report/schemas/<schema>.py`` (or a schema folder's ``report.py``) and register
-themselves with :data:`SCHEMA_SECTIONS`; they all run at one place of the order below, the
-project's own schema first, and each says ``None`` when the project is not for it.
+themselves with :data:`SCHEMA_SECTIONS` under their schema; they run at one place of the order
+below: the project's own schema's, then another schema's whose ``also_when`` recognises the
+project's data by its shape (a rubric's ratings, line items, spans).
 
-Sections are picked by the data's shape (rated items, spans, sources, task columns) and by the
-schema's name or metadata, so external data without a schema gets the sections its tables
-support. To grow the report, write a builder and add it to ``SECTION_BUILDERS`` (generic) or
-register it for its schema.
+Generic sections are picked by the data's shape (rated items, spans, sources, task columns), so
+external data without a schema gets the sections its tables support. To grow the report, write a
+builder and add it to ``SECTION_BUILDERS`` (generic) or register it for its schema.
 """
 
 from __future__ import annotations
@@ -43,10 +43,16 @@ SectionBuilder = Callable[[ProjectData], "Section | list[Section] | None"]
 
 
 def schema_sections(data: ProjectData) -> list[Section]:
-    """The registered schema sections that have something to say for this project (its own
-    schema's first, then those that recognise its data by shape)."""
-    order = sorted(SCHEMA_SECTIONS.items(), key=lambda kv: (kv[0] != data.schema_name, kv[0]))
-    return [section for _, build in order if (section := build(data)) is not None]
+    """The sections registered for the project's own schema, then those of the other schemas whose
+    ``also_when`` recognises its data by shape (by schema name); each that has something to say."""
+    own = SCHEMA_SECTIONS.get(data.schema_name)
+    builders = [own.build] if own is not None else []
+    builders += [
+        entry.build
+        for name, entry in SCHEMA_SECTIONS.items()
+        if name != data.schema_name and entry.also_when is not None and entry.also_when(data)
+    ]
+    return [section for build in builders if (section := build(data)) is not None]
 
 
 SECTION_BUILDERS: list[SectionBuilder] = [

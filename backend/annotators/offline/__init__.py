@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 
-from judgelab.backend.annotators.offline.heuristics import OFFLINE, Heuristic, heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE, Heuristic
 from judgelab.backend.annotators.offline.text import truncated_fields
 from judgelab.backend.draft import Draft
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OFFLINE", "Heuristic", "OfflineAnnotator", "heuristic"]
+__all__ = ["OFFLINE", "Heuristic", "OfflineAnnotator"]
 
 
 class OfflineAnnotator:

@@ -3,7 +3,7 @@
 A module in ``judgelab.backend.annotators.offline.schemas`` (or a schema folder's own
 ``offline.py``, see :mod:`judgelab.configs.plugins`) declares itself with::
 
-    @heuristic("story_consistency", reads=("story",))
+    @OFFLINE.register("story_consistency", reads=("story",))
     def annotate_story_consistency(data: dict) -> Draft: ...
 
 ``reads`` names the task's text fields the heuristic analyses (for the ``truncated`` report).
@@ -27,15 +27,10 @@ class Heuristic:
     annotate: AnnotateFunction
     fields_read: tuple[str, ...] = ()
 
+    @classmethod
+    def of(cls, schema: str, annotate: AnnotateFunction, *, reads: tuple[str, ...] = ()) -> Heuristic:
+        """The registry's entry for ``@OFFLINE.register(schema, reads=...)``."""
+        return cls(annotate, tuple(reads))
 
-OFFLINE: Registry[Heuristic] = Registry("offline", "judgelab.backend.annotators.offline.schemas")
 
-
-def heuristic(schema: str, reads: tuple[str, ...] = ()) -> Callable[[AnnotateFunction], AnnotateFunction]:
-    """Register the decorated function as the offline heuristic of ``schema``."""
-
-    def register(function: AnnotateFunction) -> AnnotateFunction:
-        OFFLINE.register(schema, Heuristic(function, tuple(reads)))
-        return function
-
-    return register
+OFFLINE: Registry[Heuristic] = Registry("offline", "judgelab.backend.annotators.offline.schemas", entry=Heuristic.of)

@@ -19,17 +19,19 @@ draft with :func:`backend.results.build_results`. What was repaired, dropped, cl
 missing is counted in ``Draft.info``; nothing is invented (a line without a verdict stays
 without one, for the annotator).
 
-Layout: this module (``task_for``), :mod:`.base` (the registry, shared helpers, :class:`SchemaTask`),
-:mod:`.generic` (:class:`GenericTask`, for any config), and ``schemas/<schema>.py``, one module per
-schema, each registering its task with ``@register_task("<schema>")``. A schema folder of one's own
-(``$JUDGELAB_CONFIGS_DIR/<schema>/llm.py``) brings its task the same way; it is loaded the first
-time a task is looked up (:class:`judgelab.configs.plugins.Registry`).
+Layout: this module (``task_for``), :mod:`.base` (:class:`SchemaTask`), :mod:`.api` (the helpers a
+task uses on an answer: its plugin API), :mod:`.generic` (:class:`GenericTask`, for any config), and
+``schemas/<schema>.py``, one module per schema, each registering its task with
+``@LLM_TASKS.register("<schema>")`` (:data:`LLM_TASKS` lives in ``schemas/__init__``). A schema folder
+of one's own (``$JUDGELAB_CONFIGS_DIR/<schema>/llm.py``) brings its task the same way; it is loaded the
+first time a task is looked up (:class:`judgelab.configs.plugins.Registry`).
 """
 
 from __future__ import annotations
 
 from judgelab.backend.llm.contracts import LLMTask
-from judgelab.backend.llm.tasks.base import TASKS, PromptError, SchemaTask, register_task, registered
+from judgelab.backend.llm.prompting import PromptError
+from judgelab.backend.llm.tasks.base import SchemaTask, registered
 from judgelab.backend.llm.tasks.generic import GenericTask
 from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.backend.llm.tasks.schemas.story_consistency import verdict_of
@@ -37,11 +39,9 @@ from judgelab.configs.schema import Schema
 
 __all__ = [
     "LLM_TASKS",
-    "TASKS",
     "GenericTask",
     "PromptError",
     "SchemaTask",
-    "register_task",
     "registered",
     "task_for",
     "verdict_of",
@@ -55,7 +55,7 @@ def task_for(schema: Schema | None, label_config_xml: str, variant: str | None =
     default the schema's ``prompt.prompt_variant``. Raises :class:`PromptError` when a
     template is missing or a variant is unknown, and ``LabelConfigError`` for a bad config.
     """
-    cls = TASKS.get(schema.name) if schema is not None else None
+    cls = LLM_TASKS.get(schema.name) if schema is not None else None
     if cls is None:
         return GenericTask(schema, label_config_xml, variant)
     return cls(schema, label_config_xml, variant)

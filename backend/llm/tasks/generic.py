@@ -14,15 +14,7 @@ from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.llm.answers import extract_json, parse_rating, resolve_label
 from judgelab.backend.llm.contracts import RawSpan
 from judgelab.backend.llm.prompting import PromptTemplate, find_template, short_hash
-from judgelab.backend.llm.tasks.base import (
-    _align,
-    _checked,
-    _json_response_format,
-    _lookup,
-    _raw_spans,
-    _Tally,
-    _text,
-)
+from judgelab.backend.llm.tasks.api import Tally, align, checked, free_text, json_response_format, lookup, raw_spans
 from judgelab.configs.label_config import Control, parse_label_config
 from judgelab.configs.schema import Schema
 
@@ -149,18 +141,18 @@ class GenericTask:
         return [{"role": "user", "content": self.template.render(values)}]
 
     def response_format(self) -> dict[str, Any] | None:
-        return _json_response_format(f"judgelab_{re.sub(r'[^A-Za-z0-9_-]', '_', self.name)}", self.output_schema())
+        return json_response_format(f"judgelab_{re.sub(r'[^A-Za-z0-9_-]', '_', self.name)}", self.output_schema())
 
     def to_draft(self, answer_text: str, data: dict[str, Any]) -> Draft:
         data = data if isinstance(data, dict) else {}
-        tally = _Tally()
+        tally = Tally()
         try:
             draft = self._build(answer_text, data, tally)
         except Exception as exc:  # noqa: BLE001 - never raise from to_draft
             log.exception("%s: could not turn an answer into a draft", self.name)
             return Draft(info={"error": f"{type(exc).__name__}: {exc}"})
         draft.info.update(tally.info())
-        return _checked(draft, self.config, data)
+        return checked(draft, self.config, data)
 
     # prompt pieces ---------------------------------------------------------------------------
     def _texts(self, data: dict[str, Any], controls: list[Control]) -> list[tuple[str, str]]:
@@ -275,7 +267,7 @@ class GenericTask:
         return {"type": "object", "properties": props}
 
     # parsing ----------------------------------------------------------------------------------
-    def _build(self, answer_text: str, data: dict[str, Any], tally: _Tally) -> Draft:
+    def _build(self, answer_text: str, data: dict[str, Any], tally: Tally) -> Draft:
         value, problems = extract_json(answer_text)
         tally.problems.extend(problems)
         draft = Draft()
@@ -288,14 +280,14 @@ class GenericTask:
         for c in controls:
             if c.tag == "Labels":
                 continue
-            found, given = _lookup(value, c.name)
+            found, given = lookup(value, c.name)
             if not found or given is None:
                 continue
             self._set_value(draft, c, given, data, tally)
         self._set_spans(draft, [c for c in controls if c.tag == "Labels"], value, data, tally)
         return draft
 
-    def _set_value(self, draft: Draft, c: Control, given: Any, data: dict[str, Any], tally: _Tally) -> None:
+    def _set_value(self, draft: Draft, c: Control, given: Any, data: dict[str, Any], tally: Tally) -> None:
         if c.tag == "Choices":
             options = self._choice_options(c, data)
             answers = [a for a, _ in options]
@@ -328,23 +320,23 @@ class GenericTask:
             else:
                 draft.numbers[c.name] = number
         elif c.tag == "TextArea":
-            text = _text(given)
+            text = free_text(given)
             if text:
                 draft.texts[c.name] = text
 
     def _set_spans(
-        self, draft: Draft, span_controls: list[Control], value: dict[str, Any], data: dict[str, Any], tally: _Tally
+        self, draft: Draft, span_controls: list[Control], value: dict[str, Any], data: dict[str, Any], tally: Tally
     ) -> None:
         if not span_controls:
             return
         items: list[tuple[Control | None, Any]] = []
         lists = []
-        _, given = _lookup(value, "spans", "annotations")
+        _, given = lookup(value, "spans", "annotations")
         for item in given if isinstance(given, list) else []:
             items.append((self._span_control(item, span_controls), item))
         lists.append(given)
         for c in span_controls:  # ``{"ner": [{"text", "label"}]}``, the to_json_schema shape
-            found, per_control = _lookup(value, c.name)
+            found, per_control = lookup(value, c.name)
             if found and isinstance(per_control, list):
                 items.extend((c, item) for item in per_control)
             lists.append(per_control if found else None)
@@ -364,7 +356,7 @@ class GenericTask:
             control = by_name[name]
             text = self.config.object_text(control.to_name, data)
             raw = []
-            for span in _raw_spans(group, tally):
+            for span in raw_spans(group, tally):
                 label = resolve_label(span.label, list(control.labels))
                 if label is None:
                     tally.counts["unknown_label"] += 1
@@ -373,7 +365,7 @@ class GenericTask:
             if text is None:
                 tally.counts["no_target_text"] += len(raw)
                 continue
-            for s in _align(text, raw, "allow", tally):
+            for s in align(text, raw, "allow", tally):
                 draft.spans.append(SpanDraft(name, s.start, s.end, str(s.label), note=s.reason))
 
     @staticmethod

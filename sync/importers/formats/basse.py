@@ -27,7 +27,7 @@ from typing import Any
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.importers.annotations import control_result, controls_by_name, make_annotation
 from judgelab.sync.importers.records import read_records
-from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.registry import IMPORTERS
 from judgelab.sync.importers.rows import Rows, checked_rows
 
 RATER_EMAIL = "basse-rater-{}@judgelab.local"
@@ -61,6 +61,18 @@ def rater_annotations(anns: Any, controls: dict) -> list[dict[str, Any]]:
     return [make_annotation(RATER_EMAIL.format(rater), results) for rater, results in sorted(per_rater.items())]
 
 
+def looks_like_basse(first: dict[str, Any]) -> bool:
+    """A news document with its model summaries."""
+    return "model_summaries" in first and "original_document" in first
+
+
+@IMPORTERS.register(
+    "basse",
+    schema="likert_rubric_es",
+    detect=looks_like_basse,
+    options=("with_annotations",),
+    description="seed 003: BASSE JSON Lines (--with-annotations: the raters' ratings)",
+)
 def read_basse(
     path: Path, schema: Schema | None = None, *, skip_bad: bool = False, with_annotations: bool = False
 ) -> Rows:
@@ -96,20 +108,3 @@ def read_basse(
                     continue
             records.append((f"{where} ({name})", record))
     return checked_rows(records, schema, skip_bad=skip_bad, bad=bad)
-
-
-def looks_like_basse(first: dict[str, Any]) -> bool:
-    """A news document with its model summaries."""
-    return "model_summaries" in first and "original_document" in first
-
-
-register(
-    Importer(
-        "basse",
-        schema="likert_rubric_es",
-        detect=looks_like_basse,
-        read=read_basse,
-        options=frozenset({"with_annotations"}),
-        description="seed 003: BASSE JSON Lines (--with-annotations: the raters' ratings)",
-    )
-)

@@ -30,7 +30,7 @@ from typing import Any
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import split_sentences
 from judgelab.sync.importers.records import read_records
-from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.registry import IMPORTERS
 from judgelab.sync.importers.rows import Rows, checked_rows
 from judgelab.sync.text_overlap import THRESHOLD, dedupe_segments, tokens
 
@@ -62,6 +62,17 @@ def aggregate_descriptions(descriptions: list[str], threshold: float = THRESHOLD
     return "\n\n".join(paragraphs), dropped
 
 
+def looks_like_hotel(first: dict[str, Any]) -> bool:
+    """A property's description."""
+    return any(c in first for c in ("property_id", "hotel_id", "property")) and "description" in first
+
+
+@IMPORTERS.register(
+    "hotel",
+    schema="hotel_spans",
+    detect=looks_like_hotel,
+    description="seed 004: hotel descriptions, one row per (property, source), aggregated per property",
+)
 def read_hotel(path: Path, schema: Schema | None = None, *, skip_bad: bool = False) -> Rows:
     """``hotel_spans`` tasks, one per property; see the module doc."""
     schema = schema or get_schema("hotel_spans")
@@ -110,19 +121,3 @@ def read_hotel(path: Path, schema: Schema | None = None, *, skip_bad: bool = Fal
     rows = checked_rows(tasks, schema, skip_bad=skip_bad, bad=bad)
     rows.notes[DROPPED] = dropped
     return rows
-
-
-def looks_like_hotel(first: dict[str, Any]) -> bool:
-    """A property's description."""
-    return any(c in first for c in ("property_id", "hotel_id", "property")) and "description" in first
-
-
-register(
-    Importer(
-        "hotel",
-        schema="hotel_spans",
-        detect=looks_like_hotel,
-        read=read_hotel,
-        description="seed 004: hotel descriptions, one row per (property, source), aggregated per property",
-    )
-)

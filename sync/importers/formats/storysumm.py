@@ -27,7 +27,7 @@ from typing import Any
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import line_texts
 from judgelab.sync.importers.records import read_records
-from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.registry import IMPORTERS
 from judgelab.sync.importers.rows import Rows, checked_rows
 
 
@@ -92,6 +92,17 @@ def story_task(key: str, item: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def looks_like_storysumm(first: dict[str, Any]) -> bool:
+    """A story with its summary (or lines), not a Label Studio task."""
+    return "story" in first and ("summary" in first or "lines" in first) and "data" not in first
+
+
+@IMPORTERS.register(
+    "storysumm",
+    schema="story_consistency",
+    detect=looks_like_storysumm,
+    description="seed 002: StorySumm-style stories with summary lines and alternates",
+)
 def read_storysumm(path: Path, schema: Schema | None = None, *, skip_bad: bool = False) -> Rows:
     """``story_consistency`` tasks of a StorySumm-style file; see the module doc."""
     schema = schema or get_schema("story_consistency")
@@ -107,19 +118,3 @@ def read_storysumm(path: Path, schema: Schema | None = None, *, skip_bad: bool =
         except _BadItem as exc:
             bad.append(f"{where}: {exc}")
     return checked_rows(records, schema, skip_bad=skip_bad, bad=bad)
-
-
-def looks_like_storysumm(first: dict[str, Any]) -> bool:
-    """A story with its summary (or lines), not a Label Studio task."""
-    return "story" in first and ("summary" in first or "lines" in first) and "data" not in first
-
-
-register(
-    Importer(
-        "storysumm",
-        schema="story_consistency",
-        detect=looks_like_storysumm,
-        read=read_storysumm,
-        description="seed 002: StorySumm-style stories with summary lines and alternates",
-    )
-)

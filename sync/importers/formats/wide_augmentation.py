@@ -26,7 +26,7 @@ from pathlib import Path
 from judgelab.configs.schema import Schema, get_schema
 from judgelab.sync.client import SyncError
 from judgelab.sync.importers.records import read_records
-from judgelab.sync.importers.registry import Importer, register
+from judgelab.sync.importers.registry import IMPORTERS
 from judgelab.sync.importers.rows import Rows, checked_rows
 
 MODELS = ("Llama3.1-8b", "Mistral-Nemo", "Qwen2.5-14b")
@@ -68,6 +68,17 @@ def _first(record: dict, *names: str):
     return None
 
 
+def looks_wide(first: dict) -> bool:
+    """A record with a ``{model}_{type}`` column."""
+    return any(GENERATED_COLUMN.match(str(column)) for column in first)
+
+
+@IMPORTERS.register(
+    "wide-augmentation",
+    schema="augmentation_quality",
+    detect=looks_wide,
+    description="seed 001: one row per original with {model}_{type} columns",
+)
 def read_wide_augmentation(path: Path, schema: Schema | None = None, *, skip_bad: bool = False) -> Rows:
     """Tasks of a wide augmentation file, ordered by model; see the module doc."""
     schema = schema or get_schema("augmentation_quality")
@@ -109,19 +120,3 @@ def read_wide_augmentation(path: Path, schema: Schema | None = None, *, skip_bad
     rows = checked_rows([record for _, record in per_task], schema, skip_bad=skip_bad, bad=bad)
     rows.notes[EMPTY_CELLS] = empty
     return rows
-
-
-def looks_wide(first: dict) -> bool:
-    """A record with a ``{model}_{type}`` column."""
-    return any(GENERATED_COLUMN.match(str(column)) for column in first)
-
-
-register(
-    Importer(
-        "wide-augmentation",
-        schema="augmentation_quality",
-        detect=looks_wide,
-        read=read_wide_augmentation,
-        description="seed 001: one row per original with {model}_{type} columns",
-    )
-)

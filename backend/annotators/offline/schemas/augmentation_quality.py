@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import prediction_score
-from judgelab.backend.annotators.offline.heuristics import heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE
 from judgelab.backend.annotators.offline.text import (
     read_text,
 )
@@ -71,7 +71,7 @@ SCHEMA = "augmentation_quality"
 UNFITTED_RATING_SCORE = round(1 / 3, 3)
 
 
-@heuristic(SCHEMA, reads=("original", "generated"))
+@OFFLINE.register(SCHEMA, reads=("original", "generated"))
 def annotate_augmentation_quality(data: dict) -> Draft:
     schema = get_schema(SCHEMA)
     sp_control = schema.item_control(schema.constant("semantic_preservation"))

@@ -12,7 +12,7 @@ from collections import Counter
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
 from judgelab.backend.annotators.offline.fitted import hotel_spans as fitted
-from judgelab.backend.annotators.offline.heuristics import heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE
 from judgelab.backend.annotators.offline.hotel_measures import (
     GENERIC_TRAVEL_STEMS,
     HotelSource,
@@ -176,7 +176,7 @@ _INITIAL_WORDS = frozenset(
 NEAR_WALK_MINUTES = 15
 
 
-@heuristic(SCHEMA, reads=("descriptions", "summary"))
+@OFFLINE.register(SCHEMA, reads=("descriptions", "summary"))
 def annotate_hotel_spans(data: dict) -> Draft:
     candidates = error_candidates(data)
     spans = score_spans(candidates, fitted.SPAN_HIT_RATE, fitted.UNSEEN_RATE, fitted.MIN_SPAN_SCORE)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
 from judgelab.backend.annotators.offline.fitted import likert_rubric_es as fitted
-from judgelab.backend.annotators.offline.heuristics import heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
     clamp,
@@ -200,7 +200,7 @@ KEY_NUMBERS = 2
 SCHEMA = "likert_rubric_es"
 
 
-@heuristic(SCHEMA, reads=("title", "article", "summary"))
+@OFFLINE.register(SCHEMA, reads=("title", "article", "summary"))
 def annotate_likert_rubric_es(data: dict) -> Draft:
     article = read_text(data, "article")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)

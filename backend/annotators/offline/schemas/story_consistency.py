@@ -13,7 +13,7 @@ from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.alignment import Passages, dispersion
 from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
 from judgelab.backend.annotators.offline.fitted import story_consistency as fitted
-from judgelab.backend.annotators.offline.heuristics import heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
     as_text,
@@ -203,7 +203,7 @@ class StoryControls:
         )
 
 
-@heuristic(SCHEMA, reads=("story",))
+@OFFLINE.register(SCHEMA, reads=("story",))
 def annotate_story_consistency(data: dict) -> Draft:
     controls = StoryControls.of(get_schema(SCHEMA))
     story = Story.of(read_text(data, "story"))

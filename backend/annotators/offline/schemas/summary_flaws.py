@@ -9,7 +9,7 @@ from collections import Counter
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
 from judgelab.backend.annotators.offline.fitted import summary_flaws as fitted
-from judgelab.backend.annotators.offline.heuristics import heuristic
+from judgelab.backend.annotators.offline.heuristics import OFFLINE
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
     as_float,
@@ -54,7 +54,7 @@ _EN_AUXILIARIES = frozenset("do does did is are was were am".split())
 _EN_NOT_AFTER_DETERMINER = _EN_AUXILIARIES | _EN_PREPOSITIONS | _EN_DETERMINERS | {"and", "but", "or", "to"}
 
 
-@heuristic(SCHEMA, reads=("title", "post", "subreddit", "summary"))
+@OFFLINE.register(SCHEMA, reads=("title", "post", "subreddit", "summary"))
 def annotate_summary_flaws(data: dict) -> Draft:
     candidates, info = flaw_candidates(data)
     spans = score_spans(candidates, fitted.SPAN_HIT_RATE, fitted.UNSEEN_RATE, fitted.MIN_SPAN_SCORE)

@@ -6,20 +6,15 @@ from typing import Any
 
 from judgelab.backend.draft import Draft
 from judgelab.backend.llm.contracts import ParsedAnswer
-from judgelab.backend.llm.tasks.base import (
-    SchemaTask,
-    _lookup,
-    _scale,
-    _Tally,
-    _text,
-    register_task,
-)
+from judgelab.backend.llm.tasks.api import Tally, free_text, lookup, scale_of
+from judgelab.backend.llm.tasks.base import SchemaTask
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.configs.schema import builtin_schema
 
 RATED = builtin_schema("augmentation_quality").items_of_kind("ordinal")  # SP, SC
 
 
-@register_task("augmentation_quality")
+@LLM_TASKS.register("augmentation_quality")
 class AugmentationQualityTask(SchemaTask):
     TASK_VERSION = "1"
     LABEL_NAMES = {0: "neutral", 1: "hyperpartisan"}
@@ -36,22 +31,22 @@ class AugmentationQualityTask(SchemaTask):
     def output_schema(self) -> dict[str, Any] | None:
         props: dict[str, Any] = {}
         for name in RATED:
-            low, high = _scale(self.control(name), (1, 3))
+            low, high = scale_of(self.control(name), (1, 3))
             props[name] = {"type": "integer", "minimum": low, "maximum": high}
         props["notes"] = {"type": "string"}
         return {"type": "object", "properties": props, "required": list(RATED)}
 
-    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
         for name in RATED:
-            found, value = _lookup(answer.fields, name)
+            found, value = lookup(answer.fields, name)
             if found:
                 self.choice_from_rating(draft, name, value, tally, (1, 3))
             else:
                 tally.counts["missing_ratings"] += 1
-        found, notes = _lookup(answer.fields, "notes", "note", "reason", "explanation")
-        text = _text(notes) if found else None
+        found, notes = lookup(answer.fields, "notes", "note", "reason", "explanation")
+        text = free_text(notes) if found else None
         if text:
             draft.texts["notes"] = text
         return draft

@@ -7,14 +7,9 @@ from typing import Any
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.llm.answers import parse_rating, resolve_label
 from judgelab.backend.llm.contracts import ParsedAnswer, RawSpan
-from judgelab.backend.llm.tasks.base import (
-    SchemaTask,
-    _align,
-    _lookup,
-    _scale,
-    _Tally,
-    register_task,
-)
+from judgelab.backend.llm.tasks.api import Tally, align, lookup, scale_of
+from judgelab.backend.llm.tasks.base import SchemaTask
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.configs.schema import builtin_schema
 
 _HOTEL = builtin_schema("hotel_spans")
@@ -22,7 +17,7 @@ IMPRESSION = _HOTEL.constant("impression_item")
 NO_ERRORS = _HOTEL.empty_answer["control"]
 
 
-@register_task("hotel_spans")
+@LLM_TASKS.register("hotel_spans")
 class HotelSpansTask(SchemaTask):
     """Seed 004's main prompt (or the less-strict variant); JSON ``annotations`` + ``impression``."""
 
@@ -38,7 +33,7 @@ class HotelSpansTask(SchemaTask):
         return values
 
     def output_schema(self) -> dict[str, Any] | None:
-        low, high = _scale(self.control(IMPRESSION), (1, 7))
+        low, high = scale_of(self.control(IMPRESSION), (1, 7))
         return {
             "type": "object",
             "properties": {
@@ -72,7 +67,7 @@ class HotelSpansTask(SchemaTask):
             label = self.PROMPT_NAMES.get(alias) if alias else None
         return label
 
-    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
         control = self.control(self.span_control)
@@ -88,7 +83,7 @@ class HotelSpansTask(SchemaTask):
         summary = data.get("summary")
         if isinstance(summary, str):
             overlap = str(self.span_rule(self.span_control).get("overlap") or "forbid")
-            for s in _align(summary, raw, overlap, tally):
+            for s in align(summary, raw, overlap, tally):
                 draft.spans.append(SpanDraft(self.span_control, s.start, s.end, str(s.label), note=s.reason))
         elif raw:
             tally.counts["no_summary_text"] += 1
@@ -96,9 +91,9 @@ class HotelSpansTask(SchemaTask):
             value = _no_errors_value(data)
             if value is not None:
                 draft.choices[NO_ERRORS] = [value]
-        found, impression = _lookup(answer.fields, IMPRESSION, "overall_impression")
+        found, impression = lookup(answer.fields, IMPRESSION, "overall_impression")
         if found:
-            low, high = _scale(self.control(IMPRESSION), (1, 7))
+            low, high = scale_of(self.control(IMPRESSION), (1, 7))
             rating, status = parse_rating(impression, low, high)
             tally.rating(status)
             if rating is not None:

@@ -7,16 +7,9 @@ from typing import Any
 
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.llm.contracts import ParsedAnswer
-from judgelab.backend.llm.tasks.base import (
-    SchemaTask,
-    _align,
-    _index,
-    _lookup,
-    _raw_spans,
-    _Tally,
-    _text,
-    register_task,
-)
+from judgelab.backend.llm.tasks.api import Tally, align, free_text, list_index, lookup, raw_spans
+from judgelab.backend.llm.tasks.base import SchemaTask
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.configs.items import expand
 from judgelab.configs.schema import builtin_schema
 from judgelab.configs.story_lines import story_lines, task_alternates
@@ -69,7 +62,7 @@ def yes_no_of(value: Any) -> str | None:
     return None
 
 
-@register_task("story_consistency")
+@LLM_TASKS.register("story_consistency")
 class StoryConsistencyTask(SchemaTask):
     """Seed 002's three formats. Lines and alternates are numbered from 1 in the prompt."""
 
@@ -148,22 +141,22 @@ class StoryConsistencyTask(SchemaTask):
         out = []
         for pos, item in enumerate(value):
             if isinstance(item, dict):
-                found, number = _lookup(item, number_key, "index", "id")
+                found, number = lookup(item, number_key, "index", "id")
                 out.append((number if found else pos + 1, item))
             else:
                 out.append((pos + 1, item))
         return out
 
-    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
         lines = story_lines(data.get("lines"))
         alternates = task_alternates(data)
         n = len(lines)
 
-        _, given_lines = _lookup(answer.fields, "lines", "verdicts")
+        _, given_lines = lookup(answer.fields, "lines", "verdicts")
         for number, entry in self._entries(given_lines, "line"):
-            i = _index(number, n)
+            i = list_index(number, n)
             if i is None:
                 tally.counts["dropped_items"] += 1
                 tally.problems.append(f"verdict for line {number!r}: no such line: dropped")
@@ -172,8 +165,8 @@ class StoryConsistencyTask(SchemaTask):
                 tally.counts["duplicate_verdicts"] += 1
                 continue
             if isinstance(entry, dict):
-                _, raw_verdict = _lookup(entry, "verdict", "consistent", "answer", "label")
-                _, explanation = _lookup(entry, "explanation", "reason", "note")
+                _, raw_verdict = lookup(entry, "verdict", "consistent", "answer", "label")
+                _, explanation = lookup(entry, "explanation", "reason", "note")
             else:
                 raw_verdict, explanation = entry, None
             verdict = verdict_of(raw_verdict)
@@ -182,7 +175,7 @@ class StoryConsistencyTask(SchemaTask):
                 tally.problems.append(f"line {i + 1}: verdict {raw_verdict!r} not understood")
                 continue
             draft.choices[expand(VERDICT_CONTROL, i)] = [verdict]
-            text = _text(explanation)
+            text = free_text(explanation)
             if verdict == INCONSISTENT:
                 if text:
                     draft.texts[expand(EXPLANATION_CONTROL, i)] = text
@@ -193,21 +186,21 @@ class StoryConsistencyTask(SchemaTask):
             tally.counts["missing_verdicts"] = len(missing)
             tally.problems.append("no verdict for line(s) " + ", ".join(str(i + 1) for i in missing))
 
-        _, given_swaps = _lookup(answer.fields, "swaps", "swap", "alternates")
+        _, given_swaps = lookup(answer.fields, "swaps", "swap", "alternates")
         line_to_alt = {a.get("line"): k for k, a in enumerate(alternates) if isinstance(a.get("line"), int)}
         for number, entry in self._entries(given_swaps, "alternate"):
-            k = _index(number, len(alternates))
-            has_alternate = isinstance(entry, dict) and _lookup(entry, "alternate")[0]
-            found, line_no = _lookup(entry, "line") if isinstance(entry, dict) else (False, None)
+            k = list_index(number, len(alternates))
+            has_alternate = isinstance(entry, dict) and lookup(entry, "alternate")[0]
+            found, line_no = lookup(entry, "line") if isinstance(entry, dict) else (False, None)
             if found and not has_alternate:  # {"line": 4, "swap": "Yes"}: the alternate of line 4
-                li = _index(line_no, n)
+                li = list_index(line_no, n)
                 k = line_to_alt.get(li) if li is not None else None
             if k is None:
                 tally.counts["dropped_items"] += 1
                 continue
             if isinstance(entry, dict):
-                _, raw_swap = _lookup(entry, "swap", "answer", "choice")
-                _, explanation = _lookup(entry, "explanation", "reason", "note")
+                _, raw_swap = lookup(entry, "swap", "answer", "choice")
+                _, explanation = lookup(entry, "explanation", "reason", "note")
             else:
                 raw_swap, explanation = entry, None
             choice = yes_no_of(raw_swap)
@@ -215,7 +208,7 @@ class StoryConsistencyTask(SchemaTask):
                 tally.counts["dropped_items"] += 1
                 continue
             draft.choices[expand(SWAP_CONTROL, k)] = [choice]
-            text = _text(explanation)
+            text = free_text(explanation)
             if text:
                 draft.texts[expand(SWAP_EXPLANATION_CONTROL, k)] = text
         swapped = sum(1 for k in range(len(alternates)) if expand(SWAP_CONTROL, k) in draft.choices)
@@ -223,10 +216,10 @@ class StoryConsistencyTask(SchemaTask):
         if missing_swaps:
             tally.counts["missing_swaps"] = missing_swaps
 
-        _, given_ambiguous = _lookup(answer.fields, "ambiguous", "ambiguities")
+        _, given_ambiguous = lookup(answer.fields, "ambiguous", "ambiguities")
         by_line: dict[int, list[Any]] = {}
         for number, entry in self._entries(given_ambiguous, "line"):
-            i = _index(number, n)
+            i = list_index(number, n)
             if i is None or not isinstance(entry, dict):
                 tally.counts["dropped_items"] += 1
                 continue
@@ -235,6 +228,6 @@ class StoryConsistencyTask(SchemaTask):
             text = lines[i].get("text")
             if not isinstance(text, str):
                 continue
-            for s in _align(text, _raw_spans(items, tally), "allow", tally):
+            for s in align(text, raw_spans(items, tally), "allow", tally):
                 draft.spans.append(SpanDraft(expand(AMBIGUOUS_CONTROL, i), s.start, s.end, AMBIGUOUS, note=s.reason))
         return draft

@@ -7,16 +7,13 @@ from typing import Any
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.llm.answers import resolve_label
 from judgelab.backend.llm.contracts import ParsedAnswer, RawSpan
-from judgelab.backend.llm.tasks.base import (
-    SchemaTask,
-    _align,
-    _Tally,
-    register_task,
-)
+from judgelab.backend.llm.tasks.api import Tally, align
+from judgelab.backend.llm.tasks.base import SchemaTask
+from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.configs.schema import builtin_schema
 
 
-@register_task("summary_flaws")
+@LLM_TASKS.register("summary_flaws")
 class SummaryFlawsTask(SchemaTask):
     """Seed 000's few-shot prompt; ``Span N: <text> (Label: X)`` lines or ``None identified``."""
 
@@ -43,7 +40,7 @@ class SummaryFlawsTask(SchemaTask):
         control = self.control(self.span_control)
         return {"output": self.output, "labels": list(control.labels) if control else []}
 
-    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: _Tally) -> Draft:
+    def build(self, answer: ParsedAnswer, data: dict[str, Any], tally: Tally) -> Draft:
         tally.answer(answer)
         draft = Draft()
         summary = data.get("summary")
@@ -65,7 +62,7 @@ class SummaryFlawsTask(SchemaTask):
             raw.append(RawSpan(span.text, label, note, span.occurrence_index))
         if isinstance(summary, str):
             overlap = str(self.span_rule(self.span_control).get("overlap") or "allow")
-            for s in _align(summary, raw, overlap, tally):
+            for s in align(summary, raw, overlap, tally):
                 draft.spans.append(SpanDraft(self.span_control, s.start, s.end, str(s.label), note=s.reason))
         elif raw:
             tally.counts["no_summary_text"] += 1
