@@ -40,7 +40,6 @@ import pandas as pd
 from judgelab.analysis.alt_test import AltTestResult, alt_tests
 from judgelab.analysis.krippendorff import value_codes
 from judgelab.analysis.pair_alpha import interval, mean_of_pairs, pair_alphas
-from judgelab.analysis.qc.story_consistency import INCONSISTENT
 from judgelab.analysis.review import joined_values, prediction_sources
 from judgelab.analysis.tables import (
     FLAG_CHECKED,
@@ -52,12 +51,13 @@ from judgelab.analysis.tables import (
     normalised_values,
 )
 from judgelab.configs.items import item_kind
-from judgelab.configs.schema import line_item_regex
+from judgelab.configs.schema import line_flag_values, line_item_regex
 from judgelab.configs.tables import PREDICTION_PREFIX
 
 LINE_GROUP = "line_*"
 GOLD = "gold"
 REST = "rest"
+LINE_FLAGS = line_flag_values()  # a line item's verdict that counts; every other one is REST
 MARKED, NOT_MARKED = "marked", "none"
 SPANS_ANY = "spans: any"
 JUDGE_MAJORITY = "majority of judges"
@@ -166,7 +166,8 @@ def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.Da
     on_lines = (out["group"] == LINE_GROUP).to_numpy()
     if on_lines.any():
         out["value"] = out["value"].astype(object)
-        out.loc[on_lines, "value"] = np.where(out.loc[on_lines, "value"] == INCONSISTENT, INCONSISTENT, REST)
+        verdicts = out.loc[on_lines, "value"]
+        out.loc[on_lines, "value"] = np.where(verdicts.isin(LINE_FLAGS), verdicts, REST)
     out.loc[out["kind"] == "flag", "kind"] = "nominal"
     return out
 

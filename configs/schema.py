@@ -240,9 +240,22 @@ def line_item_patterns() -> tuple[str, ...]:
     >>> line_item_patterns()
     ('line_{i}',)
     """
+    return tuple(dict.fromkeys(str(s.constants["line_item"]) for s in _line_schemas()))
+
+
+def line_flag_values() -> frozenset[str]:
+    """The line verdicts schemas name their ``line_flag`` (the one that matters when lines are
+    pooled: ``Inconsistent`` against the rest), of the built-in schemas and the extra folders.
+
+    >>> sorted(line_flag_values())
+    ['Inconsistent']
+    """
+    return frozenset(str(s.constants["line_flag"]) for s in _line_schemas() if "line_flag" in s.constants)
+
+
+def _line_schemas() -> list[Schema]:
     folders = [str(Path(__file__).resolve().parent), *(str(f) for f in extra_configs_dirs() if f.is_dir())]
-    schemas = [schema for folder in folders for schema in _load_dir(folder).values()]
-    return tuple(dict.fromkeys(str(s.constants["line_item"]) for s in schemas if "line_item" in s.constants))
+    return [schema for folder in folders for schema in _load_dir(folder).values() if "line_item" in schema.constants]
 
 
 def line_item_regex() -> re.Pattern[str]:

@@ -21,7 +21,6 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.agreement import cohen_kappa
-from judgelab.analysis.qc.story_consistency import INCONSISTENT
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     LINE_ITEM,
@@ -43,6 +42,7 @@ from judgelab.analysis.tables import (
     usable_judgments,
 )
 from judgelab.configs.items import item_kind
+from judgelab.configs.schema import line_flag_values
 
 LINES = "line_* (inconsistent vs rest)"
 NOMINAL_NAMES = {
@@ -62,6 +62,7 @@ ORDINAL_NAMES = {
     "n_human_baseline": "human answers",
 }
 REST = "rest"
+LINE_FLAGS = line_flag_values()  # a line item's verdict that counts; every other one is REST
 
 
 def model_agreement_section(data: ProjectData) -> Section | None:
@@ -107,7 +108,8 @@ def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
     lines = frame["group"] == LINES
     if lines.any():
         frame["value"] = frame["value"].astype(object)
-        frame.loc[lines, "value"] = np.where(frame.loc[lines, "value"] == INCONSISTENT, INCONSISTENT, REST)
+        verdicts = frame.loc[lines, "value"]
+        frame.loc[lines, "value"] = np.where(verdicts.isin(LINE_FLAGS), verdicts, REST)
     return frame
 
 
