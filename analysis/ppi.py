@@ -314,18 +314,24 @@ def mean_estimates(
             raise ValueError("inclusion must hold one probability in (0, 1] per labelled task")
         lo, hi = bounds if bounds is not None else (min(y.min(), pool.min()), max(y.max(), pool.max()))
         fit = pool_fit(
-            y, yhat, np.ones(n, bool), 1 / pi, float(pool.mean()), float(pool.var(ddof=1)), n_total, (lo, hi),
-            lambda_=lambda_, pseudo=pseudo,
-        )  # fmt: skip
+            y,
+            yhat,
+            np.ones(n, bool),
+            1 / pi,
+            float(pool.mean()),
+            float(pool.var(ddof=1)),
+            n_total,
+            (lo, hi),
+            lambda_=lambda_,
+            pseudo=pseudo,
+        )
         q = float(t_quantile(alpha, fit.human_df))
         human_i = _interval(fit.human, q * fit.human_se)
         ppi_i = _interval(fit.ppi, q * fit.ppi_se)
         lam = fit.lambda_
         bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
     worth = n * (human_i.width / ppi_i.width) ** 2 if ppi_i.width > 0 else float("inf")
-    return MeanEstimates(
-        alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth)
-    )
+    return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
 
 
 def pool_estimates(

@@ -130,9 +130,15 @@ def active_draws(
     chosen = np.random.default_rng(seed).random((draws, big_n)) < pi
     full = (draws, big_n)
     fit = ppi.pool_fit(
-        np.broadcast_to(y, full), np.broadcast_to(yhat, full), chosen, np.broadcast_to(1 / pi, full),
-        yhat.mean(), yhat.var(ddof=1), big_n, bounds,
-    )  # fmt: skip
+        np.broadcast_to(y, full),
+        np.broadcast_to(yhat, full),
+        chosen,
+        np.broadcast_to(1 / pi, full),
+        yhat.mean(),
+        yhat.var(ddof=1),
+        big_n,
+        bounds,
+    )
     q = ppi.t_quantile(ALPHA, fit.human_df)
     return {"cov": np.mean(np.abs(fit.ppi - y.mean()) <= q * fit.ppi_se), "width": np.mean(2 * q * fit.ppi_se)}
 
