@@ -41,8 +41,8 @@ Two methods:
   The pseudo-tasks weigh one task in all (half at each bound; ``pseudo=`` changes it, Agresti &
   Coull's ``z^2`` is wider). Estimating ``lambda`` on the same labels that measure the
   residuals makes the residual variance slightly optimistic; at 10-20 labels the ``t`` quantile
-  covers that (in ``bench/ppi_estimates.py`` a one-degree-of-freedom penalty for the fitted
-  ``lambda`` moved coverage by under 0.01 and cost width, so there is none).
+  covers that (on the data of ``bench/ppi_estimates.py`` a one-degree-of-freedom penalty for the
+  fitted ``lambda`` moved coverage by under 0.01 and cost width, so there is none).
 
 Variance of the adjusted estimator (superpopulation, each task labelled independently with
 probability ``pi_i``, Zrnic & Candès's ``Var(Z_i) / N`` with
