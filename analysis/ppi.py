@@ -71,11 +71,16 @@ METHODS = ("adjusted", "ppi++")
 
 @dataclass(frozen=True)
 class Interval:
-    """An estimate with its ``(low, high)`` confidence interval."""
+    """An estimate with its ``(low, high)`` confidence interval and standard error.
+
+    ``estimate +- quantile * se``; the adjusted method clips ``low`` and ``high`` to the scale's
+    bounds (the mean cannot leave them), so ``width`` may be less than ``2 * quantile * se``.
+    """
 
     estimate: float
     low: float
     high: float
+    se: float
 
     @property
     def width(self) -> float:
@@ -95,7 +100,7 @@ class MeanEstimates:
     judge_bias: float  # mean(yhat - y) over the labelled tasks
     ppi: Interval
     lambda_: float
-    worth_human_labels: float  # n_labeled * (width_human / width_ppi) ** 2
+    worth_human_labels: float  # n_labeled * (width_human / width_ppi) ** 2, widths before clipping
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,8 +242,9 @@ def t_quantile(alpha: float, df: np.ndarray | float) -> np.ndarray:
     return stats.t.ppf(1 - alpha / 2, df)
 
 
-def _interval(estimate: float, half: float) -> Interval:
-    return Interval(float(estimate), float(estimate - half), float(estimate + half))
+def _interval(estimate: float, se: float, quantile: float, bounds: tuple[float, float] = (-np.inf, np.inf)) -> Interval:
+    low, high = max(estimate - quantile * se, bounds[0]), min(estimate + quantile * se, bounds[1])
+    return Interval(float(estimate), float(low), float(high), float(se))
 
 
 def mean_estimates(
@@ -268,7 +274,8 @@ def mean_estimates(
     Human only: ``ybar' = (sum_lab v_i y_i + (lo + hi) / 2) / (n + 1)`` (one pseudo-task, half at
     each bound), ``ybar' +- t_{n-1} s / sqrt(n + 1)``; prediction-powered:
     ``theta = lambda mean_all(yhat) + mean'(y - lambda yhat)``; worth
-    ``n * (width_human / width_ppi) ** 2`` human labels.
+    ``n * (width_human / width_ppi) ** 2`` human labels (widths before the adjusted method clips
+    the intervals to ``bounds``).
 
     >>> y = np.array([1.0, 1, 0, 1, 0, 1, 1, 0, 1, 1])
     >>> judge = np.array([1.0, 1, 0, 1, 0, 1, 0, 0, 1, 1])
@@ -306,7 +313,7 @@ def mean_estimates(
         z = float(stats.norm.ppf(1 - alpha / 2))
         est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
         human, human_se = classical_plain(y)
-        human_i, ppi_i = _interval(human, z * human_se), _interval(est, z * se)
+        human_i, ppi_i = _interval(human, human_se, z), _interval(est, se, z)
         bias = float(np.mean(yhat - y))
     else:
         pi = np.full(n, n / n_total) if inclusion is None else np.asarray(inclusion, dtype=float).ravel()
@@ -326,11 +333,11 @@ def mean_estimates(
             pseudo=pseudo,
         )
         q = float(t_quantile(alpha, fit.human_df))
-        human_i = _interval(fit.human, q * fit.human_se)
-        ppi_i = _interval(fit.ppi, q * fit.ppi_se)
+        human_i = _interval(fit.human, fit.human_se, q, (lo, hi))
+        ppi_i = _interval(fit.ppi, fit.ppi_se, q, (lo, hi))
         lam = fit.lambda_
         bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
-    worth = n * (human_i.width / ppi_i.width) ** 2 if ppi_i.width > 0 else float("inf")
+    worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")
     return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
 
 

@@ -83,7 +83,7 @@ def test_plain_equals_ppi_py_on_storysumm() -> None:
     assert (result.ppi.low, result.ppi.high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-9)
     assert result.ppi.estimate == pytest.approx(float(ppi_py.ppi_mean_pointestimate(y, yhat, unlabeled)[0]), abs=1e-9)
     adjusted = ppi.mean_estimates(y, yhat, unlabeled)
-    assert adjusted.ppi.width <= adjusted.human.width
+    assert adjusted.ppi.se <= adjusted.human.se
     assert adjusted.judge_estimate == pytest.approx(yhat_all.mean())
 
 
@@ -138,7 +138,7 @@ def test_useless_judge_never_widens(seed: int) -> None:
     y = (rng.random(n) < 0.3).astype(float) if seed % 2 else rng.integers(1, 6, n).astype(float)
     noise = rng.random(n + 300) if seed % 2 else rng.integers(1, 6, n + 300).astype(float)
     adjusted = ppi.mean_estimates(y, noise[:n], noise[n:])
-    assert adjusted.ppi.width <= adjusted.human.width + 1e-12
+    assert adjusted.ppi.se <= adjusted.human.se + 1e-12  # the widths before clipping to [lo, hi]
     assert adjusted.worth_human_labels >= n - 1e-9
     plain = ppi.mean_estimates(y, noise[:n], noise[n:], method="ppi++")
     assert plain.ppi.width <= 1.02 * plain.human.width
@@ -148,7 +148,7 @@ def test_useful_judge_narrows_and_is_worth_more_labels() -> None:
     y, yhat, unlabeled = binary_data(11, n=40, accuracy=0.95)
     result = ppi.mean_estimates(y, yhat, unlabeled)
     assert result.ppi.width < 0.7 * result.human.width
-    assert result.worth_human_labels == pytest.approx(40 * (result.human.width / result.ppi.width) ** 2)
+    assert result.worth_human_labels == pytest.approx(40 * (result.human.se / result.ppi.se) ** 2)
     assert result.worth_human_labels > 80
     assert result.judge_bias == pytest.approx(float(np.mean(yhat - y)))
 
@@ -164,6 +164,13 @@ def test_labels_with_no_spread_still_get_an_interval(value: float) -> None:
     result = ppi.mean_estimates(y, yhat, unlabeled)
     assert result.human.width > 0.1 and result.ppi.width > 0.1
     assert result.human.low <= value <= result.human.high
+    assert 0 <= result.human.low and result.human.high <= 1  # clipped to the scale
+
+
+def test_intervals_stay_on_the_scale() -> None:
+    result = ppi.mean_estimates(np.array([1.0, 0]), np.array([1.0, 1]), np.ones(50))
+    assert (result.human.low, result.human.high) == (0.0, 1.0)
+    assert 2 * result.human.se * ppi.t_quantile(ALPHA, 1) > 4  # the unclipped interval is far wider
 
 
 def test_pool_estimates_matches_mean_estimates() -> None:
@@ -195,8 +202,10 @@ def test_vectorised_pool_fit_matches_mean_estimates() -> None:
         one = ppi.pool_estimates(np.where(chosen[row], y_all, np.nan), yhat_all, pi, bounds=(1, 5))
         assert one.ppi.estimate == pytest.approx(fit.ppi[row], abs=1e-12)
         assert one.lambda_ == pytest.approx(fit.lambda_[row], abs=1e-12)
+        assert one.ppi.se == pytest.approx(fit.ppi_se[row], abs=1e-12)
         half = ppi.t_quantile(ALPHA, fit.ppi_df[row]) * fit.ppi_se[row]
-        assert one.ppi.high - one.ppi.estimate == pytest.approx(half, abs=1e-12)
+        assert one.ppi.high == pytest.approx(min(fit.ppi[row] + half, 5), abs=1e-12)
+        assert one.ppi.low == pytest.approx(max(fit.ppi[row] - half, 1), abs=1e-12)
 
 
 def test_bad_input_is_refused() -> None:
