@@ -70,6 +70,7 @@ import numpy as np
 from scipy import stats
 
 METHODS = ("adjusted", "ppi++")
+POPULATIONS = ("process", "tasks")
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ def pool_fit(
     *,
     lambda_: float | str = "auto",
     pseudo: float = 1.0,
+    finite: bool = False,
 ) -> PoolFit:
     """The adjusted estimator on labelled tasks (last axis; ``mask`` marks the real ones).
 
@@ -205,6 +207,13 @@ def pool_fit(
     task): the two agree whenever ``sum_lab 1 / pi_i = N`` (a fixed-size uniform or stratified
     sample), and the Hajek form does not pay for the random size of a Poisson sample.
 
+    ``finite=True`` estimates the mean of the ``N`` tasks themselves (``weights`` must then be
+    exactly ``1 / pi_i``): the judge's mean over the pool is known exactly, and each labelled
+    task's squared residual counts ``1 - pi_i`` times (the finite-population correction,
+    ``(1 - n / N) s^2 / n`` for a uniform sample), so ``Var = sum_lab (1 - pi_i) v_i^2 e_i^2 /
+    (n' (n' - 1))`` and the power-tuned ``lambda`` is the weighted least-squares slope; the
+    pseudo-tasks weigh ``pseudo * (1 - n / N)``, so labelling every task gives the exact mean.
+
     >>> y, yhat, pool = np.array([4.0, 2, 5]), np.array([4.0, 3, 5]), np.array([4.0, 3, 5, 3, 1, 5])
     >>> pi = np.full(3, 0.5)
     >>> fit = pool_fit(y, yhat, np.ones(3, bool), 1 / pi, pool.mean(), pool.var(ddof=1), 6, (1, 5),
@@ -216,10 +225,12 @@ def pool_fit(
     y, yhat, weights = (np.asarray(a, dtype=float) for a in (y, yhat, weights))
     m = np.asarray(mask, dtype=bool)
     y, yhat, w = np.where(m, y, 0.0), np.where(m, yhat, 0.0), np.where(m, weights, 0.0)
-    k = float(pseudo)
     lo, hi = (float(b) for b in bounds)
     big_n = float(n_total)
     n = m.sum(-1).astype(float)
+    unlabeled_share = np.clip(1 - n / big_n, 0.0, 1.0)
+    # pseudo-tasks stand for what the labels may have missed: with finite=True, in the unlabelled share only
+    k = float(pseudo) * unlabeled_share if finite else np.full(n.shape, float(pseudo))
     v = w * (n / w.sum(-1))[..., None]  # mean 1 over the labelled tasks
     u = v * (big_n / n)[..., None]  # sums to N
     n_aug = n + k
@@ -229,17 +240,26 @@ def pool_fit(
     yt = np.where(m, y - ybar[..., None], 0.0)
     ht = np.where(m, yhat - hbar[..., None], 0.0)
     y_lo, y_hi, h_p = lo - ybar, hi - ybar, yhat_mean - hbar
-    a_yy = (v**2 * yt**2).sum(-1) + kp * (y_lo**2 + y_hi**2)
-    a_yh = (v**2 * yt * ht).sum(-1) + kp * h_p * (y_lo + y_hi)
-    a_hh = (v**2 * ht**2).sum(-1) + k * h_p**2
+    if finite:  # 1 - pi_i per labelled task; the pseudo-tasks get the mean sampling fraction's
+        with np.errstate(divide="ignore"):
+            v2 = v**2 * np.where(m, np.clip(1 - 1 / np.where(m, w, 1.0), 0.0, 1.0), 0.0)
+        kp_sq = kp * unlabeled_share
+    else:
+        v2, kp_sq = v**2, kp
+    a_yy = (v2 * yt**2).sum(-1) + kp_sq * (y_lo**2 + y_hi**2)
+    a_yh = (v2 * yt * ht).sum(-1) + kp_sq * h_p * (y_lo + y_hi)
+    a_hh = (v2 * ht**2).sum(-1) + 2 * kp_sq * h_p**2
     with np.errstate(invalid="ignore", divide="ignore"):
         denom = n_aug * (n_aug - 1)
         centred = np.where(m, yhat - yhat_mean, 0.0)
         c_y = (u * centred * yt).sum(-1) / big_n**2
         c_h = (u * centred * ht).sum(-1) / big_n**2
+        spread = yhat_var / big_n
+        if finite:
+            c_y, c_h, spread = 0.0 * c_y, 0.0 * c_h, 0.0
         a0 = a_yy / denom
         a1 = a_yh / denom - c_y
-        a2 = a_hh / denom + yhat_var / big_n - 2 * c_h
+        a2 = a_hh / denom + spread - 2 * c_h
         if isinstance(lambda_, str):
             lam = np.clip(np.where(a2 > 0, a1 / a2, 0.0), 0.0, 1.0)
         else:
@@ -277,6 +297,7 @@ def mean_estimates(
     bounds: tuple[float, float] | None = None,
     method: str = "adjusted",
     pseudo: float = 1.0,
+    population: str = "process",
 ) -> MeanEstimates:
     """Human-only, judge-only and prediction-powered estimates of a mean, at level ``1 - alpha``.
 
@@ -288,6 +309,9 @@ def mean_estimates(
     ``y`` (default: the smallest and largest value of ``y`` and ``yhat``). ``lambda_="auto"``
     power-tunes; ``0`` gives human only, ``1`` plain PPI. ``method="ppi++"`` is ``ppi_py``'s
     ``ppi_mean_ci`` and ``classical_mean_ci`` exactly (uniform sampling only).
+    ``population="process"`` (default) targets the mean of the process that produced the tasks;
+    ``"tasks"`` the mean of these ``N`` tasks, with the finite-population correction
+    (:func:`pool_fit`'s ``finite``): narrower when humans label a large share of the tasks.
 
     Human only: ``ybar' = (sum_lab v_i y_i + (lo + hi) / 2) / (n + 1)`` (one pseudo-task, half at
     each bound), ``ybar' +- t_{n-1} s / sqrt(n + 1)``; prediction-powered:
@@ -308,6 +332,8 @@ def mean_estimates(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    if population not in POPULATIONS:
+        raise ValueError(f"population must be one of {POPULATIONS}, not {population!r}")
     y = np.asarray(y_labeled, dtype=float).ravel()
     yhat = np.asarray(yhat_labeled, dtype=float).ravel()
     if y.shape != yhat.shape or len(y) < 2:
@@ -326,8 +352,8 @@ def mean_estimates(
         raise ValueError("y and yhat must be finite (drop the tasks with a missing value first)")
     n, n_total = len(y), len(pool)
     if method == "ppi++":
-        if inclusion is not None:
-            raise ValueError('method="ppi++" assumes uniform sampling: use method="adjusted" with inclusion')
+        if inclusion is not None or population != "process":
+            raise ValueError('method="ppi++" assumes uniform sampling from a process: use method="adjusted"')
         z = float(stats.norm.ppf(1 - alpha / 2))
         est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
         human, human_se = classical_plain(y)
@@ -349,6 +375,7 @@ def mean_estimates(
             (lo, hi),
             lambda_=lambda_,
             pseudo=pseudo,
+            finite=population == "tasks",
         )
         q = float(t_quantile(alpha, fit.human_df))
         human_i = _interval(fit.human, fit.human_se, q, (lo, hi))

@@ -173,6 +173,25 @@ def test_intervals_stay_on_the_scale() -> None:
     assert 2 * result.human.se * ppi.t_quantile(ALPHA, 1) > 4  # the unclipped interval is far wider
 
 
+def test_finite_population_correction() -> None:
+    """Humans label 30 of 50 tasks: the interval for these 50 tasks' mean is narrower by about
+    sqrt(1 - 30 / 50), and with lambda = 0 it is the textbook (1 - n / N) s^2 / n."""
+    rng = np.random.default_rng(15)
+    yhat_all = rng.integers(1, 6, 50).astype(float)
+    y = np.clip(yhat_all[:30] + rng.integers(-1, 2, 30), 1, 5)
+    process = ppi.mean_estimates(y, yhat_all[:30], yhat_all=yhat_all, pseudo=0)
+    tasks = ppi.mean_estimates(y, yhat_all[:30], yhat_all=yhat_all, pseudo=0, population="tasks")
+    assert tasks.ppi.se < 0.75 * process.ppi.se
+    assert tasks.human.se == pytest.approx(np.sqrt((1 - 30 / 50) * y.var(ddof=1) / 30), rel=1e-12)
+    assert tasks.ppi.se <= tasks.human.se
+    resid = y - tasks.lambda_ * yhat_all[:30]
+    assert tasks.ppi.se == pytest.approx(np.sqrt((1 - 30 / 50) * resid.var(ddof=1) / 30), rel=1e-12)
+    slope = np.cov(y, yhat_all[:30])[0, 1] / yhat_all[:30].var(ddof=1)
+    assert tasks.lambda_ == pytest.approx(min(max(slope, 0), 1), rel=1e-12)
+    everything = ppi.mean_estimates(y, yhat_all[:30], yhat_all=yhat_all[:30], population="tasks")
+    assert everything.human.se == 0 and everything.human.estimate == pytest.approx(y.mean())
+
+
 def test_pool_estimates_matches_mean_estimates() -> None:
     y, yhat, unlabeled = rating_data(6)
     pool_y = np.concatenate([y, np.full(len(unlabeled), np.nan)])
@@ -216,6 +235,8 @@ def test_bad_input_is_refused() -> None:
         ppi.mean_estimates(y, yhat[:-1], unlabeled)
     with pytest.raises(ValueError, match="inclusion"):
         ppi.mean_estimates(y, yhat, unlabeled, inclusion=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="population"):
+        ppi.mean_estimates(y, yhat, unlabeled, population="everyone")
     with pytest.raises(ValueError, match="uniform sampling"):
         ppi.mean_estimates(y, yhat, unlabeled, method="ppi++", inclusion=np.full(len(y), 0.1))
     with pytest.raises(ValueError, match="finite"):
