@@ -28,18 +28,18 @@ Two methods:
   (active sampling, Zrnic & Candès, ICML 2024), and three small-sample corrections that apply
   to the human-only interval too, so the two stay comparable:
 
-  1. *pseudo-observations* (Agresti & Coull's "add z^2/2 successes and z^2/2 failures",
-     generalised to a bounded scale ``[lo, hi]``): ``z^2 / 2`` pseudo-tasks with ``y = lo`` and
-     ``z^2 / 2`` with ``y = hi``, both with the judge's mean prediction, join the labelled tasks.
-     A sample with no spread (ten "faithful" labels, fifty ratings of 5) then still gets an honest
-     interval, and a sample that missed a rare tail is pulled back toward the middle;
+  1. *pseudo-observations*, after Agresti & Coull's "add z^2/2 successes and z^2/2 failures",
+     generalised to a bounded scale ``[lo, hi]``: one pseudo-task, half with ``y = lo`` and half
+     with ``y = hi``, both with the judge's mean prediction, joins the labelled tasks
+     (``pseudo=`` sets its weight; Agresti & Coull's ``z^2`` is wider). A sample with no spread
+     (ten "faithful" labels, fifty ratings of 5) then still gets an honest interval, and a
+     sample that missed a rare tail is pulled back toward the middle;
   2. Student's ``t`` quantile with ``n - 1`` degrees of freedom (``n`` real labels);
   3. ``lambda`` minimises the estimated variance of the same (augmented) sample, and at
      ``lambda = 0`` that variance is exactly the human-only one, so the prediction-powered
      interval is never wider than the human-only interval: a useless judge costs nothing.
 
-  The pseudo-tasks weigh one task in all (half at each bound; ``pseudo=`` changes it, Agresti &
-  Coull's ``z^2`` is wider). Estimating ``lambda`` on the same labels that measure the
+  Intervals are clipped to ``[lo, hi]``. Estimating ``lambda`` on the same labels that measure the
   residuals makes the residual variance slightly optimistic; at 10-20 labels the ``t`` quantile
   covers that. On the data of ``bench/ppi_estimates.py``, a one-degree-of-freedom penalty for
   the fitted ``lambda`` moved coverage by under 0.01, and two-fold cross-fitting (each half's
@@ -59,7 +59,11 @@ to mean 1 over the labelled tasks and ``u_i = v_i N / n``,
 a quadratic ``a0 - 2 lambda a1 + lambda^2 a2`` minimised at ``lambda = a1 / a2``. With uniform
 sampling, no pseudo-tasks and ``N -> inf`` this is PPI++'s ``var(y - lambda yhat) / n``. The
 estimate targets the mean of the process that produced the tasks; as an interval for the mean
-of the ``N`` tasks themselves it is conservative (no finite-population correction).
+of the ``N`` tasks themselves it is conservative, and ``population="tasks"`` applies the
+finite-population correction instead (:func:`pool_fit`'s ``finite``).
+
+:func:`inclusion_probabilities` and :func:`draw_sample` choose the tasks for humans: uniform,
+stratified, or active (more often where the judge is unsure, with a floor).
 """
 
 from __future__ import annotations
