@@ -33,12 +33,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from judgelab.backend import __version__
 from judgelab.backend.annotators.registry import make_annotator
 from judgelab.backend.json_io import dumps, loads_object
 from judgelab.backend.ls_files import LabelStudioFiles
-from judgelab.backend.metrics import CONTENT_TYPE, Family, Metrics, annotator_families
+from judgelab.backend.metrics import CONTENT_TYPE, Metrics
 from judgelab.backend.model import Annotator, JudgelabModel
 from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import BackendSettings
@@ -209,10 +210,9 @@ class Backend:
     """What the routes share: the settings, the annotator, the models of the projects seen, the
     file fetcher, the counters and the thread pools (``app.state.backend``)."""
 
-    def __init__(self, settings: BackendSettings, annotator: Annotator, metrics: Metrics):
+    def __init__(self, settings: BackendSettings, annotator: Annotator):
         self.settings = settings
         self.annotator = annotator
-        self.metrics = metrics
         self.files = LabelStudioFiles(
             url=settings.label_studio_url,
             api_key=settings.label_studio_api_key,
@@ -235,6 +235,7 @@ class Backend:
         # kept for the app's life (an app may be served several times, as tests do); their threads
         # end with the process, after the work in hand, which its deadline bounds
         self.setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
+        self.metrics = Metrics(getattr(annotator, "stats", None), self.files.stats, state=self.families)
 
     def _build(self, project_id: str, label_config: str) -> JudgelabModel:
         model = JudgelabModel(
@@ -305,26 +306,36 @@ class Backend:
             return {"status": "ignored", "event": event}
         return self.model_for(project.get("id"), config).fit(event, payload)
 
-    def families(self) -> list[Family]:
-        """``/metrics``' families of this process's state: what it runs, the models and files kept."""
-        info = Family("judgelab_backend_info", "gauge", "This server process: annotator, version, pid, LLM model.")
-        llm_model = self.settings.llm.model if self.settings.annotator == "llm" else ""
-        info.add(1, annotator=self.annotator.name, version=__version__, pid=str(os.getpid()), llm_model=llm_model)
-        kept = Family("judgelab_models_cached", "gauge", "Projects (project, label config) whose model is kept.")
-        size = Family("judgelab_models_cached_bytes", "gauge", "Memory the kept models hold (measured when built).")
-        fetches = Family(
-            "judgelab_label_studio_files_total", "counter", "Texts of Label Studio URLs in tasks, by outcome."
+    def families(self) -> list[Metric]:
+        """``/metrics``' families of this process's state: what it runs, the models it keeps."""
+        info = GaugeMetricFamily(
+            "judgelab_backend_info",
+            "This server process: annotator, version, pid, LLM model.",
+            labels=["annotator", "version", "pid", "llm_model"],
         )
-        for outcome in ("fetched", "cached", "failed", "refused"):
-            fetches.add(self.files.stats[outcome], outcome=outcome)
-        families = [info, kept.add(len(self.models)), size.add(self.models.bytes), fetches]
+        llm_model = self.settings.llm.model if self.settings.annotator == "llm" else ""
+        info.add_metric([self.annotator.name, __version__, str(os.getpid()), llm_model], 1)
+        families = [
+            info,
+            GaugeMetricFamily(
+                "judgelab_models_cached", "Projects (project, label config) whose model is kept.", len(self.models)
+            ),
+            GaugeMetricFamily(
+                "judgelab_models_cached_bytes", "Memory the kept models hold (measured when built).", self.models.bytes
+            ),
+        ]
         if self.task_registry is not None:
-            tasks = Family("judgelab_llm_tasks_cached", "gauge", "Label configs whose LLM prompt task is kept.")
-            task_size = Family(
-                "judgelab_llm_tasks_cached_bytes", "gauge", "Memory the kept LLM tasks hold (measured when built)."
-            )
-            families += [tasks.add(len(self.task_registry)), task_size.add(self.task_registry.bytes)]
-        return families + annotator_families(getattr(self.annotator, "stats", None))
+            families += [
+                GaugeMetricFamily(
+                    "judgelab_llm_tasks_cached", "Label configs whose LLM prompt task is kept.", len(self.task_registry)
+                ),
+                GaugeMetricFamily(
+                    "judgelab_llm_tasks_cached_bytes",
+                    "Memory the kept LLM tasks hold (measured when built).",
+                    self.task_registry.bytes,
+                ),
+            ]
+        return families
 
 
 def backend_of(request: Request) -> Backend:
@@ -406,16 +417,15 @@ async def train(request: Request):
 
 @routes.get("/metrics")
 async def prometheus_metrics(backend: Served) -> Response:
-    return Response(backend.metrics.render(backend.families()), media_type=CONTENT_TYPE)
+    return Response(backend.metrics.render(), media_type=CONTENT_TYPE)
 
 
 def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
     """The ASGI app (``uvicorn --factory judgelab.backend.app:create_app`` reads the environment)."""
     settings = settings or BackendSettings.from_env()
     annotator = annotator or make_annotator(settings.annotator, settings)
-    metrics = Metrics()
     app = FastAPI(title="judgelab ML backend", version=__version__)
-    app.state.backend = Backend(settings, annotator, metrics)
-    app.add_middleware(RequestGate, settings=settings, metrics=metrics)
+    app.state.backend = Backend(settings, annotator)
+    app.add_middleware(RequestGate, settings=settings, metrics=app.state.backend.metrics)
     app.include_router(routes)
     return app

@@ -10,10 +10,12 @@ environment they inherit) get the same settings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -47,8 +49,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--workers",
         "JUDGELAB_WORKERS",
-        "server processes; they share the LLM response cache file, each keeps its own models and "
-        "counts its own /metrics",
+        "server processes; they share the LLM response cache file and /metrics' counts, each keeps its own models",
         "workers",
         metavar="N",
     ),
@@ -231,6 +232,23 @@ def check(settings: BackendSettings) -> None:
         settings.llm.check_endpoint()
 
 
+@contextlib.contextmanager
+def metrics_folder() -> Iterator[None]:
+    """The workers' shared counts for ``/metrics``: the folder of ``PROMETHEUS_MULTIPROC_DIR``, or a
+    temporary one for as long as they serve (prometheus-client's multiprocess mode)."""
+    from judgelab.backend.metrics import MULTIPROC_DIR
+
+    if os.environ.get(MULTIPROC_DIR):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="judgelab-metrics-") as folder:
+        os.environ[MULTIPROC_DIR] = folder  # what the workers inherit
+        try:
+            yield
+        finally:
+            del os.environ[MULTIPROC_DIR]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     import uvicorn
 
@@ -245,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     common = {"host": settings.host, "port": settings.port, "log_level": settings.log_level.lower()}
     if settings.workers > 1:
-        uvicorn.run("judgelab.backend.app:create_app", factory=True, workers=settings.workers, **common)
+        with metrics_folder():
+            uvicorn.run("judgelab.backend.app:create_app", factory=True, workers=settings.workers, **common)
         return
     from judgelab.backend.app import create_app
 

@@ -254,16 +254,15 @@ def test_two_workers_share_the_llm_response_cache(tmp_path):
             third = round_of_predicts()
             assert second == first and third == first
             assert sim.count == asked, "a worker asked the LLM again for an answer the other had cached"
-            # both workers answered predicts, and one of them answered a task the other had asked for
-            served: dict[str, float] = {}
+            # whichever worker answers the scrape counts the cache hits of both
+            hits: dict[str, float] = {}
             for _ in range(200):
                 metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
                 pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
-                served[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
-                if len(served) == 2:
+                hits[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
+                if len(hits) == 2:
                     break
-            assert len(served) == 2, served
-            assert sum(served.values()) == 2 * len(tasks)
+            assert list(hits.values()) == [2 * len(tasks)] * 2, hits
             assert "continuing without it" not in backend.log() and "cannot be opened" not in backend.log()
 
 
@@ -428,12 +427,14 @@ def check_exposition(text: str) -> None:
             assert m.group(1) in families or base in families, line
     for name, kind in families.items():
         if kind == "histogram":
-            for series in set(re.findall(rf'^{name}_bucket\{{(.*),le="[^"]+"\}}', text, re.M)):
-                buckets = [
-                    float(v)
-                    for v in re.findall(rf'^{name}_bucket\{{{re.escape(series)},le="[^"]+"\}} (\S+)', text, re.M)
-                ]
-                assert buckets == sorted(buckets) and buckets[-1] == samples(text, f"{name}_count")[f"{{{series}}}"]
+            series: dict[str, list[tuple[float, float]]] = {}
+            for labels, value in samples(text, f"{name}_bucket").items():
+                le = re.search(r'le="([^"]+)"', labels).group(1)
+                rest = re.sub(r',?le="[^"]+",?', ",", labels).replace("{,", "{").replace(",}", "}")
+                series.setdefault(rest, []).append((float(le.replace("+Inf", "inf")), value))
+            for rest, buckets in series.items():
+                counts = [n for _, n in sorted(buckets)]
+                assert counts == sorted(counts) and counts[-1] == samples(text, f"{name}_count")[rest], rest
 
 
 def test_metrics_count_requests_predictions_and_durations(tmp_path):
@@ -456,6 +457,28 @@ def test_metrics_count_requests_predictions_and_durations(tmp_path):
     assert samples(text, "judgelab_request_duration_seconds_count")['{path="/predict"}'] == 3
     assert samples(text, "judgelab_models_cached")[""] == 1
     assert samples(text, "process_resident_memory_bytes")[""] > 10e6
+
+
+def test_metrics_count_the_requests_of_every_worker(tmp_path):
+    """Two workers: a scrape, whichever of them answers it, counts the predicts both answered
+    (each on a connection of its own, so either worker may take it)."""
+    n = 12
+    with start_backend(tmp_path / "backend.log", [JUDGELAB, "serve", "--workers", "2"]) as backend:
+        for i in range(n):
+            response = httpx.post(f"{backend.url}/predict", json=predict_body([hotel_task(i)]), timeout=60)
+            assert response.status_code == 200
+        counted: dict[str, tuple[float, float]] = {}
+        for _ in range(200):
+            text = httpx.get(f"{backend.url}/metrics", timeout=10).text
+            pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', text).group(1)
+            requests = samples(text, "judgelab_requests_total")['{path="/predict",status="200"}']
+            counted[pid] = (requests, samples(text, "judgelab_predictions_total")['{outcome="predicted"}'])
+            if len(counted) == 2:
+                break
+        check_exposition(text)
+    assert len(counted) == 2, counted
+    assert list(counted.values()) == [(n, n)] * 2, counted
+    assert samples(text, "judgelab_request_duration_seconds_count")['{path="/predict"}'] == n
 
 
 def test_metrics_are_behind_basic_auth(tmp_path):
