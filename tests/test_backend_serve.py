@@ -15,8 +15,10 @@ import sys
 import threading
 from collections import Counter, deque
 from dataclasses import replace
+from operator import attrgetter
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 from backend_process import ROOT, BackendProcess, clean_env, start_backend
@@ -25,6 +27,7 @@ from llm_sim import Failure, LLMSim
 from judgelab.backend.cli import OPTIONS, SECRETS, environment
 from judgelab.backend.settings import BackendSettings
 from judgelab.configs.schema import get_schema
+from judgelab.sync.local_stack import free_port
 
 BIN = Path(sys.executable).parent
 JUDGELAB = str(BIN / "judgelab")
@@ -60,7 +63,7 @@ def samples(text: str, name: str) -> dict[str, float]:
 def test_help_lists_every_flag_with_its_variable_and_starts_nothing(command):
     out = subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("usage: judgelab serve")
+    assert out.stdout.startswith("Usage: judgelab serve")
     flat = " ".join(out.stdout.split())
     for option in OPTIONS:
         assert option.flag in flat and option.env in flat, option
@@ -116,6 +119,52 @@ def test_each_flag_sets_its_setting_and_beats_its_variable(option):
     assert value == expected
 
 
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.setting], ids=lambda o: o.env)
+def test_each_variable_sets_its_setting_without_its_flag(option):
+    typed, expected = sample_value(option)
+    env = {option.env: typed} | ({"JUDGELAB_BASIC_AUTH_PASS": "pw"} if "auth" in option.flag else {})
+    assert attrgetter(option.setting)(BackendSettings.from_env(environment([], env))) == expected
+    assert attrgetter(option.setting)(BackendSettings.from_env({})) == attrgetter(option.setting)(BackendSettings())
+
+
+def test_each_secret_reaches_its_setting_and_has_no_flag():
+    secrets = {
+        "JUDGELAB_BASIC_AUTH_PASS": "s3cret-1",
+        "JUDGELAB_LLM_API_KEY": "s3cret-2",
+        "LABEL_STUDIO_API_KEY": "s3cret-3",
+    }
+    settings = BackendSettings.from_env({"JUDGELAB_BASIC_AUTH_USER": "ls", **secrets})
+    assert (settings.basic_auth_pass, settings.llm.api_key, settings.label_studio_api_key) == tuple(secrets.values())
+    assert set(SECRETS) == set(secrets)
+    assert "s3cret" not in repr(settings)
+    with pytest.raises(click.UsageError):
+        environment(["--basic-auth-pass", "pw"], {})
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--port", "x"], {}, "JUDGELAB_BACKEND_PORT must be an integer, got 'x'"),
+        ([], {"JUDGELAB_WORKERS": "0"}, "JUDGELAB_WORKERS must be at least 1, got '0'"),
+        (["--fetch-local-files", "maybe"], {}, "JUDGELAB_FETCH_LOCAL_FILES must be true or false"),
+        (["--annotator", "llm"], {}, "JUDGELAB_LLM_BASE_URL is not set"),
+        ([], {"JUDGELAB_BASIC_AUTH_USER": "ls"}, "JUDGELAB_BASIC_AUTH_PASS is empty"),
+        ([], {"LABEL_STUDIO_URL": "ftp://ls"}, "LABEL_STUDIO_URL"),
+    ],
+)
+def test_a_bad_setting_stops_the_backend_with_exit_code_2_and_says_why(args, env, message):
+    out = subprocess.run(
+        [sys.executable, "-m", "judgelab.backend", *args],
+        cwd=ROOT,
+        env=clean_env(JUDGELAB_BACKEND_PORT=str(free_port()), **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "Uvicorn running" not in out.stderr
+
+
 def test_the_readme_flags_table_names_every_flag_and_variable():
     section = README[README.index("## The ML backend") : README.index("### The built-in offline annotator")]
     llm = README[README.index("## LLM pre-annotation") : README.index("## Importing users' files")]
@@ -168,7 +217,7 @@ def test_readme_serve_command_runs_as_written(command, tmp_path):
         out = subprocess.run(
             ["bash", "-c", command], cwd=tmp_path, env=clean_env(**env), capture_output=True, text=True, timeout=60
         )
-        assert out.returncode == 0 and "usage: judgelab serve" in out.stdout, out.stderr
+        assert out.returncode == 0 and "Usage: judgelab serve" in out.stdout, out.stderr
         return
     flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
     base_url = flag.get("--llm-base-url", "")
