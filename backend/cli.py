@@ -93,8 +93,17 @@ def _shown_default(option: Option, defaults: BackendSettings) -> str:
     return "none" if value in (None, "") else str(value).lower() if isinstance(value, bool) else str(value)
 
 
+class VariableOption(click.Option):
+    """An option whose bad value, when it came from its variable, is blamed on the variable."""
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        if ctx.get_parameter_source(self.name) is ParameterSource.ENVIRONMENT:
+            return str(self.envvar)
+        return super().get_error_hint(ctx)
+
+
 def _click_option(option: Option, defaults: BackendSettings) -> click.Option:
-    return click.Option(
+    return VariableOption(
         [option.flag, option.env],
         envvar=option.env,
         metavar=option.metavar or option.flag.rsplit("-", 1)[-1].upper(),

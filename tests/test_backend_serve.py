@@ -150,6 +150,8 @@ def test_each_secret_reaches_its_setting_and_has_no_flag():
         (["--annotator", "llm"], {}, "JUDGELAB_LLM_BASE_URL is not set"),
         ([], {"JUDGELAB_BASIC_AUTH_USER": "ls"}, "JUDGELAB_BASIC_AUTH_PASS is empty"),
         ([], {"LABEL_STUDIO_URL": "ftp://ls"}, "LABEL_STUDIO_URL"),
+        ([], {"JUDGELAB_ANNOTATOR": "bogus"}, "Invalid value for JUDGELAB_ANNOTATOR: 'bogus'"),
+        (["--log-level", "verbose"], {}, "Invalid value for '--log-level': 'verbose'"),
     ],
 )
 def test_a_bad_setting_stops_the_backend_with_exit_code_2_and_says_why(args, env, message):
