@@ -29,16 +29,17 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from judgelab.backend import __version__
 from judgelab.backend.annotators.registry import make_annotator
 from judgelab.backend.json_io import dumps, loads_object
 from judgelab.backend.ls_files import LabelStudioFiles
-from judgelab.backend.metrics import CONTENT_TYPE, Family, Metrics, annotator_families
+from judgelab.backend.metrics import CONTENT_TYPE, Metrics
 from judgelab.backend.model import Annotator, JudgelabModel
 from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import BackendSettings
@@ -205,115 +206,88 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
-    """The ASGI app (``uvicorn --factory judgelab.backend.app:create_app`` reads the environment)."""
-    settings = settings or BackendSettings.from_env()
-    annotator = annotator or make_annotator(settings.annotator, settings)
-    metrics = Metrics()
-    files = LabelStudioFiles(
-        url=settings.label_studio_url,
-        api_key=settings.label_studio_api_key,
-        timeout=settings.fetch_timeout,
-        max_bytes=int(settings.fetch_max_mb * 1024 * 1024),
-        cache_bytes=int(settings.fetch_cache_mb * 1024 * 1024),
-        local_files=settings.fetch_local_files,
-    )
+class Backend:
+    """What the routes share: the settings, the annotator, the models of the projects seen, the
+    file fetcher, the counters and the thread pools (``app.state.backend``)."""
 
-    def build(project_id: str, label_config: str) -> JudgelabModel:
-        model = JudgelabModel(project_id, label_config, annotator, deadline_s=settings.predict_deadline, files=files)
+    def __init__(self, settings: BackendSettings, annotator: Annotator):
+        self.settings = settings
+        self.annotator = annotator
+        self.files = LabelStudioFiles(
+            url=settings.label_studio_url,
+            api_key=settings.label_studio_api_key,
+            timeout=settings.fetch_timeout,
+            max_bytes=int(settings.fetch_max_mb * 1024 * 1024),
+            cache_bytes=int(settings.fetch_cache_mb * 1024 * 1024),
+            local_files=settings.fetch_local_files,
+        )
+        # the annotator's own objects per config (the LLM's prompt tasks) take their share of the cap
+        self.task_registry = getattr(annotator, "task_registry", None)
+        cap = int(settings.model_cache_mb * 1024 * 1024)
+        cap -= min(self.task_registry.max_bytes, cap // 2) if self.task_registry is not None else 0
+        self.models: ModelRegistry[JudgelabModel] = ModelRegistry(
+            self._build, settings.model_cache_size, cap, size=self._model_bytes
+        )
+        batch_annotator = callable(getattr(annotator, "annotate_batch", None))
+        self.predict_pool = ThreadPoolExecutor(
+            WAITING_PREDICT_THREADS if batch_annotator else CPU_PREDICT_THREADS, thread_name_prefix="judgelab-predict"
+        )
+        # kept for the app's life (an app may be served several times, as tests do); their threads
+        # end with the process, after the work in hand, which its deadline bounds
+        self.setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
+        self.metrics = Metrics(getattr(annotator, "stats", None), self.files.stats, state=self.families)
+
+    def _build(self, project_id: str, label_config: str) -> JudgelabModel:
+        model = JudgelabModel(
+            project_id, label_config, self.annotator, deadline_s=self.settings.predict_deadline, files=self.files
+        )
         log.info("project %s: schema %s", project_id, model.schema_name)
         return model
 
-    def model_bytes(model: JudgelabModel) -> int:
+    def _model_bytes(self, model: JudgelabModel) -> int:
         """What a model holds of its own (not the annotator, the file fetcher or the schemas)."""
         try:
             schemas = list(all_schemas().values())
         except SchemaError:
             schemas = []
-        return held_bytes(model, shared=(annotator, files, *schemas))
+        return held_bytes(model, shared=(self.annotator, self.files, *schemas))
 
-    # the annotator's own objects per config (the LLM's prompt tasks) take their share of the cap
-    task_registry = getattr(annotator, "task_registry", None)
-    cap = int(settings.model_cache_mb * 1024 * 1024)
-    cap -= min(task_registry.max_bytes, cap // 2) if task_registry is not None else 0
-    models: ModelRegistry[JudgelabModel] = ModelRegistry(build, settings.model_cache_size, cap, size=model_bytes)
-    batch_annotator = callable(getattr(annotator, "annotate_batch", None))
-    predict_pool = ThreadPoolExecutor(
-        WAITING_PREDICT_THREADS if batch_annotator else CPU_PREDICT_THREADS, thread_name_prefix="judgelab-predict"
-    )
-    # kept for the app's life (an app may be served several times, as tests do); their threads
-    # end with the process, after the work in hand, which its deadline bounds
-    setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
-
-    app = FastAPI(title="judgelab ML backend", version=__version__)
-    app.add_middleware(RequestGate, settings=settings, metrics=metrics)
-
-    def model_for(project: Any, label_config: Any) -> JudgelabModel:
+    def model_for(self, project: Any, label_config: Any) -> JudgelabModel:
+        """The project's model for this label config (413 for a config over its limit)."""
         if not isinstance(label_config, str) or not label_config.strip():
             raise LabelConfigError("request has no label config ('schema' or 'label_config')")
-        limit = settings.max_config_bytes
+        limit = self.settings.max_config_bytes
         if len(label_config) > limit or (
             4 * len(label_config) > limit and len(label_config.encode("utf-8", "surrogatepass")) > limit
         ):
             raise RequestError(
                 413,
-                f"label config over the backend's limit of {settings.max_config_mb:g} MB (JUDGELAB_MAX_CONFIG_MB)",
+                f"label config over the backend's limit of {self.settings.max_config_mb:g} MB (JUDGELAB_MAX_CONFIG_MB)",
             )
-        return models.get(str(project or "").split(".")[0], label_config)
+        return self.models.get(str(project or "").split(".")[0], label_config)
 
-    async def run(pool: ThreadPoolExecutor, work: Callable[..., Response], *args: Any) -> Response:
-        return await asyncio.get_running_loop().run_in_executor(pool, work, *args)
-
-    def answer(work: Callable[[], Any]) -> Response:
-        """``work()``'s payload as JSON; a bad request as its 4xx."""
-        try:
-            return json_response(work())
-        except RequestError as exc:
-            return _error(exc.status, str(exc))
-        except (ValueError, LabelConfigError) as exc:
-            return _error(400, str(exc))
-
-    @app.get("/health")
-    @app.get("/")
-    async def health() -> dict[str, Any]:
-        return {
-            "status": "UP",
-            "model_class": "JudgelabModel",
-            "annotator": annotator.name,
-            "version": __version__,
-            "stack": settings.stack_id,
-        }
-
-    def do_setup(raw: bytes) -> dict[str, Any]:
+    def setup(self, raw: bytes) -> dict[str, Any]:
         payload = parse_json_object(raw)
-        model = model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
+        model = self.model_for(payload.get("project"), payload.get("schema") or payload.get("label_config"))
         model.configure(payload.get("extra_params"))
-        files.remember(str(model.project_id), payload.get("hostname"), payload.get("access_token"))
+        self.files.remember(str(model.project_id), payload.get("hostname"), payload.get("access_token"))
         return {"model_version": model.setup(), "schema": model.schema_name, **_judges_answer(model)}
 
-    @app.post("/setup", openapi_extra=SETUP_BODY)
-    async def setup(request: Request) -> Response:
-        try:
-            raw = await read_body(request, settings.max_body_bytes)
-        except RequestError as exc:
-            return _error(exc.status, str(exc))
-        return await run(setup_pool, answer, lambda: do_setup(raw))
-
-    def do_predict(raw: bytes, deadline_at: float) -> dict[str, Any]:
+    def predict(self, raw: bytes, deadline_at: float) -> dict[str, Any]:
         picked_up = time.monotonic()
         payload = parse_json_object(raw)
         tasks = payload.get("tasks")
         if not isinstance(tasks, list):
             raise RequestError(400, "'tasks' must be a list")
-        model = model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
+        model = self.model_for(payload.get("project"), payload.get("label_config") or payload.get("schema"))
         params = payload.get("params") if isinstance(payload.get("params"), dict) else {}
         if "extra_params" in params:  # judgelab's own client sends the project's judges along
             model.configure(params.get("extra_params"))
         parsed = time.monotonic()
         # the deadline is for the answer: the time to write it is kept aside (at most a quarter)
-        reserve = min(settings.predict_deadline / 4, len(tasks) * ANSWER_SECONDS_PER_TASK)
+        reserve = min(self.settings.predict_deadline / 4, len(tasks) * ANSWER_SECONDS_PER_TASK)
         results = model.predict(tasks, params.get("context"), deadline_at=deadline_at - reserve)
-        metrics.count_predictions(results)
+        self.metrics.count_predictions(results)
         log.debug(
             "predict of %d tasks: %.2f s left at pick-up, %.2f s reading the body, %.2f s predicting",
             len(tasks),
@@ -323,74 +297,135 @@ def create_app(settings: BackendSettings | None = None, annotator: Annotator | N
         )
         return {"results": results, "model_version": model.model_version}
 
-    @app.post("/predict", openapi_extra=PREDICT_BODY)
-    async def predict(request: Request) -> Response:
-        deadline_at = request.scope["state"]["arrived"] + settings.predict_deadline
-        try:
-            raw = await read_body(request, settings.max_body_bytes)
-        except RequestError as exc:
-            return _error(exc.status, str(exc))
-        return await run(predict_pool, answer, lambda: do_predict(raw, deadline_at))
-
-    def do_webhook(raw: bytes) -> dict[str, Any]:
+    def webhook(self, raw: bytes) -> dict[str, Any]:
         payload = parse_json_object(raw)
         event = str(payload.get("action", "unknown"))
         project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
         config = project.get("label_config")
         if not isinstance(config, str):
             return {"status": "ignored", "event": event}
-        return model_for(project.get("id"), config).fit(event, payload)
+        return self.model_for(project.get("id"), config).fit(event, payload)
 
-    @app.post("/webhook", openapi_extra=WEBHOOK_BODY)
-    async def webhook(request: Request) -> Response:
-        try:
-            raw = await read_body(request, settings.max_body_bytes)
-        except RequestError as exc:
-            return _error(exc.status, str(exc))
-        return await run(setup_pool, answer, lambda: do_webhook(raw))
-
-    @app.get("/usage")
-    def usage(project: str | None = None, after: int = 0, per: str | None = None):
-        """Token usage and cost of the LLM's requests: totals per model version since row
-        ``after`` (``per=task``: one row per task and model version of ``project``)."""
-        log_of = getattr(annotator, "usage", None)
-        if log_of is None:
-            return {"last_id": 0, "after": after, "project": project, "total": {}, "by_model_version": [], "rows": []}
-        if per == "task":
-            if not project:
-                return _error(400, "per=task needs a project")
-            return {"project": project, "rows": log_of.per_task(project)}
-        if per is not None:
-            return _error(400, "per must be 'task' (or left out)")
-        return log_of.summary(project, after)
-
-    @app.post("/train")
-    async def train(request: Request):
-        return {"status": "ok", "message": "judgelab does not train; annotations are counted"}
-
-    def backend_families() -> list[Family]:
-        info = Family("judgelab_backend_info", "gauge", "This server process: annotator, version, pid, LLM model.")
-        llm_model = settings.llm.model if settings.annotator == "llm" else ""
-        info.add(1, annotator=annotator.name, version=__version__, pid=str(os.getpid()), llm_model=llm_model)
-        kept = Family("judgelab_models_cached", "gauge", "Projects (project, label config) whose model is kept.")
-        size = Family("judgelab_models_cached_bytes", "gauge", "Memory the kept models hold (measured when built).")
-        fetches = Family(
-            "judgelab_label_studio_files_total", "counter", "Texts of Label Studio URLs in tasks, by outcome."
+    def families(self) -> list[Metric]:
+        """``/metrics``' families of this process's state: what it runs, the models it keeps."""
+        info = GaugeMetricFamily(
+            "judgelab_backend_info",
+            "This server process: annotator, version, pid, LLM model.",
+            labels=["annotator", "version", "pid", "llm_model"],
         )
-        for outcome in ("fetched", "cached", "failed", "refused"):
-            fetches.add(files.stats[outcome], outcome=outcome)
-        families = [info, kept.add(len(models)), size.add(models.bytes), fetches]
-        if task_registry is not None:
-            tasks = Family("judgelab_llm_tasks_cached", "gauge", "Label configs whose LLM prompt task is kept.")
-            task_size = Family(
-                "judgelab_llm_tasks_cached_bytes", "gauge", "Memory the kept LLM tasks hold (measured when built)."
-            )
-            families += [tasks.add(len(task_registry)), task_size.add(task_registry.bytes)]
+        llm_model = self.settings.llm.model if self.settings.annotator == "llm" else ""
+        info.add_metric([self.annotator.name, __version__, str(os.getpid()), llm_model], 1)
+        families = [
+            info,
+            GaugeMetricFamily(
+                "judgelab_models_cached", "Projects (project, label config) whose model is kept.", len(self.models)
+            ),
+            GaugeMetricFamily(
+                "judgelab_models_cached_bytes", "Memory the kept models hold (measured when built).", self.models.bytes
+            ),
+        ]
+        if self.task_registry is not None:
+            families += [
+                GaugeMetricFamily(
+                    "judgelab_llm_tasks_cached", "Label configs whose LLM prompt task is kept.", len(self.task_registry)
+                ),
+                GaugeMetricFamily(
+                    "judgelab_llm_tasks_cached_bytes",
+                    "Memory the kept LLM tasks hold (measured when built).",
+                    self.task_registry.bytes,
+                ),
+            ]
         return families
 
-    @app.get("/metrics")
-    async def prometheus_metrics() -> Response:
-        extra = backend_families() + annotator_families(getattr(annotator, "stats", None))
-        return Response(metrics.render(extra), media_type=CONTENT_TYPE)
 
+def backend_of(request: Request) -> Backend:
+    """The routes' dependency: the app's :class:`Backend`."""
+    return request.app.state.backend
+
+
+def answer(work: Callable[[], Any]) -> Response:
+    """``work()``'s payload as JSON; a bad request as its 4xx."""
+    try:
+        return json_response(work())
+    except RequestError as exc:
+        return _error(exc.status, str(exc))
+    except (ValueError, LabelConfigError) as exc:
+        return _error(400, str(exc))
+
+
+async def answer_in(pool: ThreadPoolExecutor, request: Request, work: Callable[[bytes], Any]) -> Response:
+    """The body read (413 over the limit), then ``work(body)`` answered on ``pool``'s threads."""
+    try:
+        raw = await read_body(request, request.app.state.backend.settings.max_body_bytes)
+    except RequestError as exc:
+        return _error(exc.status, str(exc))
+    return await asyncio.get_running_loop().run_in_executor(pool, answer, lambda: work(raw))
+
+
+routes = APIRouter()
+Served = Annotated[Backend, Depends(backend_of)]
+
+
+@routes.get("/health")
+@routes.get("/")
+async def health(backend: Served) -> dict[str, Any]:
+    return {
+        "status": "UP",
+        "model_class": "JudgelabModel",
+        "annotator": backend.annotator.name,
+        "version": __version__,
+        "stack": backend.settings.stack_id,
+    }
+
+
+@routes.post("/setup", openapi_extra=SETUP_BODY)
+async def setup(request: Request, backend: Served) -> Response:
+    return await answer_in(backend.setup_pool, request, backend.setup)
+
+
+@routes.post("/predict", openapi_extra=PREDICT_BODY)
+async def predict(request: Request, backend: Served) -> Response:
+    deadline_at = request.scope["state"]["arrived"] + backend.settings.predict_deadline
+    return await answer_in(backend.predict_pool, request, lambda raw: backend.predict(raw, deadline_at))
+
+
+@routes.post("/webhook", openapi_extra=WEBHOOK_BODY)
+async def webhook(request: Request, backend: Served) -> Response:
+    return await answer_in(backend.setup_pool, request, backend.webhook)
+
+
+@routes.get("/usage")
+def usage(backend: Served, project: str | None = None, after: int = 0, per: str | None = None):
+    """Token usage and cost of the LLM's requests: totals per model version since row
+    ``after`` (``per=task``: one row per task and model version of ``project``)."""
+    log_of = getattr(backend.annotator, "usage", None)
+    if log_of is None:
+        return {"last_id": 0, "after": after, "project": project, "total": {}, "by_model_version": [], "rows": []}
+    if per == "task":
+        if not project:
+            return _error(400, "per=task needs a project")
+        return {"project": project, "rows": log_of.per_task(project)}
+    if per is not None:
+        return _error(400, "per must be 'task' (or left out)")
+    return log_of.summary(project, after)
+
+
+@routes.post("/train")
+async def train(request: Request):
+    return {"status": "ok", "message": "judgelab does not train; annotations are counted"}
+
+
+@routes.get("/metrics")
+async def prometheus_metrics(backend: Served) -> Response:
+    return Response(backend.metrics.render(), media_type=CONTENT_TYPE)
+
+
+def create_app(settings: BackendSettings | None = None, annotator: Annotator | None = None) -> FastAPI:
+    """The ASGI app (``uvicorn --factory judgelab.backend.app:create_app`` reads the environment)."""
+    settings = settings or BackendSettings.from_env()
+    annotator = annotator or make_annotator(settings.annotator, settings)
+    app = FastAPI(title="judgelab ML backend", version=__version__)
+    app.state.backend = Backend(settings, annotator)
+    app.add_middleware(RequestGate, settings=settings, metrics=app.state.backend.metrics)
+    app.include_router(routes)
     return app

@@ -1,16 +1,20 @@
-"""Backend settings from ``JUDGELAB_*`` environment variables (secrets are never logged).
+"""Backend settings, each declared once: its default, its environment variable, its flag and what
+it means (secrets are never logged, and have no flag: a command line is visible to every user).
 
 ``BackendSettings.from_env()`` reads the service's settings; its ``llm`` part
 (:class:`LLMSettings`) configures the LLM annotator. A value that does not parse raises
-:class:`SettingsError` naming the variable. ``replace(settings, ...)`` (or
-``LLMSettings.from_env(overrides)``) is how CLI flags override the environment.
+:class:`SettingsError` naming the variable. ``judgelab serve``'s flags are made from these
+declarations (:mod:`judgelab.backend.cli`); ``replace(settings, ...)`` (or
+``LLMSettings.from_env(overrides)``) is how code overrides the environment.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from judgelab.backend.ls_files import NotLabelStudioURL, parse_base
 
@@ -29,8 +33,7 @@ class SettingsError(ValueError):
     """A ``JUDGELAB_*`` variable has a value that cannot be used."""
 
 
-def _number(env: dict[str, str], name: str, default: float, kind: type = float, minimum: float = 0) -> float:
-    raw = env.get(name, "")
+def _number(name: str, raw: str, default: float, kind: type, minimum: float) -> float:
     if not raw.strip():
         return kind(default)
     try:
@@ -42,34 +45,149 @@ def _number(env: dict[str, str], name: str, default: float, kind: type = float, 
     return value
 
 
-def _flag(env: dict[str, str], name: str) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("", "0", "false", "no", "off"):
         return False
-    if raw in ("1", "true", "yes", "on"):
+    if value in ("1", "true", "yes", "on"):
         return True
-    raise SettingsError(f"{name} must be true or false, got {env[name]!r}")
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Variable:
+    """Where a setting comes from: its environment variable and its flag (none: a secret, or a
+    setting derived from another's variable)."""
+
+    env: str
+    help: str
+    flag: str | None = None
+    secret: bool = False
+    minimum: float = 0  # numbers
+    choices: tuple[str, ...] = ()  # the flag's; the variable's value is checked by the settings
+    metavar: str | None = None
+    read: Callable[[str], Any] | None = None  # a set variable's text to the value (default: by type)
+
+    def value(self, env: Mapping[str, str], default: Any) -> Any:
+        raw = env.get(self.env)
+        if self.read is not None:
+            return default if raw is None else self.read(raw)
+        if isinstance(default, bool):
+            return _flag(self.env, raw or "")
+        if isinstance(default, (int, float)):
+            return _number(self.env, raw or "", default, type(default), self.minimum)
+        return default if raw is None else raw
+
+
+def setting(default: Any, env: str, help: str, flag: str | None = None, **how: Any) -> Any:
+    """A settings field read from ``env`` (and, with a ``flag``, set by it on the command line)."""
+    variable = Variable(env, help, flag, **how)
+    return field(default=default, repr=not variable.secret, metadata={"variable": variable})
+
+
+def variables(cls: type) -> Iterator[tuple[str, Variable]]:
+    """``(field name, variable)`` of each field of a settings class read from a variable."""
+    for f in fields(cls):
+        if "variable" in f.metadata:
+            yield f.name, f.metadata["variable"]
+
+
+def _read(cls: type, env: Mapping[str, str]) -> dict[str, Any]:
+    defaults = {f.name: f.default for f in fields(cls)}
+    return {name: variable.value(env, defaults[name]) for name, variable in variables(cls)}
+
+
+def _strip_url(raw: str) -> str:
+    return raw.strip().rstrip("/")
+
+
+def _models(raw: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in raw.split(",") if m.strip())
+
+
+def _first_model(raw: str) -> str:
+    return next(iter(_models(raw)), "")
+
+
+def _or_none(raw: str) -> str | None:
+    return raw or None
 
 
 @dataclass(frozen=True)
 class LLMSettings:
     """An OpenAI-compatible chat endpoint and how to call it."""
 
-    base_url: str = ""  # e.g. http://127.0.0.1:11434/v1 (the part before /chat/completions)
-    model: str = ""  # the default judge
-    models: tuple[str, ...] = ()  # every model this backend may call (default: just ``model``)
-    samples: int = 1  # answers per task and model (more than one: self-consistency, majority vote)
-    max_samples: int = 20  # the most samples a project may ask for
-    api_key: str | None = field(default=None, repr=False)  # never logged, never returned
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    concurrency: int = 8  # requests in flight at once, per backend process
-    timeout: float = 60.0  # one HTTP request, seconds
-    retries: int = 3  # extra attempts after a 429, 5xx, timeout or connection error
-    json_mode: str = "auto"  # auto: ask for JSON output, drop the request for it if the server refuses
-    cache_path: str = DEFAULT_CACHE_PATH  # "" or "off": no response cache
-    cache_max_mb: float = DEFAULT_CACHE_MAX_MB  # size cap of the cache file's answers
-    cache_max_answer_kb: float = DEFAULT_CACHE_MAX_ANSWER_KB  # longer answers are not cached
+    base_url: str = setting(  # the part before /chat/completions
+        "", "JUDGELAB_LLM_BASE_URL", "OpenAI-compatible endpoint, ending in /v1", "--llm-base-url", read=_strip_url
+    )
+    model: str = setting(  # the default judge
+        "",
+        "JUDGELAB_LLM_MODEL",
+        "model name the endpoint serves; several, comma-separated, are the models a project may use as judges",
+        "--llm-model",
+        read=_first_model,
+    )
+    models: tuple[str, ...] = setting(  # every model this backend may call (default: just ``model``)
+        (), "JUDGELAB_LLM_MODEL", "the models of --llm-model", read=_models
+    )
+    samples: int = setting(
+        1,
+        "JUDGELAB_LLM_SAMPLES",
+        "answers asked per task (more than 1: the majority is the suggestion, its share the score)",
+        "--llm-samples",
+        minimum=1,
+    )
+    max_samples: int = setting(
+        20,
+        "JUDGELAB_LLM_MAX_SAMPLES",
+        "the most samples a project may ask for (connect/preannotate --samples)",
+        "--llm-max-samples",
+        minimum=1,
+    )
+    api_key: str | None = setting(
+        None, "JUDGELAB_LLM_API_KEY", "sent to the LLM endpoint as Authorization: Bearer", secret=True, read=_or_none
+    )
+    temperature: float = setting(0.0, "JUDGELAB_LLM_TEMPERATURE", "sampling temperature", "--llm-temperature")
+    max_tokens: int = setting(
+        1024, "JUDGELAB_LLM_MAX_TOKENS", "longest answer, in tokens", "--llm-max-tokens", minimum=1
+    )
+    concurrency: int = setting(  # per backend process
+        8, "JUDGELAB_LLM_CONCURRENCY", "LLM requests in flight at once", "--llm-concurrency", minimum=1
+    )
+    timeout: float = setting(60.0, "JUDGELAB_LLM_TIMEOUT", "seconds per LLM request", "--llm-timeout", minimum=0.001)
+    retries: int = setting(  # extra attempts after a 429, 5xx, timeout or connection error
+        3, "JUDGELAB_LLM_RETRIES", "retries after a 429, 5xx or timeout", "--llm-retries"
+    )
+    json_mode: str = setting(
+        "auto",
+        "JUDGELAB_LLM_JSON_MODE",
+        "ask for structured output (auto: drop it when the server refuses)",
+        "--llm-json-mode",
+        choices=JSON_MODES,
+        read=lambda raw: raw.strip().lower() or "auto",
+    )
+    cache_path: str = setting(
+        DEFAULT_CACHE_PATH,
+        "JUDGELAB_CACHE_PATH",
+        "SQLite file of the LLM response cache ('off': none)",
+        "--cache-path",
+        metavar="PATH",
+        read=str.strip,
+    )
+    cache_max_mb: float = setting(
+        DEFAULT_CACHE_MAX_MB,
+        "JUDGELAB_CACHE_MAX_MB",
+        "size cap of the cached answers (the oldest are evicted beyond)",
+        "--cache-max-mb",
+        minimum=0.001,
+    )
+    cache_max_answer_kb: float = setting(
+        DEFAULT_CACHE_MAX_ANSWER_KB,
+        "JUDGELAB_CACHE_MAX_ANSWER_KB",
+        "longer answers are used but not cached",
+        "--cache-max-answer-kb",
+        minimum=0.001,
+    )
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:
@@ -104,27 +222,8 @@ class LLMSettings:
             raise SettingsError("JUDGELAB_LLM_MODEL is not set (the model name the endpoint serves)")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
-        env = dict(os.environ if env is None else env)
-        cache_path = env.get("JUDGELAB_CACHE_PATH")
-        models = tuple(m.strip() for m in env.get("JUDGELAB_LLM_MODEL", "").split(",") if m.strip())
-        return cls(
-            base_url=env.get("JUDGELAB_LLM_BASE_URL", "").strip().rstrip("/"),
-            model=models[0] if models else "",
-            models=models,
-            samples=int(_number(env, "JUDGELAB_LLM_SAMPLES", 1, int, 1)),
-            max_samples=int(_number(env, "JUDGELAB_LLM_MAX_SAMPLES", 20, int, 1)),
-            api_key=env.get("JUDGELAB_LLM_API_KEY") or None,
-            temperature=_number(env, "JUDGELAB_LLM_TEMPERATURE", 0.0),
-            max_tokens=int(_number(env, "JUDGELAB_LLM_MAX_TOKENS", 1024, int, 1)),
-            concurrency=int(_number(env, "JUDGELAB_LLM_CONCURRENCY", 8, int, 1)),
-            timeout=_number(env, "JUDGELAB_LLM_TIMEOUT", 60.0, float, 0.001),
-            retries=int(_number(env, "JUDGELAB_LLM_RETRIES", 3, int, 0)),
-            json_mode=env.get("JUDGELAB_LLM_JSON_MODE", "auto").strip().lower() or "auto",
-            cache_path=DEFAULT_CACHE_PATH if cache_path is None else cache_path.strip(),
-            cache_max_mb=_number(env, "JUDGELAB_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB, float, 0.001),
-            cache_max_answer_kb=_number(env, "JUDGELAB_CACHE_MAX_ANSWER_KB", DEFAULT_CACHE_MAX_ANSWER_KB, float, 0.001),
-        )
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LLMSettings:
+        return cls(**_read(cls, os.environ if env is None else env))
 
     def cache_file(self) -> Path | None:
         return Path(self.cache_path).expanduser() if self.cache_enabled else None
@@ -157,25 +256,124 @@ def _auth_pair(user: str | None, password: str | None) -> None:
 
 @dataclass(frozen=True)
 class BackendSettings:
-    annotator: str = "offline"
-    host: str = "127.0.0.1"
-    port: int = 9090
-    workers: int = 1  # server processes (uvicorn workers); they share the response cache file
-    basic_auth_user: str | None = None
-    basic_auth_pass: str | None = field(default=None, repr=False)
-    log_level: str = "INFO"
-    predict_deadline: float = DEFAULT_PREDICT_DEADLINE  # seconds one /predict may take, from its arrival
-    max_body_mb: float = DEFAULT_MAX_BODY_MB
-    max_config_mb: float = DEFAULT_MAX_CONFIG_MB
-    model_cache_size: int = DEFAULT_MODEL_CACHE_SIZE
-    model_cache_mb: float = DEFAULT_MODEL_CACHE_MB
-    label_studio_url: str = ""  # LABEL_STUDIO_URL: where uploaded files are fetched (else /setup's hostname)
-    label_studio_api_key: str | None = field(default=None, repr=False)  # LABEL_STUDIO_API_KEY (else /setup's)
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
-    fetch_max_mb: float = DEFAULT_FETCH_MAX_MB
-    fetch_cache_mb: float = DEFAULT_FETCH_CACHE_MB
-    fetch_local_files: bool = False  # also fetch Label Studio's /data/local-files/?d=... URLs
-    stack_id: str = ""  # answered in /health: how `judgelab up` knows the backend it started
+    annotator: str = setting(
+        "offline",
+        "JUDGELAB_ANNOTATOR",
+        "which annotator pre-annotates (llm: set --llm-base-url and --llm-model)",
+        "--annotator",
+    )
+    host: str = setting(
+        "127.0.0.1", "JUDGELAB_BACKEND_HOST", "address to listen on (0.0.0.0: every interface)", "--host"
+    )
+    port: int = setting(9090, "JUDGELAB_BACKEND_PORT", "port to listen on", "--port")
+    workers: int = setting(
+        1,
+        "JUDGELAB_WORKERS",
+        "server processes; they share the LLM response cache file and /metrics' counts, each keeps its own models",
+        "--workers",
+        minimum=1,
+        metavar="N",
+    )
+    basic_auth_user: str | None = setting(
+        None,
+        "JUDGELAB_BASIC_AUTH_USER",
+        "require HTTP basic auth with this user (the password: JUDGELAB_BASIC_AUTH_PASS)",
+        "--basic-auth-user",
+        metavar="USER",
+        read=_or_none,
+    )
+    basic_auth_pass: str | None = setting(
+        None,
+        "JUDGELAB_BASIC_AUTH_PASS",
+        "the basic auth password (required with JUDGELAB_BASIC_AUTH_USER)",
+        secret=True,
+        read=_or_none,
+    )
+    log_level: str = setting(
+        "INFO",
+        "JUDGELAB_LOG_LEVEL",
+        "log level",
+        "--log-level",
+        choices=LOG_LEVELS,
+        read=lambda raw: raw.strip().upper() or "INFO",
+    )
+    predict_deadline: float = setting(
+        DEFAULT_PREDICT_DEADLINE,
+        "JUDGELAB_PREDICT_DEADLINE",
+        "seconds from a /predict's arrival to its answer; unfinished tasks get placeholders (keep it "
+        "below Label Studio's ML_TIMEOUT_PREDICT, 100 s)",
+        "--predict-deadline",
+        minimum=0.1,
+        metavar="SECONDS",
+    )
+    max_body_mb: float = setting(
+        DEFAULT_MAX_BODY_MB, "JUDGELAB_MAX_BODY_MB", "largest request body (413 beyond)", "--max-body-mb", minimum=0.001
+    )
+    max_config_mb: float = setting(
+        DEFAULT_MAX_CONFIG_MB,
+        "JUDGELAB_MAX_CONFIG_MB",
+        "largest label config (413 beyond)",
+        "--max-config-mb",
+        minimum=0.001,
+    )
+    model_cache_size: int = setting(
+        DEFAULT_MODEL_CACHE_SIZE,
+        "JUDGELAB_MODEL_CACHE_SIZE",
+        "projects whose parsed config is kept (least recently used out)",
+        "--model-cache-size",
+        minimum=1,
+    )
+    model_cache_mb: float = setting(
+        DEFAULT_MODEL_CACHE_MB,
+        "JUDGELAB_MODEL_CACHE_MB",
+        "memory the parsed configs kept may hold, measured (the LLM annotator: half for its prompt tasks)",
+        "--model-cache-mb",
+        minimum=0.001,
+    )
+    label_studio_url: str = setting(  # else /setup's hostname
+        "",
+        "LABEL_STUDIO_URL",
+        "Label Studio as the backend reaches it, to fetch uploaded text files in tasks (with the token "
+        "LABEL_STUDIO_API_KEY, which goes nowhere else); default: what Label Studio sends with /setup",
+        "--label-studio-url",
+        metavar="URL",
+        read=_strip_url,
+    )
+    label_studio_api_key: str | None = setting(  # else /setup's access_token
+        None,
+        "LABEL_STUDIO_API_KEY",
+        "Label Studio token to fetch uploaded files (legacy token or personal access token)",
+        secret=True,
+        read=lambda raw: raw.strip() or None,
+    )
+    fetch_timeout: float = setting(
+        DEFAULT_FETCH_TIMEOUT,
+        "JUDGELAB_FETCH_TIMEOUT",
+        "seconds per uploaded file fetched",
+        "--fetch-timeout",
+        minimum=0.001,
+    )
+    fetch_max_mb: float = setting(
+        DEFAULT_FETCH_MAX_MB, "JUDGELAB_FETCH_MAX_MB", "largest uploaded file fetched", "--fetch-max-mb", minimum=0.001
+    )
+    fetch_cache_mb: float = setting(
+        DEFAULT_FETCH_CACHE_MB, "JUDGELAB_FETCH_CACHE_MB", "fetched texts kept in memory", "--fetch-cache-mb"
+    )
+    fetch_local_files: bool = setting(
+        False,
+        "JUDGELAB_FETCH_LOCAL_FILES",
+        "also fetch Label Studio's local-storage files (/data/local-files/?d=...) in tasks",
+        "--fetch-local-files",
+        metavar="true|false",
+    )
+    stack_id: str = setting(  # how `judgelab up` knows the backend it started
+        "",
+        "JUDGELAB_STACK_ID",
+        "an id /health answers, by which 'judgelab up' tells the backend it started from another one on its port",
+        "--stack-id",
+        metavar="ID",
+        read=str.strip,
+    )
     llm: LLMSettings = field(default_factory=LLMSettings)
 
     def __post_init__(self) -> None:
@@ -197,27 +395,6 @@ class BackendSettings:
         return int(self.max_config_mb * 1024 * 1024)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> BackendSettings:
-        env = dict(os.environ if env is None else env)
-        return cls(
-            annotator=env.get("JUDGELAB_ANNOTATOR", "offline"),
-            host=env.get("JUDGELAB_BACKEND_HOST", "127.0.0.1"),
-            port=int(_number(env, "JUDGELAB_BACKEND_PORT", 9090, int, 0)),
-            workers=int(_number(env, "JUDGELAB_WORKERS", 1, int, 1)),
-            basic_auth_user=env.get("JUDGELAB_BASIC_AUTH_USER") or None,
-            basic_auth_pass=env.get("JUDGELAB_BASIC_AUTH_PASS") or None,
-            log_level=env.get("JUDGELAB_LOG_LEVEL", "INFO").strip().upper() or "INFO",
-            predict_deadline=_number(env, "JUDGELAB_PREDICT_DEADLINE", DEFAULT_PREDICT_DEADLINE, float, 0.1),
-            max_body_mb=_number(env, "JUDGELAB_MAX_BODY_MB", DEFAULT_MAX_BODY_MB, float, 0.001),
-            max_config_mb=_number(env, "JUDGELAB_MAX_CONFIG_MB", DEFAULT_MAX_CONFIG_MB, float, 0.001),
-            model_cache_size=int(_number(env, "JUDGELAB_MODEL_CACHE_SIZE", DEFAULT_MODEL_CACHE_SIZE, int, 1)),
-            model_cache_mb=_number(env, "JUDGELAB_MODEL_CACHE_MB", DEFAULT_MODEL_CACHE_MB, float, 0.001),
-            label_studio_url=env.get("LABEL_STUDIO_URL", "").strip().rstrip("/"),
-            label_studio_api_key=env.get("LABEL_STUDIO_API_KEY", "").strip() or None,
-            fetch_timeout=_number(env, "JUDGELAB_FETCH_TIMEOUT", DEFAULT_FETCH_TIMEOUT, float, 0.001),
-            fetch_max_mb=_number(env, "JUDGELAB_FETCH_MAX_MB", DEFAULT_FETCH_MAX_MB, float, 0.001),
-            fetch_cache_mb=_number(env, "JUDGELAB_FETCH_CACHE_MB", DEFAULT_FETCH_CACHE_MB, float, 0),
-            fetch_local_files=_flag(env, "JUDGELAB_FETCH_LOCAL_FILES"),
-            stack_id=env.get("JUDGELAB_STACK_ID", "").strip(),
-            llm=LLMSettings.from_env(env),
-        )
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BackendSettings:
+        env = os.environ if env is None else env
+        return cls(**_read(cls, env), llm=LLMSettings.from_env(env))

@@ -15,8 +15,10 @@ import sys
 import threading
 from collections import Counter, deque
 from dataclasses import replace
+from operator import attrgetter
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 from backend_process import ROOT, BackendProcess, clean_env, start_backend
@@ -26,6 +28,7 @@ from readme_commands import docs_text, page_text
 from judgelab.backend.cli import OPTIONS, SECRETS, environment
 from judgelab.backend.settings import BackendSettings
 from judgelab.configs.schema import get_schema
+from judgelab.sync.local_stack import free_port
 
 BIN = Path(sys.executable).parent
 JUDGELAB = str(BIN / "judgelab")
@@ -61,7 +64,7 @@ def samples(text: str, name: str) -> dict[str, float]:
 def test_help_lists_every_flag_with_its_variable_and_starts_nothing(command):
     out = subprocess.run(command, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("usage: judgelab serve")
+    assert out.stdout.startswith("Usage: judgelab serve")
     flat = " ".join(out.stdout.split())
     for option in OPTIONS:
         assert option.flag in flat and option.env in flat, option
@@ -117,6 +120,54 @@ def test_each_flag_sets_its_setting_and_beats_its_variable(option):
     assert value == expected
 
 
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.setting], ids=lambda o: o.env)
+def test_each_variable_sets_its_setting_without_its_flag(option):
+    typed, expected = sample_value(option)
+    env = {option.env: typed} | ({"JUDGELAB_BASIC_AUTH_PASS": "pw"} if "auth" in option.flag else {})
+    assert attrgetter(option.setting)(BackendSettings.from_env(environment([], env))) == expected
+    assert attrgetter(option.setting)(BackendSettings.from_env({})) == attrgetter(option.setting)(BackendSettings())
+
+
+def test_each_secret_reaches_its_setting_and_has_no_flag():
+    secrets = {
+        "JUDGELAB_BASIC_AUTH_PASS": "s3cret-1",
+        "JUDGELAB_LLM_API_KEY": "s3cret-2",
+        "LABEL_STUDIO_API_KEY": "s3cret-3",
+    }
+    settings = BackendSettings.from_env({"JUDGELAB_BASIC_AUTH_USER": "ls", **secrets})
+    assert (settings.basic_auth_pass, settings.llm.api_key, settings.label_studio_api_key) == tuple(secrets.values())
+    assert set(SECRETS) == set(secrets)
+    assert "s3cret" not in repr(settings)
+    with pytest.raises(click.UsageError):
+        environment(["--basic-auth-pass", "pw"], {})
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--port", "x"], {}, "JUDGELAB_BACKEND_PORT must be an integer, got 'x'"),
+        ([], {"JUDGELAB_WORKERS": "0"}, "JUDGELAB_WORKERS must be at least 1, got '0'"),
+        (["--fetch-local-files", "maybe"], {}, "JUDGELAB_FETCH_LOCAL_FILES must be true or false"),
+        (["--annotator", "llm"], {}, "JUDGELAB_LLM_BASE_URL is not set"),
+        ([], {"JUDGELAB_BASIC_AUTH_USER": "ls"}, "JUDGELAB_BASIC_AUTH_PASS is empty"),
+        ([], {"LABEL_STUDIO_URL": "ftp://ls"}, "LABEL_STUDIO_URL"),
+        ([], {"JUDGELAB_ANNOTATOR": "bogus"}, "Invalid value for JUDGELAB_ANNOTATOR: 'bogus'"),
+        (["--log-level", "verbose"], {}, "Invalid value for '--log-level': 'verbose'"),
+    ],
+)
+def test_a_bad_setting_stops_the_backend_with_exit_code_2_and_says_why(args, env, message):
+    out = subprocess.run(
+        [sys.executable, "-m", "judgelab.backend", *args],
+        cwd=ROOT,
+        env=clean_env(JUDGELAB_BACKEND_PORT=str(free_port()), **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "Uvicorn running" not in out.stderr
+
+
 def test_the_readme_flags_table_names_every_flag_and_variable():
     section, llm = page_text("backend.md"), page_text("llm.md")
     for option in OPTIONS:
@@ -168,7 +219,7 @@ def test_readme_serve_command_runs_as_written(command, tmp_path):
         out = subprocess.run(
             ["bash", "-c", command], cwd=tmp_path, env=clean_env(**env), capture_output=True, text=True, timeout=60
         )
-        assert out.returncode == 0 and "usage: judgelab serve" in out.stdout, out.stderr
+        assert out.returncode == 0 and "Usage: judgelab serve" in out.stdout, out.stderr
         return
     flag = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
     base_url = flag.get("--llm-base-url", "")
@@ -254,16 +305,15 @@ def test_two_workers_share_the_llm_response_cache(tmp_path):
             third = round_of_predicts()
             assert second == first and third == first
             assert sim.count == asked, "a worker asked the LLM again for an answer the other had cached"
-            # both workers answered predicts, and one of them answered a task the other had asked for
-            served: dict[str, float] = {}
+            # whichever worker answers the scrape counts the cache hits of both
+            hits: dict[str, float] = {}
             for _ in range(200):
                 metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
                 pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
-                served[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
-                if len(served) == 2:
+                hits[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
+                if len(hits) == 2:
                     break
-            assert len(served) == 2, served
-            assert sum(served.values()) == 2 * len(tasks)
+            assert list(hits.values()) == [2 * len(tasks)] * 2, hits
             assert "continuing without it" not in backend.log() and "cannot be opened" not in backend.log()
 
 
@@ -428,12 +478,14 @@ def check_exposition(text: str) -> None:
             assert m.group(1) in families or base in families, line
     for name, kind in families.items():
         if kind == "histogram":
-            for series in set(re.findall(rf'^{name}_bucket\{{(.*),le="[^"]+"\}}', text, re.M)):
-                buckets = [
-                    float(v)
-                    for v in re.findall(rf'^{name}_bucket\{{{re.escape(series)},le="[^"]+"\}} (\S+)', text, re.M)
-                ]
-                assert buckets == sorted(buckets) and buckets[-1] == samples(text, f"{name}_count")[f"{{{series}}}"]
+            series: dict[str, list[tuple[float, float]]] = {}
+            for labels, value in samples(text, f"{name}_bucket").items():
+                le = re.search(r'le="([^"]+)"', labels).group(1)
+                rest = re.sub(r',?le="[^"]+",?', ",", labels).replace("{,", "{").replace(",}", "}")
+                series.setdefault(rest, []).append((float(le.replace("+Inf", "inf")), value))
+            for rest, buckets in series.items():
+                counts = [n for _, n in sorted(buckets)]
+                assert counts == sorted(counts) and counts[-1] == samples(text, f"{name}_count")[rest], rest
 
 
 def test_metrics_count_requests_predictions_and_durations(tmp_path):
@@ -456,6 +508,28 @@ def test_metrics_count_requests_predictions_and_durations(tmp_path):
     assert samples(text, "judgelab_request_duration_seconds_count")['{path="/predict"}'] == 3
     assert samples(text, "judgelab_models_cached")[""] == 1
     assert samples(text, "process_resident_memory_bytes")[""] > 10e6
+
+
+def test_metrics_count_the_requests_of_every_worker(tmp_path):
+    """Two workers: a scrape, whichever of them answers it, counts the predicts both answered
+    (each on a connection of its own, so either worker may take it)."""
+    n = 12
+    with start_backend(tmp_path / "backend.log", [JUDGELAB, "serve", "--workers", "2"]) as backend:
+        for i in range(n):
+            response = httpx.post(f"{backend.url}/predict", json=predict_body([hotel_task(i)]), timeout=60)
+            assert response.status_code == 200
+        counted: dict[str, tuple[float, float]] = {}
+        for _ in range(200):
+            text = httpx.get(f"{backend.url}/metrics", timeout=10).text
+            pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', text).group(1)
+            requests = samples(text, "judgelab_requests_total")['{path="/predict",status="200"}']
+            counted[pid] = (requests, samples(text, "judgelab_predictions_total")['{outcome="predicted"}'])
+            if len(counted) == 2:
+                break
+        check_exposition(text)
+    assert len(counted) == 2, counted
+    assert list(counted.values()) == [(n, n)] * 2, counted
+    assert samples(text, "judgelab_request_duration_seconds_count")['{path="/predict"}'] == n
 
 
 def test_metrics_are_behind_basic_auth(tmp_path):
