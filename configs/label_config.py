@@ -20,6 +20,7 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _VALUE_PATH = re.compile(r"^\$([\w-]+)((?:\[\d+\]|\.[\w-]+)*)$")
 _PATH_PART = re.compile(r"\[(\d+)\]|\.([\w-]+)")
 
+
 class LabelConfigError(ValueError):
     """The label config does not parse."""
 
