@@ -3,8 +3,8 @@
 Works on pandas DataFrames in the tidy-table contract (``tasks``, ``judgments``,
 ``spans``); never talks to Label Studio.
 
-The names below are imported on first use (PEP 562), so that ``import analysis.contract``
-(what ``sync`` and the ML backend need) does not load SciPy and the report builders.
+The names below are imported on first use (PEP 562), so that importing one module of the
+package (what ``sync`` needs of it) does not load SciPy and the report builders.
 """
 
 from __future__ import annotations

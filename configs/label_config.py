@@ -20,9 +20,6 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _VALUE_PATH = re.compile(r"^\$([\w-]+)((?:\[\d+\]|\.[\w-]+)*)$")
 _PATH_PART = re.compile(r"\[(\d+)\]|\.([\w-]+)")
 
-# Control tags whose results judgelab reads and writes.
-SUPPORTED_TAGS = {"Labels", "Choices", "Rating", "Number", "TextArea", "ParagraphLabels", "HyperTextLabels"}
-
 
 class LabelConfigError(ValueError):
     """The label config does not parse."""

@@ -47,10 +47,6 @@ class Schema:
         return dict(self.meta.get("data_fields") or {})
 
     @property
-    def meta_fields(self) -> list[str]:
-        return list(self.meta.get("meta_fields") or [])
-
-    @property
     def span_controls(self) -> dict[str, dict[str, Any]]:
         return dict(self.meta.get("span_controls") or {})
 

@@ -148,6 +148,15 @@ def batch_size_from_env() -> int:
         raise SyncError("JUDGELAB_SYNC_BATCH_SIZE must be a whole number") from None
 
 
+def batch_pause_from_env() -> float:
+    """Seconds to wait after each batch (``JUDGELAB_SYNC_BATCH_PAUSE``: going easy on a busy Label
+    Studio); 0 when unset."""
+    try:
+        return max(0.0, float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0))
+    except ValueError:
+        raise SyncError("JUDGELAB_SYNC_BATCH_PAUSE must be a number of seconds") from None
+
+
 # --- state ---------------------------------------------------------------------------------
 
 
@@ -345,7 +354,7 @@ def sync_project(
     report = ProjectReport(project=project_id, schema=schema_name)
     settings = info.task_columns() if info is not None else None
     started = time.perf_counter()
-    pause = float(os.environ.get("JUDGELAB_SYNC_BATCH_PAUSE") or 0)  # throttling (and kill tests)
+    pause = batch_pause_from_env()
     schema = all_schemas().get(schema_name)
     stored = dict(db.execute("SELECT task_id, signature FROM sync_tasks WHERE project=?", (project_id,)))
     plan = plan_project(client, db, project_id, batch_size, stored, margin_seconds)

@@ -9,8 +9,8 @@ A port held by anything else (another stack, another program) stops the start wi
 naming the port and the process that holds it.
 
 Label Studio keeps its data in SQLite inside that folder unless :attr:`StackSettings.database`
-names a PostgreSQL database (:mod:`sync.postgres_server` starts a throwaway PostgreSQL server for
-one).
+names a PostgreSQL database (``judgelab up --database-url``: a server of the user's own, or
+``docker-compose.yml``'s).
 """
 
 from __future__ import annotations

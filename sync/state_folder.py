@@ -3,16 +3,16 @@ errors (disk full, read-only, not a folder) turned into clear messages.
 
 Two ``judgelab sync`` runs into one folder would both read the stored state, both export, and
 both write: rows doubled, or SQLite's ``database is locked``. So a run holds an exclusive lock on
-``<out>/.judgelab-sync.lock`` (``flock``: the system releases it when the process ends, however it
-ends) from before it reads the state until its last write. A second run waits for the first to
-finish, saying so, and then does what is left (usually nothing: the first run's changes are its
-state). Reading the tables (``judgelab report``) needs no lock: SQLite keeps readers consistent.
+``<out>/.judgelab-sync.lock`` (a ``filelock.FileLock``, ``flock`` underneath: the system releases it
+when the process ends, however it ends) from before it reads the state until its last write. A
+second run waits for the first to finish, saying so, and then does what is left (usually nothing:
+the first run's changes are its state). Reading the tables (``judgelab report``) needs no lock:
+SQLite keeps readers consistent.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import os
 import sqlite3
@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from judgelab.sync.client import SyncError
 
@@ -72,19 +74,19 @@ def storage_errors(out_dir: Path) -> Iterator[None]:
         raise storage_error(Path(out_dir), exc) from None
 
 
-def _holder(handle) -> str:
-    handle.seek(0)
-    pid = handle.read().strip()
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
     return f" (pid {pid})" if pid.isdigit() else ""
 
 
-def _note_holder(handle, pid: str) -> None:
-    """Write the holder's pid into the lock file (for the waiting run's message; best effort)."""
+def _note_holder(path: Path, pid: str) -> None:
+    """Write the holder's pid into the lock file (for the waiting run's message; best effort: the
+    lock is the ``flock`` on the file, not its content)."""
     try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(pid)
-        handle.flush()
+        path.write_text(pid, encoding="ascii")
     except OSError:  # a full disk: the lock holds all the same
         pass
 
@@ -92,12 +94,8 @@ def _note_holder(handle, pid: str) -> None:
 @contextmanager
 def folder_lock(out_dir: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the sync folder's lock; when another run holds it, tell ``on_wait`` and wait for it."""
-    try:
-        handle = open(Path(out_dir) / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise storage_error(Path(out_dir), exc) from None
     waiting = f"another judgelab sync{{holder}} into {out_dir} to finish (one sync at a time per folder)"
-    with _held(handle, waiting, on_wait):
+    with _held(Path(out_dir) / LOCK_FILE, waiting, on_wait, lambda exc: storage_error(Path(out_dir), exc)):
         yield
 
 
@@ -111,28 +109,36 @@ def import_lock(url: str, on_wait: Callable[[str], None] | None = None) -> Itera
     folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     name = hashlib.sha256(url.rstrip("/").lower().encode()).hexdigest()[:16]
-    handle = open(folder / f"import-{name}.lock", "a+", encoding="ascii")  # noqa: SIM115 - closed below
     waiting = f"another judgelab import{{holder}} into {url} to finish (one import at a time per Label Studio)"
-    with _held(handle, waiting, on_wait):
+    with _held(folder / f"import-{name}.lock", waiting, on_wait, lambda exc: exc):
         yield
 
 
 @contextmanager
-def _held(handle, waiting: str, on_wait: Callable[[str], None] | None) -> Iterator[None]:
-    """An exclusive ``flock`` on ``handle`` (closed at the end); ``waiting`` (with ``{holder}``)
-    goes to ``on_wait`` when another process holds it."""
+def _held(
+    path: Path,
+    waiting: str,
+    on_wait: Callable[[str], None] | None,
+    failed: Callable[[OSError], BaseException],
+) -> Iterator[None]:
+    """An exclusive lock on the file ``path`` (kept on release, so every waiter locks the same
+    file); ``waiting`` (with ``{holder}``) goes to ``on_wait`` when another process holds it, and
+    ``failed`` says what a lock file that cannot be created or opened means."""
+    lock = FileLock(path, preserve_lock_file=True)
     try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            lock.acquire(blocking=False)
+        except Timeout:
             if on_wait:
-                on_wait("waiting for " + waiting.replace("{holder}", _holder(handle)))
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        _note_holder(handle, str(os.getpid()))
+                on_wait("waiting for " + waiting.replace("{holder}", _holder(path)))
+            lock.acquire()
+    except OSError as exc:
+        raise failed(exc) from None
+    try:
+        _note_holder(path, str(os.getpid()))
         try:
             yield
         finally:
-            _note_holder(handle, "")
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _note_holder(path, "")
     finally:
-        handle.close()
+        lock.release()

@@ -3,12 +3,12 @@
 Pure, seeded functions on task dicts (``{"data": {...}, ...}`` as in ``samples.json``, or a
 flat data dict); each returns new dicts and never changes its input. The design is written
 into the task *data*, because the data fields are what reaches the ``tasks`` tidy table
-(``sync.tidy``) and so ``analysis.qc_hotel``:
+(``sync.tidy``) and so ``analysis.qc.hotel_spans``:
 
 - ``batch`` (1, 2, ...), ``position`` (1-based, inside the batch),
 - ``check``: ``""``, ``error_free`` or ``obvious_incorrect`` (attention checks),
 - ``reference_text`` / ``reference_start`` / ``reference_end`` / ``reference_label``: the
-  reference error (offsets into ``summary``, as :func:`analysis.qc_hotel.reference_span`
+  reference error (offsets into ``summary``, as :func:`analysis.qc.hotel_spans.reference_span`
   reads them), ``reference_answer``: a readable form (``Incorrect: Hudson River``, ``no errors``),
 - ``qualification``: ``True`` for the examples of the qualification batch,
 - ``group``: ``A``/``B`` (the wording of the no-errors box, seed 004),
@@ -104,7 +104,7 @@ def split_checks(tasks: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]],
 
 
 def with_reference(task: dict[str, Any], text_field: str = "summary") -> dict[str, Any]:
-    """The task with its reference answer in the columns ``analysis.qc_hotel`` reads.
+    """The task with its reference answer in the columns ``analysis.qc.hotel_spans`` reads.
 
     ``reference`` (or ``reference_text``) is the error's span text, e.g. ``"Hudson River"``;
     its offsets into ``text_field`` become ``reference_start``/``reference_end``;
@@ -341,12 +341,12 @@ def qualification_batch(
 ) -> Qualification:
     """The qualification task of seed 004: the two attention checks (one of each kind) and
     ``n_new`` new examples with reference answers, in a seeded order, scored 0-5 by
-    :func:`analysis.qc_hotel.qualification_scores`.
+    :func:`analysis.qc.hotel_spans.qualification_scores`.
 
     New examples are drawn (seeded) from the regular tasks that carry a reference
     (``reference``/``reference_text``/``reference_start``, or ``reference: "no errors"``,
-    which turns the example into an ``error_free`` one: qc_hotel scores an example as
-    error-free by its ``check``). They are set aside: ``remaining`` no longer has them.
+    which turns the example into an ``error_free`` one: ``analysis.qc.hotel_spans`` scores an
+    example as error-free by its ``check``). They are set aside: ``remaining`` no longer has them.
     Each example gets ``qualification: True``, ``position`` and its reference columns.
     """
     regular, pool = _all_checks(tasks, checks)

@@ -163,8 +163,9 @@ def _sqlite_stack():
 def _postgres_stack():
     """The throwaway PostgreSQL server and a Label Studio starting on a fresh database of it; a
     reason string instead when PostgreSQL's binaries are missing."""
+    from postgres_server import PostgresServer, find_postgres_bindir
+
     from judgelab.sync.client import SyncError
-    from judgelab.sync.postgres_server import PostgresServer, find_postgres_bindir
 
     try:
         find_postgres_bindir()
@@ -372,7 +373,7 @@ def _postgres_boot():
 
 @pytest.fixture(scope="session")
 def postgres_server(_postgres_boot):
-    """A throwaway PostgreSQL server (sync/postgres_server.py), stopped and removed at the end."""
+    """A throwaway PostgreSQL server (tests/postgres_server.py), stopped and removed at the end."""
     return _postgres_boot[0]
 
 

@@ -1,10 +1,11 @@
-"""The architecture's rules, checked on the source (an import contract, as import-linter would):
+"""The architecture's rules, checked on the source:
 
 - which of judgelab's packages may import which (``configs`` is the schema core and imports none of
   the others; ``backend`` and ``analysis`` import only ``configs``; ``sync`` imports ``configs`` and
-  ``analysis``, and reaches the backend over HTTP or as a process, never by import);
-- no import cycles between modules (function-level imports count: a cycle hidden in a function is
-  still a cycle);
+  ``analysis``, and reaches the backend over HTTP or as a process, never by import) and no import
+  cycles: import-linter's contracts in pyproject.toml (``[tool.importlinter]``). Its graph (grimp)
+  counts every import statement, function-level ones included, and leaves out those under
+  ``if TYPE_CHECKING:``;
 - no hand-kept list names every schema: per-schema code registers itself (configs.plugins);
 - a schema's words (labels, item values, item patterns, named constants) live in its folder: the other
   layers ask the ``Schema`` (``python tests/test_architecture.py`` lists any spelled outside ``configs/``).
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -23,134 +27,75 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("configs", "backend", "sync", "analysis")
-ALLOWED = {
-    "configs": set(),
-    "backend": {"configs"},
-    "analysis": {"configs"},
-    "sync": {"configs", "analysis"},
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _package_tree(where: Path, copied: str | None = None) -> Path:
+    """A folder holding ``judgelab`` laid out as a built wheel installs it (grimp reads the files
+    under the package's own folder, and the editable install's ``judgelab`` is one file pointing
+    at the repository): the four packages linked, or ``copied`` copied so a test can plant a file."""
+    package = where / "judgelab"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name in PACKAGES:
+        if name == copied:
+            shutil.copytree(ROOT / name, package / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (package / name).symlink_to(ROOT / name, target_is_directory=True)
+    return package
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", str(ROOT / "pyproject.toml")],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "COLUMNS": "1000"},  # one line per contract
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_import_contracts_are_kept(tmp_path):
+    result = _lint_imports(_package_tree(tmp_path).parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+PLANTED = {
+    # a function-level import counts as much as one at the top of a module (and configs importing
+    # backend, which imports configs, also breaks the contract on cycles)
+    "configs imports backend": (
+        "configs",
+        {"planted.py": "def f():\n    from judgelab.backend import model\n"},
+        "configs is the schema core",
+    ),
+    "sync imports backend": (
+        "sync",
+        {"planted.py": "import judgelab.backend.results\n"},
+        "sync never imports backend",
+    ),
+    "a cycle hidden in a function": (
+        "analysis",
+        {
+            "planted_a.py": "from judgelab.analysis import planted_b\n",
+            "planted_b.py": "def f():\n    from judgelab.analysis import planted_a\n",
+        },
+        "no import cycles",
+    ),
 }
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return "judgelab." + ".".join(parts)
-
-
-def source_modules() -> dict[str, Path]:
-    modules = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            # a schema folder's own plugin files (configs/<schema>/offline.py ...) are not the core
-            if package == "configs" and len(path.relative_to(ROOT).parts) > 2:
-                continue
-            modules[module_name(path)] = path
-    return modules
-
-
-def imported_modules(path: Path, modules: dict[str, Path]) -> set[str]:
-    """judgelab modules ``path`` imports, anywhere in it (TYPE_CHECKING-only imports excluded)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    this = module_name(path)
-    package = this if path.name == "__init__.py" else this.rsplit(".", 1)[0]
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(child) for stmt in node.body for child in ast.walk(stmt))
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        for name in names:
-            while name and name not in modules:
-                name = name.rpartition(".")[0]
-            if name and name != this:
-                found.add(name)
-    return found
-
-
-def top(name: str) -> str:
-    return name.split(".")[1]
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = source_modules()
-    return {name: imported_modules(path, modules) for name, path in modules.items()}
-
-
-def test_packages_import_only_what_the_architecture_allows():
-    broken = sorted(
-        f"{name} imports {target}"
-        for name, targets in import_graph().items()
-        for target in targets
-        if top(target) != top(name) and top(target) not in ALLOWED[top(name)]
-    )
-    assert not broken, "imports across packages that the architecture forbids:\n" + "\n".join(broken)
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = [0]
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = counter[0]
-        counter[0] += 1
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, ()):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """A package's ``__init__`` that re-exports its submodules is not a cycle with them: drop the
-    edges from a module to the packages that contain it (Python imports those first anyway)."""
-    return {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
-
-
-def test_no_import_cycles():
-    cycles = _cycles(_without_package_inits(import_graph()))
-    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
-
-
-def test_the_cycle_finder_finds_a_cycle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+@pytest.mark.parametrize("case", list(PLANTED))
+def test_the_import_contracts_break_on_a_planted_import(tmp_path, case):
+    folder, files, contract = PLANTED[case]
+    package = _package_tree(tmp_path, copied=folder)
+    for name, text in files.items():
+        (package / folder / name).write_text(text)
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout + result.stderr
+    broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
+    assert any(contract in line for line in broken), result.stdout
 
 
 @pytest.mark.parametrize(

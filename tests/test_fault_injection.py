@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 import yaml
 from fault_proxy import FaultProxy
+from snapshot_export import export_project_json, user_emails
 
 from judgelab.configs.schema import get_schema, load_schema
-from judgelab.sync.export import export_project_json, read_tables, user_emails
+from judgelab.sync.export import read_tables
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows
 from judgelab.sync.tidy import tidy_from_export

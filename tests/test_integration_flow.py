@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from snapshot_export import pull_tables
 
 from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
-from judgelab.sync.export import pull_tables, read_tables, write_tables
+from judgelab.sync.export import read_tables, write_tables
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows
 

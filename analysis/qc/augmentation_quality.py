@@ -85,19 +85,12 @@ def _items(schema_meta: Mapping[str, Any] | None, items: Sequence[str] | None) -
     return list(scales) or list(DEFAULT_ITEMS)
 
 
-def pilot_annotators(ratings: pd.DataFrame, annotators: Sequence[str] | None = None) -> tuple[str, str]:
-    """The two annotators of the pilot: the given ones, else the pair sharing the most tasks."""
-    pair = pilot_annotators_by_group(ratings, None, annotators)[0]
-    if isinstance(pair, ValueError):
-        raise pair
-    return pair
-
-
 def pilot_annotators_by_group(
     ratings: pd.DataFrame, groups: RowGroups | None, annotators: Sequence[str] | None = None
 ) -> list[tuple[str, str] | ValueError]:
-    """:func:`pilot_annotators` of each group of ``ratings`` (``GROUP`` column when ``groups`` is
-    given), or the ``ValueError`` it raises for that group."""
+    """The two annotators of the pilot in each group of ``ratings`` (``GROUP`` column when
+    ``groups`` is given): the given ones, else the pair sharing the most tasks; or the
+    ``ValueError`` that says why a group has no pair."""
     size = _size(groups)
     if annotators is not None:
         if len(annotators) != 2:

@@ -1,6 +1,6 @@
 """The report's document model: sections made of paragraphs, tables and figures.
 
-Section builders produce these blocks; ``analysis.report_rendering`` turns them into
+Section builders produce these blocks; ``analysis.report.rendering`` turns them into
 Markdown and HTML, and ``analysis.report`` writes every table's data to CSV.
 """
 

@@ -253,7 +253,7 @@ def score_distribution_png(distribution: pd.DataFrame, items: list[str] | None =
     """Stacked bars: share of each score per group (model), one panel per criterion.
 
     ``distribution``: columns ``group``, ``item``, ``value``, ``share`` (one block of
-    :func:`analysis.qc_likert.score_distributions`).
+    :func:`analysis.qc.likert_rubric_es.score_distributions`).
     """
     if distribution.empty:
         return None

@@ -366,7 +366,7 @@ def content_tokens(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[Tok
 def parse_number(raw: str, lang: str = "en") -> float | None:
     """Value of a digit string; ``,`` or ``.`` followed by 3 digits is a thousands separator
     in the language's convention (``10,000`` in English, ``10.000`` in Spanish/Italian)."""
-    thousands, decimal = (",", ".") if lang == "en" else (".", ",")
+    thousands = "," if lang == "en" else "."
     parts = re.split(r"([.,])", raw)
     digits = ""
     for i, part in enumerate(parts):

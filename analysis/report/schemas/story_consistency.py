@@ -502,8 +502,9 @@ def _gold_faithful(gold: pd.DataFrame) -> dict[object, bool]:
 
 
 def score_thresholds(data: ProjectData) -> tuple[dict, str]:
-    """Thresholds of the score judges, tuned on the tasks the schema's ``analysis.tune_on`` names
-    (StorySumm: ``split = val``), on every cell's rows; and those tasks in words."""
+    """Thresholds of the score judges, tuned on the tasks the schema's ``tune_on`` (under
+    ``analysis:``) names (StorySumm: ``split = val``), on every cell's rows; and those tasks in
+    words."""
 
     def compute() -> tuple[dict, str]:
         whole = data.all_cells

@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL server on 127.0.0.1, for Label Studio on Postgres without a system service.
+"""A throwaway PostgreSQL server on 127.0.0.1, for the tests' Label Studio on Postgres without a
+system service (``judgelab up --database-url`` takes a server of the user's own).
 
 PostgreSQL's own tools do the work: ``initdb`` makes a data folder in a temporary directory
 (trust authentication, connections from 127.0.0.1 only, the unix socket inside that directory),
