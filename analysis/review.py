@@ -198,11 +198,12 @@ def prediction_sources(*frames: pd.DataFrame) -> dict[str, str]:
 def _item_units(judgments: pd.DataFrame, reviewed: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
     parents = annotations["parent"].unique()
     keys = ["annotation_id", "item"]
-    rows = reviewed.assign(item=reviewed["item"].astype(str), origin=_column(reviewed, "origin"))
+    rows = reviewed.assign(item=reviewed["item"].astype(str), origin=_column(reviewed, "origin"),
+                           region_id=_column(reviewed, "region_id"))  # fmt: skip
     final = _first_by(rows, keys, ["region_id", "origin"]).rename(columns={"region_id": "final_region"})
     final = final.join(joined_values(rows, keys, "value").rename("final"), how="inner").reset_index()
     model = judgments[judgments["annotation_id"].isin(parents) & judgments["item"].notna()]
-    model = model.assign(item=model["item"].astype(str))
+    model = model.assign(item=model["item"].astype(str), region_id=_column(model, "region_id"))
     suggested = _first_by(model, keys, ["region_id"]).rename(columns={"region_id": "suggested_region"})
     suggested = suggested.join(joined_values(model, keys, "value").rename("suggested"), how="inner").reset_index()
     suggested = suggested.rename(columns={"annotation_id": "parent"})
@@ -303,7 +304,8 @@ def review_table(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
     units = pd.concat(parts, ignore_index=True)
     units = units.merge(annotations, on="annotation_id", how="left")
     sources = prediction_sources(judgments, spans)
-    units["suggestion_source"] = units["parent"].map(sources).fillna(UNKNOWN_SOURCE)  # a prediction without rows
+    source = units["parent"].map(sources).astype(object)
+    units["suggestion_source"] = source.fillna(UNKNOWN_SOURCE)  # a prediction without rows
     units["parent_prediction"] = pd.to_numeric(
         units["parent"].str.slice(len(PREDICTION_PREFIX)), errors="coerce"
     ).astype("Int64")
@@ -334,3 +336,32 @@ def outcome_counts(review: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             counts[f"{outcome}_rate"] = counts[f"n_{outcome}"] / counts["n_suggested"].replace(0, np.nan)
         counts["added_rate"] = counts["n_added"] / final.replace(0, np.nan)
     return counts[columns]
+
+
+ANNOTATION_OUTCOME_COLUMNS = ["project", "task_id", "annotation_id", "annotator", "lead_time", "suggestion_source",
+                              "n_suggested", "n_kept", "n_edited", "n_deleted", "n_added", "unchanged"]  # fmt: skip
+
+
+def annotation_outcomes(review: pd.DataFrame) -> pd.DataFrame:
+    """One row per reviewed annotation of the review table: its counts of kept, edited, deleted
+    and added units, and ``unchanged``: the annotation kept its suggestion unchanged, every
+    suggested unit kept and none added (the one definition of a suggestion "kept unchanged" at
+    the level of an annotation).
+
+    >>> review = pd.DataFrame({"project": 1, "task_id": [1, 1, 2], "annotation_id": ["a", "a", "b"],
+    ...     "annotator": "ana", "lead_time": [4.0, 4.0, 30.0], "suggestion_source": "model:m",
+    ...     "outcome": [KEPT, KEPT, EDITED]})
+    >>> annotation_outcomes(review)[["annotation_id", "n_suggested", "n_kept", "unchanged"]]
+      annotation_id  n_suggested  n_kept  unchanged
+    0             a            2       2       True
+    1             b            1       0      False
+    """
+    if review.empty:
+        return pd.DataFrame(columns=ANNOTATION_OUTCOME_COLUMNS)
+    keys = ["project", "task_id", "annotator", "lead_time", "suggestion_source"]
+    first = review.drop_duplicates("annotation_id").set_index("annotation_id")[keys]
+    counts = outcome_counts(review, ["annotation_id"]).set_index("annotation_id")
+    frame = first.join(counts[[f"n_{o}" for o in OUTCOMES] + ["n_suggested"]]).reset_index()
+    all_kept = frame["n_kept"] == frame["n_suggested"]
+    frame["unchanged"] = (frame["n_suggested"] > 0) & all_kept & (frame["n_added"] == 0)
+    return frame.reindex(columns=ANNOTATION_OUTCOME_COLUMNS)

@@ -147,3 +147,12 @@ def test_storysumm_judges_against_the_evaluation_interface_annotators():
     assert {j for j, (_, loose) in passing.items() if not loose} == {"minicheck-flan-t5-large"}
     lines = groups["line_*"]
     assert lines.judges == ["model:minicheck-flan-t5-large"]
+
+
+def test_no_reviewer_of_the_synthetic_study_is_a_rubber_stamper(report, study):
+    paths, markdown = report
+    table = pd.read_csv(paths.csv["rubber_stamping"])
+    assert len(table) == 3 and (table["status"] == "not flagged").all()
+    assert (table["n_suggested"] == 120).all() and table["kept_share"].between(0.2, 0.7).all()  # 60% of spans kept
+    assert (table["baseline"] == "own").all() and (table["time_ratio"] < 1).all()  # suggestions save some time
+    assert "Of 3 annotators who started from a suggestion: 0 flagged, 3 not flagged" in markdown

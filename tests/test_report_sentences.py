@@ -45,12 +45,13 @@ class Study:
     overlap: bool  # every annotator on every task, else one annotator per task
     judges: int = 0
     arm_tasks: int = 0  # tasks in each arm (0: no arms)
+    review: bool = False  # two tasks in three start from judge 0's suggestion; the first annotator keeps it, fast
 
     @property
     def id(self) -> str:
         return (
             f"{self.schema}-{self.n_tasks}t-{self.annotators}a-{'overlap' if self.overlap else 'single'}"
-            f"-{self.judges}j-{self.arm_tasks}arm"
+            f"-{self.judges}j-{self.arm_tasks}arm" + ("-review" if self.review else "")
         )
 
 
@@ -70,6 +71,9 @@ STUDIES = [
     Study("hotel_spans", 6, 0, True, judges=2),
     Study("story_consistency", 12, 2, True, judges=1),
     Study("story_consistency", 5, 3, False, judges=2),
+    Study("likert_rubric_es", 30, 3, True, judges=1, review=True),
+    Study("story_consistency", 12, 2, True, judges=1, review=True),
+    Study("likert_rubric_es", 12, 2, False, judges=2, review=True),
 ]
 
 
@@ -108,18 +112,31 @@ def make_study(study: Study) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
             row["arm"] = "suggested" if task <= study.arm_tasks else "blind"
         tasks.append(row)
         raters = humans if study.overlap else humans[task % len(humans) : task % len(humans) + 1]
-        for who in [*raters, *judges]:
+        suggestion: list[dict] = []
+        for who in [*judges, *raters] if study.review else [*raters, *judges]:
             if who.startswith("model:") and row.get("arm") == "blind":
                 continue
             annotation = f"{who}-{task}"
+            if study.review and who == judges[0]:
+                annotation = f"prediction:{task}"
             if not who.startswith("model:"):
                 annotated[who].add(task)
             rows = _answers(study, meta, rng, task, who, annotation)
+            if study.review and who == judges[0]:
+                suggestion = rows[0]
+            elif study.review and task % 3 and suggestion:  # started from judge 0's suggestion
+                if who == humans[0]:  # kept unchanged, in a few seconds
+                    copied = [r | {"annotation_id": annotation, "annotator": who, "source": "human", "lead_time": 3.0}
+                              for r in suggestion]  # fmt: skip
+                    rows = (copied, rows[1])
+                rows = ([r | {"parent_prediction": task} for r in rows[0]],
+                        [s | {"parent_prediction": task} for s in rows[1]])  # fmt: skip
             judgments += rows[0]
             spans += rows[1]
+    columns = list(_judgment(study, 0, "x", "i", 0, "a")) + (["parent_prediction"] if study.review else [])
     frames = {
         "tasks": pd.DataFrame(tasks),
-        "judgments": pd.DataFrame(judgments, columns=list(_judgment(study, 0, "x", "i", 0, "a"))),
+        "judgments": pd.DataFrame(judgments, columns=columns),
         "spans": pd.DataFrame(spans),
     }
     n_annotations = sum(len(t) for t in annotated.values())

@@ -21,6 +21,7 @@ from judgelab.analysis.facets import Cut, FacetCell
 from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
+from judgelab.analysis.rubber_stamping import KEPT_SHARE_MIN, TIME_RATIO_MAX
 from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
 from judgelab.configs.schema import line_item_regex
 
@@ -38,6 +39,9 @@ class ReportOptions:
     table shows on the page (its CSV always has every row). ``by`` and ``where`` cut every
     table and figure (see ``analysis.report.faceting``); ``None`` takes the cut kept with the
     project's tables (``cuts``, by project id as text), and a project without one is whole.
+    ``exclude_annotators`` and ``exclude_rubber_stampers`` leave annotators out of the study's
+    estimates (every other section still counts them); ``stamp_kept_share`` and
+    ``stamp_time_ratio`` are the rubber-stamping rule's thresholds (``analysis.rubber_stamping``).
     """
 
     cluster: bool = False
@@ -47,6 +51,13 @@ class ReportOptions:
     by: tuple[str, ...] | None = None  # None: the project's kept cut; (): no facets
     where: str | None = None  # None: the project's kept cut; "": no filter
     cuts: Mapping[str, Cut] = field(default_factory=dict)  # the cut kept with each project's tables
+    # who the study's estimates leave out (``analysis.report.sections.rubber_stamping.left_out_annotators``
+    # resolves them per project, with the reason): annotators by name, and with ``exclude_rubber_stampers``
+    # those the project's rubber-stamping rule flags (thresholds ``stamp_kept_share``, ``stamp_time_ratio``)
+    exclude_annotators: frozenset[str] = frozenset()
+    exclude_rubber_stampers: bool = False
+    stamp_kept_share: float = KEPT_SHARE_MIN
+    stamp_time_ratio: float = TIME_RATIO_MAX
 
 
 @dataclass(frozen=True)

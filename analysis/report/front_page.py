@@ -201,6 +201,7 @@ GLANCE_ORDER = (
     "Span agreement",
     "Targets",
     "Suggestions",
+    "Rubber-stamping",
     "Judges against gold",
     "Judges",
     "Cost",

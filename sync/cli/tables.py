@@ -202,6 +202,24 @@ def _changed(count: int) -> str:
     help="Keep --by/--where with the reported projects' tables (cut.json), so every later report uses them.",
 )
 @click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap resamples for intervals.")
+@click.option(
+    "--exclude-rubber-stampers",
+    is_flag=True,
+    help="Leave the annotators the Rubber-stamping section flags out of the study's estimates (each project's "
+    "own flags; the report says who and why; every other section still counts them).",
+)
+@click.option(
+    "--stamp-kept-share",
+    type=click.FloatRange(0, 1),
+    metavar="SHARE",
+    help="Rubber-stamping: flag at this share of suggestions kept unchanged, or more ... [default: 0.9]",
+)
+@click.option(
+    "--stamp-time-ratio",
+    type=click.FloatRange(0, min_open=True),
+    metavar="RATIO",
+    help="... when a kept suggestion took at most this share of the annotator's from-scratch time. [default: 0.5]",
+)
 def report_cmd(
     tables_dirs: tuple[Path, ...],
     out: Path,
@@ -211,6 +229,9 @@ def report_cmd(
     where: str | None,
     keep_cut: bool,
     n_boot: int,
+    exclude_rubber_stampers: bool,
+    stamp_kept_share: float | None,
+    stamp_time_ratio: float | None,
 ) -> None:
     """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
 
@@ -233,6 +254,7 @@ def report_cmd(
     from judgelab.analysis.report import build_reports
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
+    from judgelab.analysis.rubber_stamping import KEPT_SHARE_MIN, TIME_RATIO_MAX
     from judgelab.sync.export import read_cuts, read_tables, write_cuts
     from judgelab.sync.usage import read_usage
 
@@ -273,6 +295,9 @@ def report_cmd(
         by=None if by is None else split_by(by),
         where=None if where is None else ("" if where.strip().lower() == "none" else where),
         cuts=cuts,
+        exclude_rubber_stampers=exclude_rubber_stampers,
+        stamp_kept_share=KEPT_SHARE_MIN if stamp_kept_share is None else stamp_kept_share,
+        stamp_time_ratio=TIME_RATIO_MAX if stamp_time_ratio is None else stamp_time_ratio,
     )
     with progress_bar(None, "reports", unit="report") as bar:
 

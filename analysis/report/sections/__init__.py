@@ -36,6 +36,7 @@ from judgelab.analysis.report.sections.general import (
 )
 from judgelab.analysis.report.sections.judges import judges_section
 from judgelab.analysis.report.sections.models import model_agreement_section
+from judgelab.analysis.report.sections.rubber_stamping import rubber_stamping_section
 from judgelab.analysis.report.sections.spans import span_agreement_section
 from judgelab.analysis.report.sections.suggestions import suggestions_section
 
@@ -70,11 +71,12 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     source_counts_section,
     model_agreement_section,
     suggestions_section,
+    rubber_stamping_section,
     arms_section,
     judges_section,
     cost_section,
 ]
-# the review loop's sections: what reviewers did with suggestions, anchoring, judge calibration
-REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, arms_section, judges_section]
+# the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
+REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, rubber_stamping_section, arms_section, judges_section]
 
 __all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
