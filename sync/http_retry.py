@@ -159,9 +159,8 @@ def repeat_write(send: Callable[[], T], landed: Callable[[], T | None], what: st
         assert state.outcome is not None
         exc = state.outcome.exception()
         why = f"HTTP {exc.status_code}" if isinstance(exc, ApiError) else type(exc).__name__
-        log.info(
-            "%s: %s; looking whether it landed, then trying again (%d/%d)", what, why, state.attempt_number + 1, attempts
-        )
+        then = f"looking whether it landed, then trying again ({state.attempt_number + 1}/{attempts})"
+        log.info("%s: %s; %s", what, why, then)
 
     policy = _policy(
         attempts, retry_pause(), retry=tenacity.retry_if_exception(retried), before_sleep=before_sleep, reraise=True
