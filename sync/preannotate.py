@@ -199,10 +199,10 @@ def preannotate_project(
     stored = extra_params or {}
     if options.budget is not None and ("price_in" not in stored or "price_out" not in stored):
         raise SyncError("--budget needs --price-in and --price-out (per million tokens)")
-    start = run_usage(backend, project_id)
+    usage_before = run_usage(backend, project_id)
 
     def spent() -> RunUsage | None:
-        return run_usage(backend, project_id, after=start.last_id if start else 0)
+        return run_usage(backend, project_id, after=usage_before.last_id if usage_before else 0)
 
     blind: list[int] = []
     missing, total = _missing(client, project_id, versions, blind)
@@ -230,8 +230,8 @@ def preannotate_project(
         report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
     elif missing:
         size = len(missing) if report.method == "retrieve" else max(1, options.chunk_size)
-        for start_at in range(0, len(missing), size):
-            chunk = missing[start_at : start_at + size]
+        for start in range(0, len(missing), size):
+            chunk = missing[start : start + size]
             try:
                 retrieve_for(client, project_id, chunk, timeout)
             except httpx.TimeoutException:
@@ -246,7 +246,7 @@ def preannotate_project(
     report.unfinished = len(still)
     report.per_version = _counts(client, project_id, versions) if missing else before
     report.added = sum(report.per_version.values()) - sum(before.values())
-    report.usage = spent() if start is not None else None
+    report.usage = spent() if usage_before is not None else None
     return report
 
 
