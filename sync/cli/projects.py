@@ -397,20 +397,21 @@ def connect_cmd(
     auth = _auth(basic_auth)
     client = connect(_connection(ctx))
     ls_url = ls_backend_url or backend_url or DEFAULT_BACKEND_URL
-    backend = BackendClient(backend_url or ls_url, auth)
     out, listed = Output(as_json), []
-    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
-        link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, backend=backend)
-        out.line(f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})")
-        _show_judges(out, project, link)
-        listed.append(
-            {
-                **project.as_json(),
-                "backend_url": ls_url,
-                "model_version": link.model_version,
-                "model_versions": link.model_versions,
-            }
-        )
+    with BackendClient(backend_url or ls_url, auth) as backend:
+        for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
+            link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, backend=backend)
+            line = f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})"
+            out.line(line)
+            _show_judges(out, project, link)
+            listed.append(
+                {
+                    **project.as_json(),
+                    "backend_url": ls_url,
+                    "model_version": link.model_version,
+                    "model_versions": link.model_versions,
+                }
+            )
     out.result({"projects": listed})
 
 
@@ -437,7 +438,8 @@ def _preannotate_options(command):
         from judgelab.sync.preannotate import PreannotateOptions
 
         method = "push" if push else "auto"
-        options = PreannotateOptions(method, chunk_size, budget=budget, backend_url=backend_url)  # --budget checked
+        # --budget's needs are checked first, then the judges and the auth
+        options = PreannotateOptions(method, chunk_size, budget=budget, backend_url=backend_url)
         options = dataclasses.replace(
             options,
             ls_backend_url=ls_backend_url,
