@@ -48,21 +48,15 @@ def _setting(name: str, default: float) -> float:
         return default
 
 
+def _wait(pause: float | None) -> tenacity.wait_base:
+    """A pause of ``pause`` (default ``$JUDGELAB_HTTP_RETRY_PAUSE``), doubled each time up to a cap."""
+    pause = max(0.0, pause if pause is not None else _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
+    return tenacity.wait_exponential(multiplier=pause, max=MAX_PAUSE_SECONDS)
+
+
 def retry_attempts(attempts: int | None = None) -> int:
     """Attempts in all: ``attempts``, else ``$JUDGELAB_HTTP_RETRIES`` (default 5); at least 1."""
     return max(1, int(attempts if attempts is not None else _setting("JUDGELAB_HTTP_RETRIES", 5)))
-
-
-def retry_pause(pause: float | None = None) -> float:
-    """The first pause in seconds: ``pause``, else ``$JUDGELAB_HTTP_RETRY_PAUSE`` (default 0.5)."""
-    return max(0.0, pause if pause is not None else _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
-
-
-def _policy(attempts: int, pause: float, **kwargs: object) -> tenacity.Retrying:
-    """tenacity's loop with the pause doubled from ``pause`` up to :data:`MAX_PAUSE_SECONDS`."""
-    kwargs.setdefault("stop", tenacity.stop_after_attempt(attempts))
-    kwargs.setdefault("sleep", time.sleep)
-    return tenacity.Retrying(wait=tenacity.wait_exponential(multiplier=pause, max=MAX_PAUSE_SECONDS), **kwargs)
 
 
 def read_policy(
@@ -77,31 +71,24 @@ def read_policy(
     with its body read: a refused connection is tried :data:`CONNECT_ATTEMPTS` times, a dropped
     one and the :data:`RETRIED_STATUS` answers ``attempts`` times; the last answer is returned as
     it came, the last error raised as it came. ``what`` names the request in the log."""
-    attempts, pause = retry_attempts(attempts), retry_pause(pause)
+    attempts = retry_attempts(attempts)
 
-    def stop(state: tenacity.RetryCallState) -> bool:
-        outcome = state.outcome
-        if outcome is not None and outcome.failed and isinstance(outcome.exception(), CONNECT_ERRORS):
-            return state.attempt_number >= min(attempts, CONNECT_ATTEMPTS)
-        return state.attempt_number >= attempts
+    def refused(state: tenacity.RetryCallState) -> bool:  # a server that is down stays down
+        return isinstance(state.outcome.exception(), CONNECT_ERRORS) and state.attempt_number >= CONNECT_ATTEMPTS
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
-        assert state.outcome is not None
         if state.outcome.failed:
-            exc = state.outcome.exception()
-            why = f"{type(exc).__name__}: {exc}"
+            why = f"{type(state.outcome.exception()).__name__}: {state.outcome.exception()}"
         else:
-            response = state.outcome.result()
-            response.close()
-            why = f"HTTP {response.status_code}"
+            state.outcome.result().close()
+            why = f"HTTP {state.outcome.result().status_code}"
         log.info("%s: %s; trying again (%d/%d)", what, why, state.attempt_number + 1, attempts)
         if on_retry:
             on_retry()
 
-    return _policy(
-        attempts,
-        pause,
-        stop=stop,
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts) | refused,
+        wait=_wait(pause),
         retry=tenacity.retry_if_exception_type((*CONNECT_ERRORS, *RETRIED_ERRORS))
         | tenacity.retry_if_result(lambda response: response.status_code in RETRIED_STATUS),
         before_sleep=before_sleep,
@@ -117,8 +104,7 @@ class RetryingTransport(httpx.BaseTransport):
         self, inner: httpx.BaseTransport | None = None, attempts: int | None = None, pause: float | None = None
     ) -> None:
         self.inner = inner or httpx.HTTPTransport()
-        self.attempts = retry_attempts(attempts)
-        self.pause = retry_pause(pause)
+        self.attempts, self.pause = attempts, pause
         self.retries = 0  # requests repeated so far (for tests and -v)
 
     def _counted(self) -> None:
@@ -156,14 +142,17 @@ def repeat_write(send: Callable[[], T], landed: Callable[[], T | None], what: st
         return isinstance(exc, LOST_ANSWER_ERRORS) or (isinstance(exc, ApiError) and exc.status_code in RETRIED_STATUS)
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
-        assert state.outcome is not None
         exc = state.outcome.exception()
         why = f"HTTP {exc.status_code}" if isinstance(exc, ApiError) else type(exc).__name__
         then = f"looking whether it landed, then trying again ({state.attempt_number + 1}/{attempts})"
         log.info("%s: %s; %s", what, why, then)
 
-    policy = _policy(
-        attempts, retry_pause(), retry=tenacity.retry_if_exception(retried), before_sleep=before_sleep, reraise=True
+    policy = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=_wait(None),
+        retry=tenacity.retry_if_exception(retried),
+        before_sleep=before_sleep,
+        reraise=True,
     )
     for attempt in policy:
         if attempt.retry_state.attempt_number > 1:
