@@ -247,6 +247,24 @@ class ChatClient:
         """The whole answer: up to ``n`` choices (a server may give fewer) and the usage,
         from ``model`` (default: the settings'). Retries and deadline as :meth:`complete`."""
 
+        async def ask() -> Completion:  # one attempt; a server refusing response_format is asked again at once
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining < MIN_ATTEMPT_S:
+                    raise self._error("deadline", "no time left before the deadline")
+                try:
+                    return await self._attempt(self.payload(messages, response_format, model, n), remaining)
+                except _FormatRejected as rejected:
+                    if self.settings.json_mode != "auto":
+                        raise self._error(
+                            "format_rejected",
+                            f"the server refused response_format (JUDGELAB_LLM_JSON_MODE=on): {rejected}",
+                            status=rejected.status,
+                        ) from None
+                    self.format_supported = False
+                    self.stats["format fallback"] += 1
+                    log.warning("the LLM server refused response_format (%s); asking without it from now on", rejected)
+
         def stop(state: tenacity.RetryCallState) -> bool:  # the wait is known: tenacity computes it first
             late = deadline is not None and time.monotonic() + state.upcoming_sleep + MIN_ATTEMPT_S > deadline
             return state.attempt_number > self.settings.retries or late
@@ -267,41 +285,12 @@ class ChatClient:
             before_sleep=self._before_retry,
             retry_error_callback=gave_up,
         )
-        return await retrying(self._ask, messages, response_format, deadline, model, n)
+        return await retrying(ask)
 
     def _before_retry(self, state: tenacity.RetryCallState) -> None:
         self.stats["retries"] += 1
         error, attempt, wait = _failure(state).error, state.attempt_number, state.upcoming_sleep
         log.info("LLM request failed (%s), attempt %d; retrying in %.2f s", error, attempt, wait)
-
-    async def _ask(
-        self,
-        messages: list[dict[str, Any]],
-        response_format: dict[str, Any] | None,
-        deadline: float | None,
-        model: str | None,
-        n: int,
-    ) -> Completion:
-        """One attempt (raises :class:`_Retryable` for a failure worth another), asked again at
-        once without ``response_format`` when the server refuses it in ``auto`` mode: that is
-        not a retry."""
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining < MIN_ATTEMPT_S:
-                raise self._error("deadline", "no time left before the deadline")
-            body = self.payload(messages, response_format, model, n)
-            try:
-                return await self._attempt(body, remaining)
-            except _FormatRejected as rejected:
-                if self.settings.json_mode != "auto":
-                    raise self._error(
-                        "format_rejected",
-                        f"the server refused response_format (JUDGELAB_LLM_JSON_MODE=on): {rejected}",
-                        status=rejected.status,
-                    ) from None
-                self.format_supported = False
-                self.stats["format fallback"] += 1
-                log.warning("the LLM server refused response_format (%s); asking without it from now on", rejected)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -395,10 +384,7 @@ class _Retryable(Exception):
 
 def _failure(state: tenacity.RetryCallState) -> _Retryable:
     """The failed attempt's :class:`_Retryable` (tenacity retries nothing else)."""
-    assert state.outcome is not None
-    failure = state.outcome.exception()
-    assert isinstance(failure, _Retryable)
-    return failure
+    return state.outcome.exception()  # type: ignore[union-attr,return-value]
 
 
 class _FormatRejected(Exception):
