@@ -5,11 +5,12 @@ basic auth and a timeout per request.
 Every request is retried as Label Studio's reads are (:func:`judgelab.sync.http_retry.read_policy`:
 429 and 5xx answers and dropped connections a few times, a refused connection twice, with a
 growing pause; ``JUDGELAB_HTTP_RETRIES`` and ``JUDGELAB_HTTP_RETRY_PAUSE``). That is safe for the
-two POSTs too: ``/setup`` only computes the project's model versions, and ``/predict`` stores
-nothing (judgelab imports its predictions itself, after asking Label Studio which tasks already
-have one) and answers a repeated task from the backend's cache of the LLM's answers, so a request
-sent again after a lost answer neither pays the LLM twice nor adds a second prediction. A timeout
-is never retried: a backend still working on it would be given the same work again.
+two POSTs too: ``/setup`` only computes the project's model versions, and ``/predict`` is
+idempotent: the backend stores nothing (judgelab imports the predictions itself, after asking
+Label Studio which tasks already have one) and answers a task it has seen from its cache of the
+LLM's answers (``JUDGELAB_CACHE_PATH``, on by default), so a request sent again after a lost answer
+neither adds a second prediction nor, with the cache, pays the LLM twice. A timeout is never
+retried: a backend still working on it would be given the same work again.
 
 A failure is a :class:`BackendError` (:class:`BackendUnreachable` when no answer came), a
 :class:`~judgelab.sync.client.SyncError` whose ``detail`` is what went wrong underneath.
