@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "editable"))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
+from judgelab.sync.backend_client import BackendClient  # noqa: E402
 from judgelab.sync.backend_link import connect_backend, prediction_counts  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402
@@ -39,7 +40,7 @@ from judgelab.sync.local_stack import (  # noqa: E402
     start_label_studio,
     stop_stack,
 )
-from judgelab.sync.preannotate import RETRIEVE_TIMEOUT, preannotate_project  # noqa: E402
+from judgelab.sync.preannotate import RETRIEVE_TIMEOUT, PreannotateOptions, preannotate_project  # noqa: E402
 from judgelab.sync.projects import ensure_project, import_rows  # noqa: E402
 
 
@@ -74,14 +75,14 @@ def main() -> None:
             import_rows(client, project.id, rows(schema, args.tasks, way))
             link = connect_backend(client, project.id, settings.backend_url)
             started = time.perf_counter()
-            preannotate_project(
-                client,
-                project.id,
-                link.model_version,
-                method=way,
-                backend_url=settings.backend_url,
-                chunk_size=args.tasks if way == "retrieve" else args.chunk_size,
-            )
+            with BackendClient(settings.backend_url) as backend:
+                preannotate_project(
+                    client,
+                    project.id,
+                    link.model_version,
+                    PreannotateOptions(way, chunk_size=args.tasks if way == "retrieve" else args.chunk_size),
+                    backend=backend,
+                )
             results[way] = time.perf_counter() - started
             total, done = prediction_counts(client, project.id, link.model_version)
             print(f"  {way:8} {results[way]:6.1f} s  {done}/{total} predicted", flush=True)

@@ -9,8 +9,9 @@ Label Studio connects the backend itself: it calls ``/health`` and ``/setup`` wh
 is added or updated and keeps the ``model_version`` the backend reported. So the URL given to
 Label Studio is the URL *Label Studio* reaches, which need not resolve where judgelab runs
 (``http://judgelab-backend:9090`` inside a Docker network). judgelab asks the backend itself only
-for what Label Studio does not keep, at the URL *judgelab* reaches (when it can): each judge's
-model version, and the LLM's token usage.
+for what Label Studio does not keep, at the URL *judgelab* reaches (when it can), through its
+:class:`~judgelab.sync.backend_client.BackendClient`: each judge's model version, and the LLM's
+token usage.
 
 A project's judges (which models, how many samples, their prices) are the ML backend's
 ``extra_params`` in Label Studio: Label Studio sends them with every ``/setup``, so its own
@@ -25,18 +26,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
+from judgelab.sync.backend_client import BackendClient, BackendUnreachable
 from judgelab.sync.client import SyncError, api_error_message
 
 log = logging.getLogger("judgelab.sync")
 OUR_PREFIX = "judgelab"  # the titles judgelab gives its ML backends (then their model version)
-
-
-class BackendUnreachable(SyncError):
-    """judgelab gets no answer from the backend at the URL it was given (Label Studio may)."""
 
 
 @dataclass
@@ -49,34 +46,6 @@ class BackendLink:
     extra_params: dict[str, Any] | None = None  # the project's judge settings, as stored in Label Studio
     url: str = ""  # the backend as Label Studio reaches it
     judges_known: bool = True  # False: judgelab could not ask the backend; model_versions is the first only
-
-
-def _setup(
-    url: str, project_id: int, label_config: str, auth: tuple[str, str] | None, extra_params: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The backend's ``/setup`` answer (``model_version``, and per judge with the LLM), asked by judgelab."""
-    try:
-        response = httpx.post(
-            f"{url.rstrip('/')}/setup",
-            json={"project": f"{project_id}.0", "schema": label_config, "extra_params": extra_params},
-            auth=auth,
-            timeout=10,
-        )
-    except httpx.HTTPError as exc:
-        raise BackendUnreachable(f"ML backend at {url} did not answer /setup: {exc}") from None
-    if response.status_code == 400:
-        try:
-            said = response.json().get("error")
-        except ValueError:
-            said = response.text[:300]
-        raise SyncError(f"ML backend at {url} refused project {project_id}'s settings: {said}")
-    try:
-        response.raise_for_status()
-        answer = response.json()
-        str(answer["model_version"])
-    except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-        raise SyncError(f"ML backend at {url} did not answer /setup: {exc}") from None
-    return answer
 
 
 def _same_url(a: str | None, b: str | None) -> bool:
@@ -109,7 +78,7 @@ def connect_backend(
     auth: tuple[str, str] | None = None,
     timeout: float = 100,
     extra_params: dict[str, Any] | None = None,
-    judgelab_url: str | None = None,
+    backend: BackendClient | None = None,
 ) -> BackendLink:
     """Attach the backend Label Studio reaches at ``url`` to the project and align versions.
 
@@ -117,8 +86,8 @@ def connect_backend(
     URL is moved to this one (never a second one); Label Studio checks the backend and asks it for
     its model version in both cases. ``extra_params`` (the project's judges: see
     :func:`judge_params`) are stored with the ML backend in Label Studio; ``None`` keeps what is
-    stored there. ``judgelab_url``: the backend as judgelab reaches it (default ``url``), asked
-    for each judge's version; when judgelab cannot reach it, ``judges_known`` is False.
+    stored there. ``backend``: the backend as judgelab reaches it (default: at ``url``, with
+    ``auth``), asked for each judge's version; when judgelab cannot reach it, ``judges_known`` is False.
     """
     backends = list(client.ml.list(project=project_id))
     same = [ml for ml in backends if _same_url(ml.url, url)]
@@ -165,7 +134,11 @@ def connect_backend(
         client.projects.update(id=project_id, model_version=version)
     link = BackendLink(ml.id, version, created, [version], [], params, url)
     try:
-        answer = _setup(judgelab_url or url, project_id, project.label_config, auth, params)
+        if backend is None:
+            with BackendClient(url, auth) as own:
+                answer = own.setup(project_id, project.label_config, params)
+        else:
+            answer = backend.setup(project_id, project.label_config, params)
     except BackendUnreachable as exc:
         log.info("judges of project %s unknown: %s", project_id, exc)
         link.judges_known = False
@@ -262,23 +235,14 @@ class RunUsage:
         return "; ".join(parts)
 
 
-def backend_usage(url: str, project_id: int, auth: tuple[str, str] | None = None, after: int = 0) -> RunUsage | None:
+def backend_usage(backend: BackendClient, project_id: int, after: int = 0) -> RunUsage | None:
     """The backend's token usage for the project since row ``after`` (None: the backend keeps no
-    usage, e.g. the offline annotator or an older judgelab)."""
-    try:
-        response = httpx.get(
-            f"{url.rstrip('/')}/usage", params={"project": str(project_id), "after": after}, auth=auth, timeout=30
-        )
-    except httpx.HTTPError as exc:
-        raise BackendUnreachable(f"ML backend at {url} did not answer /usage: {exc}") from None
-    if response.status_code == 404:
-        return None
-    try:
-        response.raise_for_status()
-        payload = response.json()
-        total = payload.get("total") or {}
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        raise SyncError(f"ML backend at {url} did not answer /usage: {exc}") from None
+    usage, e.g. the offline annotator or an older judgelab). Raises
+    :class:`~judgelab.sync.backend_client.BackendUnreachable` when it does not answer."""
+    payload = backend.usage(project_id, after=after) or {}
+    total = payload.get("total") or {}
+    if not isinstance(total, dict):
+        raise SyncError(f"ML backend at {backend.url} did not answer /usage: its total is not an object")
     if not total:
         return None
     counts = {k: int(total.get(k) or 0) for k in ("requests", "answers", "cached", "unreported", "unpriced")}

@@ -10,6 +10,10 @@ chunk is imported, the project is asked again which versions its tasks already h
 With a :class:`Budget`, each chunk is only as big as the money left allows at the dearest task
 seen so far in the run (the first task alone, until one has cost something); when not even one
 task fits, the run stops and leaves the rest for a later run.
+
+The backend is asked through :class:`judgelab.sync.backend_client.BackendClient`, whose retries
+of ``/predict`` are safe (see there): a chunk sent again is answered from the backend's cache, and
+its predictions are imported only for tasks that still lack one.
 """
 
 from __future__ import annotations
@@ -18,19 +22,24 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.configs.arms import is_blind
+from judgelab.sync.backend_client import BackendClient, BackendError, BackendUnreachable
 from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.ls_api import as_api
 from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
 
+if TYPE_CHECKING:  # preannotate calls this module: only its options' type is named here
+    from judgelab.sync.preannotate import PreannotateOptions
+
 log = logging.getLogger("judgelab.sync")
+CHUNK_SIZE = 100  # tasks per /predict and per import
+MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)
 
 
 @dataclass
@@ -126,21 +135,35 @@ def task_data(client: Any, project_id: int, ids: list[int]) -> dict[int, dict[st
 def push_predictions(
     client: LabelStudio,
     project_id: int,
-    backend_url: str,
+    backend: BackendClient | str,
     model_version: str | list[str],
-    chunk_size: int = 100,
-    max_rounds: int = 3,
-    auth: tuple[str, str] | None = None,
-    timeout: float = 120.0,
-    progress: Callable[[int], None] | None = None,
+    options: PreannotateOptions | None = None,
+    *,
     extra_params: dict[str, Any] | None = None,
     budget: Budget | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> PushReport:
     """Send the project's unpredicted tasks to the backend and import the predictions.
 
-    ``model_version``: the backend's version, or one per judge (all are expected per task).
+    ``backend``: its client, or its URL (no auth). ``model_version``: the backend's version, or
+    one per judge (all are expected per task). ``options``: the chunk size and the number of
+    rounds (:class:`~judgelab.sync.preannotate.PreannotateOptions`; default 100 tasks, 3 rounds).
     ``extra_params``: the project's judges, sent along (the backend uses them even if it was
     restarted since ``/setup``). ``budget``: stop before the run would cost more."""
+    if isinstance(backend, str):
+        with BackendClient(backend) as own:
+            return push_predictions(
+                client,
+                project_id,
+                own,
+                model_version,
+                options,
+                extra_params=extra_params,
+                budget=budget,
+                progress=progress,
+            )
+    chunk_size = options.chunk_size if options else CHUNK_SIZE
+    max_rounds = options.max_rounds if options else MAX_ROUNDS
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
@@ -148,44 +171,39 @@ def push_predictions(
     missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
     report.blind = len(blind)
     report.already = report.tasks - len(missing) - report.blind
-    http = httpx.Client(timeout=timeout, auth=auth)
-    try:
-        for _ in range(max_rounds):
-            if not missing or report.budget_stopped:
+    for _ in range(max_rounds):
+        if not missing or report.budget_stopped:
+            break
+        report.rounds += 1
+        queue = list(missing)
+        while queue:
+            size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
+            if size <= 0:
+                report.budget_stopped = True
                 break
-            report.rounds += 1
-            queue = list(missing)
-            while queue:
-                size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
-                if size <= 0:
-                    report.budget_stopped = True
-                    break
-                ids, queue = queue[:size], queue[size:]
-                data = task_data(client, project_id, ids)
-                chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
-                predictions = _predict_chunk(http, backend_url, project, chunk, report, extra_params)
-                fresh = _not_yet_predicted(client, project_id, versions, predictions)
-                if fresh:
-                    try:
-                        client.projects.import_predictions(id=project_id, request=fresh)
-                    except ApiError as exc:
-                        raise SyncError(
-                            f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
-                            f"{report.pushed} were imported before; re-run to continue"
-                        ) from None
-                    report.pushed += len(fresh)
-                if progress:
-                    progress(len({p["task"] for p in fresh}))
-            missing, _ = tasks_missing_version(client, project_id, versions)
-    finally:
-        http.close()
+            ids, queue = queue[:size], queue[size:]
+            data = task_data(client, project_id, ids)
+            chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
+            predictions = _predict_chunk(backend, project, chunk, report, extra_params)
+            fresh = _not_yet_predicted(client, project_id, versions, predictions)
+            if fresh:
+                try:
+                    client.projects.import_predictions(id=project_id, request=fresh)
+                except ApiError as exc:
+                    raise SyncError(
+                        f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
+                        f"{report.pushed} were imported before; re-run to continue"
+                    ) from None
+                report.pushed += len(fresh)
+            if progress:
+                progress(len({p["task"] for p in fresh}))
+        missing, _ = tasks_missing_version(client, project_id, versions)
     report.unfinished = len(missing)
     return report
 
 
 def _predict_chunk(
-    http: httpx.Client,
-    backend_url: str,
+    backend: BackendClient,
     project: Any,
     chunk: list[tuple[int, dict[str, Any]]],
     report: PushReport,
@@ -196,21 +214,16 @@ def _predict_chunk(
     body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
     if extra_params is not None:
         body["params"] = {"extra_params": extra_params}
-    try:  # ASCII escapes, as Label Studio sends it: text that is not valid Unicode cannot fail the chunk
-        payload = json.dumps(body).encode("ascii")
-        response = http.post(
-            f"{backend_url.rstrip('/')}/predict", content=payload, headers={"Content-Type": "application/json"}
-        )
-        response.raise_for_status()
-        results = response.json().get("results")
-    except httpx.ConnectError as exc:
+    try:
+        results = backend.predict(body)
+    except BackendUnreachable as exc:
         raise SyncError(
-            f"judgelab cannot reach the ML backend at {backend_url} ({exc}): give --backend-url as judgelab "
+            f"judgelab cannot reach the ML backend at {backend.url} ({exc.detail}): give --backend-url as judgelab "
             f"reaches it (Label Studio's URL for it may differ); {report.pushed} prediction(s) were imported before"
         ) from None
-    except (httpx.HTTPError, ValueError) as exc:
+    except BackendError as exc:
         report.failures["backend request failed"] = report.failures.get("backend request failed", 0) + 1
-        log.warning("backend /predict failed for %d tasks: %s", len(chunk), exc)
+        log.warning("backend /predict failed for %d tasks: %s", len(chunk), exc.detail)
         return []
     if not isinstance(results, list) or len(results) != len(chunk):
         report.failures["backend answer malformed"] = report.failures.get("backend answer malformed", 0) + 1

@@ -12,7 +12,9 @@ if it did not: a 500 while Label Studio is busy (SQLite locked by another import
 for a read, and nothing is stored twice.
 
 ``JUDGELAB_HTTP_RETRIES`` (attempts in all, default 5) and ``JUDGELAB_HTTP_RETRY_PAUSE`` (the
-first pause in seconds, doubled each time, default 0.5) configure it.
+first pause in seconds, doubled each time, default 0.5) configure it. The policy
+(:func:`read_policy`, built on ``tenacity``) is also the one judgelab's client of the ML backend
+uses (:mod:`judgelab.sync.backend_client`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import httpx
+import tenacity
 
 log = logging.getLogger("judgelab.sync")
 
@@ -45,6 +48,55 @@ def _setting(name: str, default: float) -> float:
         return default
 
 
+def _wait(pause: float | None) -> tenacity.wait_base:
+    """A pause of ``pause`` (default ``$JUDGELAB_HTTP_RETRY_PAUSE``), doubled each time up to a cap."""
+    pause = max(0.0, pause if pause is not None else _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
+    return tenacity.wait_exponential(multiplier=pause, max=MAX_PAUSE_SECONDS)
+
+
+def retry_attempts(attempts: int | None = None) -> int:
+    """Attempts in all: ``attempts``, else ``$JUDGELAB_HTTP_RETRIES`` (default 5); at least 1."""
+    return max(1, int(attempts if attempts is not None else _setting("JUDGELAB_HTTP_RETRIES", 5)))
+
+
+def read_policy(
+    what: str,
+    attempts: int | None = None,
+    pause: float | None = None,
+    *,
+    on_retry: Callable[[], None] | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> tenacity.Retrying:
+    """The retries of a read (see the module doc) around a call that returns an ``httpx.Response``
+    with its body read: a refused connection is tried :data:`CONNECT_ATTEMPTS` times, a dropped
+    one and the :data:`RETRIED_STATUS` answers ``attempts`` times; the last answer is returned as
+    it came, the last error raised as it came. ``what`` names the request in the log."""
+    attempts = retry_attempts(attempts)
+
+    def refused(state: tenacity.RetryCallState) -> bool:  # a server that is down stays down
+        return isinstance(state.outcome.exception(), CONNECT_ERRORS) and state.attempt_number >= CONNECT_ATTEMPTS
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        if state.outcome.failed:
+            why = f"{type(state.outcome.exception()).__name__}: {state.outcome.exception()}"
+        else:
+            state.outcome.result().close()
+            why = f"HTTP {state.outcome.result().status_code}"
+        log.info("%s: %s; trying again (%d/%d)", what, why, state.attempt_number + 1, attempts)
+        if on_retry:
+            on_retry()
+
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts) | refused,
+        wait=_wait(pause),
+        retry=tenacity.retry_if_exception_type((*CONNECT_ERRORS, *RETRIED_ERRORS))
+        | tenacity.retry_if_result(lambda response: response.status_code in RETRIED_STATUS),
+        before_sleep=before_sleep,
+        retry_error_callback=lambda state: state.outcome.result(),  # the last answer, or its error raised
+        sleep=sleep or time.sleep,
+    )
+
+
 class RetryingTransport(httpx.BaseTransport):
     """An httpx transport that repeats failed reads (see the module doc)."""
 
@@ -52,38 +104,22 @@ class RetryingTransport(httpx.BaseTransport):
         self, inner: httpx.BaseTransport | None = None, attempts: int | None = None, pause: float | None = None
     ) -> None:
         self.inner = inner or httpx.HTTPTransport()
-        self.attempts = max(1, int(attempts if attempts is not None else _setting("JUDGELAB_HTTP_RETRIES", 5)))
-        self.pause = max(0.0, pause if pause is not None else _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
+        self.attempts, self.pause = attempts, pause
         self.retries = 0  # requests repeated so far (for tests and -v)
 
-    def _wait(self, attempt: int, request: httpx.Request, why: str) -> None:
+    def _counted(self) -> None:
         self.retries += 1
-        log.info("%s %s: %s; trying again (%d/%d)", request.method, request.url.path, why, attempt + 1, self.attempts)
-        time.sleep(min(self.pause * 2 ** (attempt - 1), MAX_PAUSE_SECONDS))
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        response.read()  # a body cut in the middle fails here, where it can be retried
+        return response
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if request.method not in RETRIED_METHODS:
             return self.inner.handle_request(request)
-        for attempt in range(1, self.attempts + 1):
-            try:
-                response = self.inner.handle_request(request)
-                response.read()  # a body cut in the middle fails here, where it can be retried
-            except CONNECT_ERRORS as exc:
-                if attempt >= min(self.attempts, CONNECT_ATTEMPTS):
-                    raise
-                self._wait(attempt, request, f"{type(exc).__name__}: {exc}")
-                continue
-            except RETRIED_ERRORS as exc:
-                if attempt == self.attempts:
-                    raise
-                self._wait(attempt, request, f"{type(exc).__name__}: {exc}")
-                continue
-            if response.status_code in RETRIED_STATUS and attempt < self.attempts:
-                response.close()
-                self._wait(attempt, request, f"HTTP {response.status_code}")
-                continue
-            return response
-        raise AssertionError("unreachable")  # pragma: no cover
+        policy = read_policy(f"{request.method} {request.url.path}", self.attempts, self.pause, on_retry=self._counted)
+        return policy(self._send, request)
 
     def close(self) -> None:
         self.inner.close()
@@ -100,22 +136,29 @@ def repeat_write(send: Callable[[], T], landed: Callable[[], T | None], what: st
     and send it again only when it is not. The last failure is raised as it came."""
     from label_studio_sdk.core.api_error import ApiError
 
-    attempts = max(1, int(_setting("JUDGELAB_HTTP_RETRIES", 5)))
-    pause = max(0.0, _setting("JUDGELAB_HTTP_RETRY_PAUSE", 0.5))
-    for attempt in range(1, attempts + 1):
-        try:
+    attempts = retry_attempts()
+
+    def retried(exc: BaseException) -> bool:
+        return isinstance(exc, LOST_ANSWER_ERRORS) or (isinstance(exc, ApiError) and exc.status_code in RETRIED_STATUS)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception()
+        why = f"HTTP {exc.status_code}" if isinstance(exc, ApiError) else type(exc).__name__
+        then = f"looking whether it landed, then trying again ({state.attempt_number + 1}/{attempts})"
+        log.info("%s: %s; %s", what, why, then)
+
+    policy = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=_wait(None),
+        retry=tenacity.retry_if_exception(retried),
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    for attempt in policy:
+        if attempt.retry_state.attempt_number > 1:
+            found = landed()  # outside the attempt: its own failure is raised as it came
+            if found is not None:
+                return found
+        with attempt:
             return send()
-        except ApiError as exc:
-            if exc.status_code not in RETRIED_STATUS or attempt == attempts:
-                raise
-            why = f"HTTP {exc.status_code}"
-        except LOST_ANSWER_ERRORS as exc:
-            if attempt == attempts:
-                raise
-            why = type(exc).__name__
-        log.info("%s: %s; looking whether it landed, then trying again (%d/%d)", what, why, attempt + 1, attempts)
-        time.sleep(min(pause * 2 ** (attempt - 1), MAX_PAUSE_SECONDS))
-        found = landed()
-        if found is not None:
-            return found
     raise AssertionError("unreachable")  # pragma: no cover

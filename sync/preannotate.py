@@ -9,13 +9,17 @@ Three ways, chosen by the number of such tasks (``method="auto"``):
   which finish within a minute even on the loaded machine, well inside :data:`RETRIEVE_TIMEOUT`.
 - ``push`` (more tasks, or ``--push``): judgelab sends the tasks to the backend in chunks
   and imports each chunk's predictions in one request (:mod:`sync.bulk_predict`), with a
-  progress bar. It needs the backend's URL as judgelab reaches it.
+  progress bar. It needs the backend as judgelab reaches it (a
+  :class:`~judgelab.sync.backend_client.BackendClient`).
 - ``chunks`` (more tasks, and judgelab cannot reach the backend, e.g. a Docker network only
   Label Studio is on): "Retrieve predictions" on one chunk of task ids at a time.
 
 Every way is resumable: only tasks still without a prediction of the version are sent, and a
 request Label Studio does not answer in time ends with a :class:`PreannotateIncomplete` that
 says how far it got and what to run next, never with a traceback.
+
+A run's settings are one :class:`PreannotateOptions`, the same for every project of a
+``judgelab preannotate``; it refuses a ``--budget`` without ``--push``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from typing import Any
 
 import httpx
 
+from judgelab.sync.backend_client import BackendClient
+from judgelab.sync.backend_link import BackendUnreachable, RunUsage, backend_usage
+from judgelab.sync.bulk_predict import CHUNK_SIZE, MAX_ROUNDS, Budget, push_predictions, tasks_missing_version
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.prediction_status import missing_version
 
@@ -34,6 +41,41 @@ SINGLE_REQUEST_MAX = 200  # tasks sent in one "Retrieve predictions" (see the mo
 RETRIEVE_TIMEOUT = 300.0  # s; Label Studio waits up to ML_TIMEOUT_PREDICT (100 s) for the backend, then saves
 TIMEOUT_ENV = "JUDGELAB_RETRIEVE_TIMEOUT"  # seconds, to wait less (or more) for Label Studio
 METHODS = ("auto", "retrieve", "push", "chunks")
+
+
+@dataclass(frozen=True)
+class PreannotateOptions:
+    """How a run pre-annotates, for each of its projects: the way (``method``, one of
+    :data:`METHODS`), the tasks per chunk and the push's rounds, the money the run may cost
+    (``budget``, only with ``push``: Label Studio's "Retrieve predictions" cannot stop half-way),
+    how long to wait for one "Retrieve predictions" (None: :func:`retrieve_timeout`); and where
+    the backend is: as judgelab reaches it (``backend_url``), as Label Studio reaches it
+    (``ls_backend_url``), its basic ``auth``, and the project's ``judges`` to connect it with
+    (``extra_params``; None: keep Label Studio's)."""
+
+    method: str = "auto"
+    chunk_size: int = CHUNK_SIZE
+    max_rounds: int = MAX_ROUNDS
+    budget: float | None = None
+    timeout: float | None = None
+    backend_url: str | None = None
+    ls_backend_url: str | None = None
+    auth: tuple[str, str] | None = None
+    judges: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}")
+        if self.budget is not None and self.method != "push":
+            raise SyncError(
+                "--budget needs --push (Label Studio's 'Retrieve predictions' is one request that cannot stop half-way)"
+            )
+        if self.budget is not None and self.budget <= 0:
+            raise SyncError("--budget must be more than 0")
+
+    def backend_for(self, ls_url: str) -> BackendClient:
+        """The backend as judgelab reaches it: at ``backend_url``, else where Label Studio does."""
+        return BackendClient(self.backend_url or ls_url, self.auth)
 
 
 class PreannotateIncomplete(SyncError):
@@ -54,6 +96,7 @@ class PreannotateReport:
     per_version: dict[str, int] = field(default_factory=dict)  # tasks with a prediction of each version
     failures: dict[str, int] = field(default_factory=dict)
     budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
+    usage: RunUsage | None = None  # what the LLM used in this run (None: the backend keeps no usage)
 
     @property
     def predicted(self) -> int:
@@ -74,14 +117,6 @@ class PreannotateReport:
             "failures": dict(self.failures),
             "budget_stopped": self.budget_stopped,
         }
-
-
-def backend_reachable(url: str, auth: tuple[str, str] | None = None, timeout: float = 5.0) -> bool:
-    """Whether judgelab (not Label Studio) gets an answer from the backend's ``/health``."""
-    try:
-        return httpx.get(f"{url.rstrip('/')}/health", auth=auth, timeout=timeout).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def retrieve_timeout() -> float:
@@ -126,74 +161,75 @@ def _missing(
 ) -> tuple[list[int], int]:
     """(tasks to pre-annotate: without a prediction of some version and not in the blind arm,
     number of tasks); the blind arm's ids go to ``blind``."""
-    from judgelab.sync.bulk_predict import tasks_missing_version
-
     return tasks_missing_version(client, project_id, versions, blind)
+
+
+def run_usage(backend: BackendClient | None, project_id: int, after: int = 0) -> RunUsage | None:
+    """The backend's LLM usage for the project since ``after``, or None (no usage kept, or no answer)."""
+    if backend is None:
+        return None
+    try:
+        return backend_usage(backend, project_id, after=after)
+    except BackendUnreachable:
+        return None
 
 
 def preannotate_project(
     client: Any,
     project_id: int,
     model_version: str | list[str],
+    options: PreannotateOptions | None = None,
     *,
-    method: str = "auto",
-    backend_url: str | None = None,
-    chunk_size: int = 100,
-    auth: tuple[str, str] | None = None,
-    timeout: float | None = None,
+    backend: BackendClient | None = None,
     extra_params: dict[str, Any] | None = None,
-    budget: Any | None = None,
     on_plan: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> PreannotateReport:
     """Pre-annotate the project's tasks lacking a prediction of ``model_version`` (one per judge
-    when a list; see the module doc).
+    when a list; see the module doc), as ``options`` say.
 
-    ``backend_url``: the backend as judgelab reaches it (for ``push``); ``extra_params`` and
-    ``budget`` (a :class:`judgelab.sync.bulk_predict.Budget`) go with the push. ``on_plan`` is told
-    how many tasks will be sent, ``progress`` how many got a prediction as it goes.
+    ``backend``: the backend as judgelab reaches it (for ``push``, and for the LLM's usage in the
+    report); ``extra_params``: the project's judges, sent with the push (their prices are needed
+    for a budget). ``on_plan`` is told how many tasks will be sent, ``progress`` how many got a
+    prediction as it goes.
     """
-    from judgelab.sync.bulk_predict import push_predictions
-
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    options = options or PreannotateOptions()
     versions = [model_version] if isinstance(model_version, str) else list(model_version)
-    timeout = retrieve_timeout() if timeout is None else timeout
+    timeout = retrieve_timeout() if options.timeout is None else options.timeout
+    stored = extra_params or {}
+    if options.budget is not None and ("price_in" not in stored or "price_out" not in stored):
+        raise SyncError("--budget needs --price-in and --price-out (per million tokens)")
+    usage_before = run_usage(backend, project_id)
+
+    def spent() -> RunUsage | None:
+        return run_usage(backend, project_id, after=usage_before.last_id if usage_before else 0)
+
     blind: list[int] = []
     missing, total = _missing(client, project_id, versions, blind)
     report = PreannotateReport(
-        project_id, versions[0], method, versions, tasks=total, already=total - len(missing) - len(blind)
+        project_id, versions[0], options.method, versions, tasks=total, already=total - len(missing) - len(blind)
     )
     report.blind = len(blind)
     before = _counts(client, project_id, versions)
-    if method == "auto":
+    if options.method == "auto":
         if len(missing) <= SINGLE_REQUEST_MAX:
             report.method = "retrieve"
-        elif backend_url and backend_reachable(backend_url, auth):
+        elif backend is not None and backend.health():
             report.method = "push"
         else:
             report.method = "chunks"
-    if budget is not None and report.method != "push":
-        raise SyncError("--budget needs --push (Label Studio's 'Retrieve predictions' cannot stop half-way)")
     if on_plan:
         on_plan(len(missing))
     if missing and report.method == "push":
-        if not backend_url:
+        if backend is None:
             raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
+        budget = Budget(options.budget, spent) if options.budget is not None else None
         pushed = push_predictions(
-            client,
-            project_id,
-            backend_url,
-            versions,
-            chunk_size=chunk_size,
-            auth=auth,
-            progress=progress,
-            extra_params=extra_params,
-            budget=budget,
+            client, project_id, backend, versions, options, extra_params=extra_params, budget=budget, progress=progress
         )
         report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
     elif missing:
-        size = len(missing) if report.method == "retrieve" else max(1, chunk_size)
+        size = len(missing) if report.method == "retrieve" else max(1, options.chunk_size)
         for start in range(0, len(missing), size):
             chunk = missing[start : start + size]
             try:
@@ -210,6 +246,7 @@ def preannotate_project(
     report.unfinished = len(still)
     report.per_version = _counts(client, project_id, versions) if missing else before
     report.added = sum(report.per_version.values()) - sum(before.values())
+    report.usage = spent() if usage_before is not None else None
     return report
 
 

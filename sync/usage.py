@@ -5,20 +5,19 @@ and model version (``GET /usage?per=task``) and stores it as the ``usage`` table
 
 A backend that keeps no usage (the offline annotator) adds nothing; one that does not answer
 leaves the project's earlier rows in place and is named in a warning. A backend behind basic
-auth is asked with ``JUDGELAB_BACKEND_BASIC_AUTH`` (``user:password``).
+auth is asked with ``JUDGELAB_BACKEND_BASIC_AUTH`` (``user:password``). The backend is asked
+through :class:`judgelab.sync.backend_client.BackendClient` (retried as Label Studio's reads are).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from judgelab.configs.tables import USAGE_COLUMNS
+from judgelab.sync.backend_client import BackendClient, BackendError, auth_from_env
 from judgelab.sync.ls_api import as_api
 
 STATE_FILE = "judgelab.sqlite"
@@ -41,14 +40,6 @@ class UsageSync:
     path: Path | None = None
 
 
-def backend_auth() -> tuple[str, str] | None:
-    value = os.environ.get("JUDGELAB_BACKEND_BASIC_AUTH", "")
-    if ":" not in value:
-        return None
-    user, password = value.split(":", 1)
-    return user, password
-
-
 def _backend_urls(api: Any, project_id: int) -> list[str]:
     backends = api.get_json("api/ml/", {"project": project_id})
     if isinstance(backends, dict):
@@ -56,23 +47,20 @@ def _backend_urls(api: Any, project_id: int) -> list[str]:
     return sorted({str(b["url"]).rstrip("/") for b in backends if isinstance(b, dict) and b.get("url")})
 
 
-def fetch_usage(url: str, project_id: int, auth: tuple[str, str] | None = None) -> list[dict[str, Any]] | None:
+def fetch_usage(backend: BackendClient, project_id: int) -> list[dict[str, Any]] | None:
     """The project's usage rows from one backend (None: it keeps no usage). Raises
-    ``httpx.HTTPError`` when it does not answer."""
-    response = httpx.get(f"{url}/usage", params={"project": str(project_id), "per": "task"}, auth=auth, timeout=60)
-    if response.status_code in (400, 404):
-        return None
-    response.raise_for_status()
-    rows = response.json().get("rows")
+    :class:`~judgelab.sync.backend_client.BackendError` when it does not answer."""
+    payload = backend.usage(project_id, per="task")
+    rows = payload.get("rows") if payload is not None else None
     if not isinstance(rows, list):
         return None
-    return [{**row, "project": project_id, "backend": url} for row in rows if isinstance(row, dict)]
+    return [{**row, "project": project_id, "backend": backend.url} for row in rows if isinstance(row, dict)]
 
 
 def sync_usage(client: Any, out_dir: Path, project_ids: list[int], write_parquet: bool = True) -> UsageSync:
     """Replace the ``usage`` rows of ``project_ids`` with what their backends report now."""
     api = as_api(client)
-    auth = backend_auth()
+    auth = auth_from_env()
     report = UsageSync()
     fetched: dict[int, list[dict[str, Any]]] = {}
     for project_id in project_ids:
@@ -80,9 +68,12 @@ def sync_usage(client: Any, out_dir: Path, project_ids: list[int], write_parquet
         complete = True
         for url in _backend_urls(api, project_id):
             try:
-                got = fetch_usage(url, project_id, auth)
-            except (httpx.HTTPError, ValueError) as exc:
-                report.warnings.append(f"ML backend {url} did not report project {project_id}'s LLM usage: {exc}")
+                with BackendClient(url, auth) as backend:
+                    got = fetch_usage(backend, project_id)
+            except BackendError as exc:
+                report.warnings.append(
+                    f"ML backend {url} did not report project {project_id}'s LLM usage: {exc.detail}"
+                )
                 complete = False
                 continue
             if got is not None:

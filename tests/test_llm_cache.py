@@ -192,6 +192,7 @@ def test_a_task_whose_prediction_holds_a_lone_surrogate_gets_a_placeholder_not_a
 def test_preannotate_push_sends_a_chunk_holding_a_lone_surrogate(closing):
     from types import SimpleNamespace
 
+    from judgelab.sync.backend_client import BackendClient
     from judgelab.sync.bulk_predict import PushReport, _predict_chunk
 
     good = dubai()
@@ -201,8 +202,8 @@ def test_preannotate_push_sends_a_chunk_holding_a_lone_surrogate(closing):
     with LLMSim(answer=VALID) as sim:
         annotator = llm(closing, sim, cache=None, cache_path="off")
         app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
-        with ServerThread(app) as url, httpx.Client(timeout=30) as http:
+        with ServerThread(app) as url, BackendClient(url, timeout=30) as backend:
             report = PushReport(model_version="v")
-            predictions = _predict_chunk(http, url, project, chunk, report)
+            predictions = _predict_chunk(backend, project, chunk, report)
     assert not report.failures, report.failures
     assert [p["task"] for p in predictions] == [0, 1, 2]  # the bad task's spans do not quote the surrogate

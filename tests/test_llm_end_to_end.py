@@ -20,6 +20,7 @@ from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.bulk_predict import push_predictions
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
+from judgelab.sync.preannotate import PreannotateOptions
 from judgelab.sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
@@ -146,7 +147,9 @@ def test_a_failing_endpoint_loses_no_task_and_duplicates_none(llm_stack):
     first = versions()
     assert sum(1 for v in first if v) == 2 and all(v in ([], [link.model_version]) for v in first)
     sim.script.extend([Failure("429", retry_after="0")])
-    report = push_predictions(client, project_id, llm_stack["backend_url"], link.model_version, chunk_size=2)
+    report = push_predictions(
+        client, project_id, llm_stack["backend_url"], link.model_version, PreannotateOptions(chunk_size=2)
+    )
     assert report.unfinished == 0 and report.already == 2 and report.pushed == 4
     retrieve_predictions(client, project_id)  # nothing left to do: no second prediction anywhere
     assert versions() == [[link.model_version]] * len(samples)

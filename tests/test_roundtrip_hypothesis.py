@@ -27,6 +27,7 @@ from judgelab.sync.client import SyncError
 from judgelab.sync.export import read_tables
 from judgelab.sync.importers import read_tasks
 from judgelab.sync.incremental import sync_tables
+from judgelab.sync.preannotate import PreannotateOptions
 from judgelab.sync.projects import ensure_project, import_rows
 
 pytestmark = pytest.mark.integration
@@ -130,7 +131,7 @@ def test_generated_tasks_come_back_as_imported(setup, generated):
         return
     rows = list(rows)
     import_rows(client, pid, rows)
-    report = push_predictions(client, pid, setup["backend"], setup["version"], chunk_size=10)
+    report = push_predictions(client, pid, setup["backend"], setup["version"], PreannotateOptions(chunk_size=10))
     assert report.unfinished == 0 and not report.failures, report
     sync = sync_tables(client, setup["out"], [pid])
     by_key = read_tables(setup["out"]).tasks.set_index("key")

@@ -7,7 +7,7 @@ the server reported, if it did), for another model than the settings' and for ``
 
 - retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter,
   waiting at least what ``Retry-After`` asks (seconds or an HTTP date), and gives up at once
-  when that wait would pass the caller's deadline;
+  when that wait would pass the caller's deadline (the loop is ``tenacity``'s);
 - asks for structured output (``response_format``) unless the JSON mode is ``off``; in ``auto``
   mode a server that refuses it (400/422 naming it) is asked again without, and remembered;
 - turns every failure (HTTP error, HTML or empty body, malformed JSON, no choices) into an
@@ -18,7 +18,6 @@ the server reported, if it did), for another model than the settings' and for ``
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import logging
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import tenacity
 
 from judgelab.backend.settings import LLMSettings
 
@@ -246,45 +246,51 @@ class ChatClient:
     ) -> Completion:
         """The whole answer: up to ``n`` choices (a server may give fewer) and the usage,
         from ``model`` (default: the settings'). Retries and deadline as :meth:`complete`."""
-        attempt = 0
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining < MIN_ATTEMPT_S:
-                raise self._error("deadline", "no time left before the deadline")
-            attempt += 1
-            body = self.payload(messages, response_format, model, n)
-            try:
-                return await self._attempt(body, remaining)
-            except _Retryable as failure:
-                error = failure.error
-                if attempt > self.settings.retries:
-                    error.attempts = attempt
-                    self.stats[f"error: {error.kind}"] += 1
-                    raise error from None
-                wait = self._backoff(attempt, failure.retry_after)
-                if deadline is not None and time.monotonic() + wait + MIN_ATTEMPT_S > deadline:
-                    self.stats[f"error: {error.kind}"] += 1
-                    error.attempts = attempt
-                    raise LLMError(
-                        error.kind,
-                        f"{error}; not retried: a {wait:.1f} s wait would pass the deadline",
-                        status=error.status,
-                        attempts=attempt,
-                    ) from None
-                self.stats["retries"] += 1
-                log.info("LLM request failed (%s), attempt %d; retrying in %.2f s", error, attempt, wait)
-                await asyncio.sleep(wait)
-            except _FormatRejected as rejected:
-                if self.settings.json_mode != "auto":
-                    raise self._error(
-                        "format_rejected",
-                        f"the server refused response_format (JUDGELAB_LLM_JSON_MODE=on): {rejected}",
-                        status=rejected.status,
-                    ) from None
-                self.format_supported = False
-                self.stats["format fallback"] += 1
-                log.warning("the LLM server refused response_format (%s); asking without it from now on", rejected)
-                attempt -= 1  # asking again without it is not a retry
+
+        async def ask() -> Completion:  # one attempt; a server refusing response_format is asked again at once
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining < MIN_ATTEMPT_S:
+                    raise self._error("deadline", "no time left before the deadline")
+                try:
+                    return await self._attempt(self.payload(messages, response_format, model, n), remaining)
+                except _FormatRejected as rejected:
+                    if self.settings.json_mode != "auto":
+                        raise self._error(
+                            "format_rejected",
+                            f"the server refused response_format (JUDGELAB_LLM_JSON_MODE=on): {rejected}",
+                            status=rejected.status,
+                        ) from None
+                    self.format_supported = False
+                    self.stats["format fallback"] += 1
+                    log.warning("the LLM server refused response_format (%s); asking without it from now on", rejected)
+
+        def stop(state: tenacity.RetryCallState) -> bool:  # the wait is known: tenacity computes it first
+            late = deadline is not None and time.monotonic() + state.upcoming_sleep + MIN_ATTEMPT_S > deadline
+            return state.attempt_number > self.settings.retries or late
+
+        def gave_up(state: tenacity.RetryCallState) -> Completion:
+            error = _failure(state).error
+            self.stats[f"error: {error.kind}"] += 1
+            error.attempts = state.attempt_number
+            if state.attempt_number <= self.settings.retries:  # stopped by the deadline
+                wait = f"not retried: a {state.upcoming_sleep:.1f} s wait would pass the deadline"
+                error = LLMError(error.kind, f"{error}; {wait}", status=error.status, attempts=error.attempts)
+            raise error from None
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            wait=lambda state: self._backoff(state.attempt_number, _failure(state).retry_after),
+            stop=stop,
+            before_sleep=self._before_retry,
+            retry_error_callback=gave_up,
+        )
+        return await retrying(ask)
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        self.stats["retries"] += 1
+        error, attempt, wait = _failure(state).error, state.attempt_number, state.upcoming_sleep
+        log.info("LLM request failed (%s), attempt %d; retrying in %.2f s", error, attempt, wait)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -374,6 +380,11 @@ class _Retryable(Exception):
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
+
+
+def _failure(state: tenacity.RetryCallState) -> _Retryable:
+    """The failed attempt's :class:`_Retryable` (tenacity retries nothing else)."""
+    return state.outcome.exception()  # type: ignore[union-attr,return-value]
 
 
 class _FormatRejected(Exception):

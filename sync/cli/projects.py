@@ -6,7 +6,10 @@ Projects are named the same way everywhere (:mod:`judgelab.sync.project_ref`): `
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +28,9 @@ from judgelab.sync.cli.base import (
 )
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
+
+if TYPE_CHECKING:
+    from judgelab.sync.preannotate import PreannotateOptions
 
 
 def _format_names() -> list[str]:
@@ -354,16 +360,6 @@ def _show_judges(out: Output, project, link) -> None:
         )
 
 
-def _usage(url: str, project_id: int, auth, after: int = 0):
-    """The backend's LLM usage for the project since ``after``, or None (no usage kept, or unreachable)."""
-    from judgelab.sync.backend_link import BackendUnreachable, backend_usage
-
-    try:
-        return backend_usage(url, project_id, auth, after=after)
-    except BackendUnreachable:
-        return None
-
-
 @main.command("connect")
 @project_options(multiple=True)
 @click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
@@ -392,6 +388,7 @@ def connect_cmd(
     the backend and asks it for its model version itself: judgelab does not need to reach the
     URL Label Studio is given.
     """
+    from judgelab.sync.backend_client import BackendClient
     from judgelab.sync.backend_link import connect_backend, judge_params
     from judgelab.sync.project_ref import resolve_projects
 
@@ -401,42 +398,83 @@ def connect_cmd(
     client = connect(_connection(ctx))
     ls_url = ls_backend_url or backend_url or DEFAULT_BACKEND_URL
     out, listed = Output(as_json), []
-    for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
-        link = connect_backend(
-            client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=backend_url or ls_url
-        )
-        out.line(f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})")
-        _show_judges(out, project, link)
-        listed.append(
-            {
-                **project.as_json(),
-                "backend_url": ls_url,
-                "model_version": link.model_version,
-                "model_versions": link.model_versions,
-            }
-        )
+    with BackendClient(backend_url or ls_url, auth) as backend:
+        for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
+            link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, backend=backend)
+            line = f"{project.schema_name}: project {project.id} {project.title!r} -> {ls_url} ({link.model_version})"
+            out.line(line)
+            _show_judges(out, project, link)
+            listed.append(
+                {
+                    **project.as_json(),
+                    "backend_url": ls_url,
+                    "model_version": link.model_version,
+                    "model_versions": link.model_versions,
+                }
+            )
     out.result({"projects": listed})
+
+
+def _preannotate_options(command):
+    """The options of ``preannotate`` (where the backend is, how to pre-annotate, the judges, the
+    budget), handed to the command as one :class:`~judgelab.sync.preannotate.PreannotateOptions`."""
+
+    @functools.wraps(command)
+    def run(
+        *args,
+        backend_url: str | None,
+        ls_backend_url: str | None,
+        push: bool,
+        chunk_size: int,
+        basic_auth: str | None,
+        models: tuple[str, ...],
+        samples: int | None,
+        price_in: tuple[str, ...],
+        price_out: tuple[str, ...],
+        budget: float | None,
+        **kwargs,
+    ):
+        from judgelab.sync.backend_link import judge_params
+        from judgelab.sync.preannotate import PreannotateOptions
+
+        method = "push" if push else "auto"
+        # --budget's needs are checked first, then the judges and the auth
+        options = PreannotateOptions(method, chunk_size, budget=budget, backend_url=backend_url)
+        options = dataclasses.replace(
+            options,
+            ls_backend_url=ls_backend_url,
+            judges=judge_params(models, samples, price_in, price_out),
+            auth=_auth(basic_auth),
+        )
+        return command(*args, options=options, **kwargs)
+
+    options = [
+        click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP),
+        click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP),
+        click.option(
+            "--push",
+            is_flag=True,
+            help="Call the backend from judgelab in chunks and import the predictions (resumable); "
+            "the default does so by itself for projects too big for one 'Retrieve predictions'.",
+        ),
+        click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks."),
+        click.option("--basic-auth", help="user:password for the backend's HTTP basic auth."),
+        _judge_options,
+        click.option(
+            "--budget",
+            type=float,
+            help="With --push: stop before the run would cost more than this (at --price-in/--price-out); "
+            "the tasks left are for a later run.",
+        ),
+    ]
+    for option in reversed(options):
+        run = option(run)
+    return run
 
 
 @main.command("preannotate")
 @project_options(multiple=True)
-@click.option("--backend-url", envvar="JUDGELAB_BACKEND_URL", help=_BACKEND_URL_HELP)
-@click.option("--ls-backend-url", help=_LS_BACKEND_URL_HELP)
-@click.option(
-    "--push",
-    is_flag=True,
-    help="Call the backend from judgelab in chunks and import the predictions (resumable); "
-    "the default does so by itself for projects too big for one 'Retrieve predictions'.",
-)
-@click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks.")
-@click.option("--basic-auth", help="user:password for the backend's HTTP basic auth.")
-@_judge_options
-@click.option(
-    "--budget",
-    type=float,
-    help="With --push: stop before the run would cost more than this (at --price-in/--price-out); "
-    "the tasks left are for a later run.",
-)
+@_preannotate_options
 @json_option
 @click.pass_context
 def preannotate_cmd(
@@ -444,16 +482,7 @@ def preannotate_cmd(
     project_ids: tuple[int, ...],
     titles: tuple[str, ...],
     schema_names: tuple[str, ...],
-    backend_url: str | None,
-    ls_backend_url: str | None,
-    push: bool,
-    chunk_size: int,
-    basic_auth: str | None,
-    models: tuple[str, ...],
-    samples: int | None,
-    price_in: tuple[str, ...],
-    price_out: tuple[str, ...],
-    budget: float | None,
+    options: PreannotateOptions,
     as_json: bool,
 ) -> None:
     """Pre-annotate every task without a prediction of the backend's current model version(s).
@@ -464,54 +493,37 @@ def preannotate_cmd(
     a progress bar (--push, or Label Studio in chunks when judgelab cannot reach the backend).
     Prints the tokens the LLM used in this run and, with prices, what they cost.
     """
-    from judgelab.sync.backend_link import connect_backend, judge_params, linked_backend
-    from judgelab.sync.bulk_predict import Budget
+    from judgelab.sync.backend_link import connect_backend, linked_backend
     from judgelab.sync.preannotate import preannotate_project
     from judgelab.sync.project_ref import resolve_projects
 
-    if budget is not None and not push:
-        raise SyncError(
-            "--budget needs --push (Label Studio's 'Retrieve predictions' is one request that cannot stop half-way)"
-        )
-    if budget is not None and budget <= 0:
-        raise SyncError("--budget must be more than 0")
-    params = judge_params(models, samples, price_in, price_out)
     schemas = [get_schema(n) for n in schema_names]
-    auth = _auth(basic_auth)
     client = connect(_connection(ctx))
     out, listed = Output(as_json), []
     for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
         current = linked_backend(client, project.id)
         # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
-        ls_url = ls_backend_url or (current.url if current else None) or backend_url or DEFAULT_BACKEND_URL
-        judgelab_url = backend_url or ls_url
-        link = connect_backend(client, project.id, ls_url, auth=auth, extra_params=params, judgelab_url=judgelab_url)
-        _show_judges(out, project, link)
-        stored = link.extra_params or {}
-        if budget is not None and ("price_in" not in stored or "price_out" not in stored):
-            raise SyncError("--budget needs --price-in and --price-out (per million tokens)")
-        before = _usage(judgelab_url, project.id, auth)
-
-        def spent(project_id=project.id, since=before.last_id if before else 0, url=judgelab_url):
-            return _usage(url, project_id, auth, after=since)
-
-        with progress_bar(None, f"project {project.id}") as bar:
-            report = preannotate_project(
-                client,
-                project.id,
-                link.model_versions,
-                method="push" if push else "auto",
-                backend_url=judgelab_url,
-                chunk_size=chunk_size,
-                auth=auth,
-                extra_params=link.extra_params,
-                budget=Budget(budget, spent) if budget is not None else None,
-                on_plan=lambda n, bar=bar: bar.reset(total=n),
-                progress=advance(bar),
+        ls_url = options.ls_backend_url or (current.url if current else None) or options.backend_url
+        ls_url = ls_url or DEFAULT_BACKEND_URL
+        with options.backend_for(ls_url) as backend:
+            link = connect_backend(
+                client, project.id, ls_url, auth=options.auth, extra_params=options.judges, backend=backend
             )
-        _say_preannotated(out, project, report, budget)
+            _show_judges(out, project, link)
+            with progress_bar(None, f"project {project.id}") as bar:
+                report = preannotate_project(
+                    client,
+                    project.id,
+                    link.model_versions,
+                    options,
+                    backend=backend,
+                    extra_params=link.extra_params,
+                    on_plan=lambda n, bar=bar: bar.reset(total=n),
+                    progress=advance(bar),
+                )
+        _say_preannotated(out, project, report, options.budget)
         entry = {**project.as_json(), **report.as_json()}
-        if before is not None and (usage := spent()) is not None:
+        if (usage := report.usage) is not None:
             out.line(f"{project.schema_name}: LLM usage of this run: {usage.describe()}")
             entry["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
             entry["usage"] |= {"requests": usage.requests, "cached": usage.cached, "cost": usage.cost}
