@@ -175,3 +175,14 @@ def test_non_utf8_file(tmp_path):
     result = run("--token", "abc", "--home", str(tmp_path), "import", "--schema", "likert_rubric_es", str(path))
     assert result.exit_code == 1
     assert "not UTF-8" in result.output and "latin1.csv" in result.output
+
+
+def test_a_chunk_size_below_one_is_refused_before_connecting(listener):
+    """``--chunk-size 0`` once read as "the budget is reached" and crashed formatting a budget of
+    None; it is a usage error (exit 2) naming the option, and nothing reaches Label Studio."""
+    result = CliRunner().invoke(
+        main, ["--url", listener.url, "--token", "t", "preannotate", "--push", "--chunk-size", "0"]
+    )
+    assert result.exit_code == 2
+    assert "--chunk-size" in result.output and "0" in result.output
+    assert listener.requests == []

@@ -457,7 +457,13 @@ def _preannotate_options(command):
             help="Call the backend from judgelab in chunks and import the predictions (resumable); "
             "the default does so by itself for projects too big for one 'Retrieve predictions'.",
         ),
-        click.option("--chunk-size", default=100, show_default=True, help="Tasks per request when working in chunks."),
+        click.option(
+            "--chunk-size",
+            type=click.IntRange(min=1),
+            default=100,
+            show_default=True,
+            help="Tasks per request when working in chunks.",
+        ),
         click.option("--basic-auth", help="user:password for the backend's HTTP basic auth."),
         _judge_options,
         click.option(
