@@ -381,7 +381,8 @@ def answers_html(
         mark = item in flagged or control in flagged
         head = "background:#fde8a6;" if mark else "background:#f1f1f1;"
         lines = "".join(
-            f"<tr><td style='{cell};width:38%;color:#555'>{name}</td><td style='{cell}'>{_cell(a, control, kind, items)}</td></tr>"
+            f"<tr><td style='{cell};width:38%;color:#555'>{name}</td>"
+            f"<td style='{cell}'>{_cell(a, control, kind, items)}</td></tr>"
             for name, a in who
         )
         blocks.append(

@@ -217,7 +217,7 @@ def test_adjudication_marker():
 
 # --- on Label Studio ------------------------------------------------------------------------
 
-MARKER = "adjudication: run as written by tests/test_adjudication.py"
+ADJUDICATION_MARKER = "adjudication: run as written by tests/test_adjudication.py"
 TITLE = "Noticias (rúbrica)"  # the docs' title
 ANNOTATORS = ("ana@example.org", "ben@example.org")
 ADJUDICATOR = "lead@example.org"
@@ -226,7 +226,7 @@ ADJUDICATOR = "lead@example.org"
 def _docs_lines() -> list[str]:
     from readme_commands import block_after
 
-    return block_after(MARKER)
+    return block_after(ADJUDICATION_MARKER)
 
 
 def _study_files(folder: Path) -> None:

@@ -252,17 +252,19 @@ def _run_by_other_tests() -> set[str]:
     """Lines other modules run as written: every ``judgelab serve`` line
     (tests/test_backend_serve.py, an activated venv's ``judgelab`` for ``.venv/bin/judgelab``) and
     the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
-    the annotators' block (tests/test_cli_people.py)."""
+    the annotators' block (tests/test_cli_people.py), the adjudication block (tests/test_adjudication.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
     serve = {line.replace(".venv/bin/judgelab", "judgelab") for line in SERVE}
     shown = {line for line in command_lines() if line.replace(".venv/bin/judgelab", "judgelab") in serve}
+    from test_adjudication import ADJUDICATION_MARKER
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
 
     judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
-    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS)
+    adjudication = set(block_after(ADJUDICATION_MARKER))
+    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS) | adjudication
 
 
 def _exercised() -> set[str]:
