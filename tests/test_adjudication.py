@@ -402,3 +402,55 @@ def test_no_disagreement_creates_nothing_and_bad_rules_are_named(live_stack, tmp
     assert result.exit_code == 1 and "'Coherense' is no item" in result.output
     result = CliRunner().invoke(main, [*args, "--collect"])
     assert result.exit_code == 1 and "no adjudication project yet" in result.output
+
+
+@pytest.mark.integration
+def test_span_disagreements_prefilled_and_new_ones_added_on_a_second_run(live_stack):
+    """hotel_spans by its schema's rule (the error types marked): the panel lists each annotator's
+    spans, --prefill adds each answer as a prediction, a second run adds only the new disagreement."""
+    from judgelab.sync.adjudication import PREFILL_PREFIX, ensure_adjudication, find_adjudication_project
+    from judgelab.sync.importers import rows_from_records
+    from judgelab.sync.importers.annotations import add_missing_annotations, make_annotation
+    from judgelab.sync.ls_api import as_api
+    from judgelab.sync.projects import ensure_project, import_rows
+
+    client = live_stack.client
+    project = ensure_project(client, HOTEL, "Hotel spans to adjudicate")
+    samples = [{**s["data"], "id": f"h{i}"} for i, s in enumerate(HOTEL.samples()[:3])]
+    import_rows(client, project.id, rows_from_records([(f"s{i}", t) for i, t in enumerate(samples)], HOTEL))
+    summary = samples[0]["summary"]
+    first_word = summary.split()[0]
+    marked = [{**span(0, len(first_word), HOTEL.constant("incorrect"), first_word), "id": "r1"}]
+    other = [{**span(0, len(first_word), HOTEL.constant("misleading"), first_word), "id": "r2"}]
+    impression = [rating("impression", 4)]
+    answers = {
+        "h0": [make_annotation(ANNOTATORS[0], marked + impression), make_annotation(ANNOTATORS[1], other + impression)],
+        "h1": [make_annotation(ANNOTATORS[0], impression), make_annotation(ANNOTATORS[1], [rating("impression", 1)])],
+    }
+    add_missing_annotations(client, project.id, answers, {key: "test" for key in answers})
+    source = next(p for p in as_api(client).projects() if int(p["id"]) == project.id)
+
+    made = ensure_adjudication(client, source, HOTEL, prefill=True)
+    assert (made.created, made.added, made.prefilled) == (True, 1, 1)  # h1 differs on impression only
+    assert made.found.rule_from == "schema hotel_spans" and made.found.compared == 2
+    [task] = client.tasks.list(project=made.project_id, fields="all")
+    panel = task.data[ANSWERS_FIELD]
+    for label in (HOTEL.constant("incorrect"), HOTEL.constant("misleading")):
+        assert f"<b>{label}</b>: \u00ab{html.escape(first_word)}\u00bb" in panel
+    versions = sorted(p.model_version for p in client.predictions.list(task=task.id))
+    assert versions == [f"{PREFILL_PREFIX}{a}" for a in sorted(ANNOTATORS)]
+
+    # a third annotator disagrees on h2: a second run adds it and keeps the first
+    third = "cy@example.org"
+    add_missing_annotations(
+        client,
+        project.id,
+        {"h2": [make_annotation(ANNOTATORS[0], impression), make_annotation(third, marked + impression)]},
+        {"h2": "test"},
+    )
+    source = next(p for p in as_api(client).projects() if int(p["id"]) == project.id)
+    again = ensure_adjudication(client, source, HOTEL)
+    assert (again.created, again.added, again.already, again.project_id) == (False, 1, 1, made.project_id)
+    assert find_adjudication_project(client, project.id)["id"] == made.project_id
+    keys = sorted(t.meta["judgelab_key"] for t in client.tasks.list(project=made.project_id, fields="all"))
+    assert keys == ["h0", "h2"]
