@@ -403,7 +403,7 @@ def design_overlap_cmd(
 @design_group.command("adjudicate")
 @project_options(multiple=False)
 @click.option(
-    "--where", help="Which tasks: a rule, 'ITEM differs' or 'max-min>=N on ITEM' joined by or/and (see below)."
+    "--where", help="Which tasks: a rule, 'ITEM differs' or 'max-min>=N on ITEM' joined by or/and (see above)."
 )
 @click.option(
     "--with-judge",
