@@ -253,18 +253,20 @@ def _run_by_other_tests() -> set[str]:
     (tests/test_backend_serve.py, an activated venv's ``judgelab`` for ``.venv/bin/judgelab``) and
     the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
     the annotators' block (tests/test_cli_people.py), the rubber-stamping block
-    (tests/test_rubber_stamping.py)."""
+    (tests/test_rubber_stamping.py), the adjudication block (tests/test_adjudication.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
     serve = {line.replace(".venv/bin/judgelab", "judgelab") for line in SERVE}
     shown = {line for line in command_lines() if line.replace(".venv/bin/judgelab", "judgelab") in serve}
+    from test_adjudication import ADJUDICATION_MARKER
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
     from test_rubber_stamping import DOCS_MARKER as STAMPING_MARKER
 
     judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
-    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS) | set(block_after(STAMPING_MARKER))
+    marked = set().union(*(block_after(marker) for marker in (ARMS_MARKER, STAMPING_MARKER, ADJUDICATION_MARKER)))
+    return shown | judges | marked | set(ANNOTATORS)
 
 
 def _exercised() -> set[str]:

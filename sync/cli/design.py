@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.cli.base import RegistryChoice, _Cli, _connection, _fail, main, project_options
+from judgelab.sync.cli.base import Output, RegistryChoice, _Cli, _connection, _fail, json_option, main, project_options
 from judgelab.sync.cli.projects import _format_names
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
@@ -398,6 +398,104 @@ def design_overlap_cmd(
         f"{project.label()}: {settings.maximum_annotations} annotation(s) per task "
         f"on {settings.overlap_cohort_percentage}% of tasks"
     )
+
+
+@design_group.command("adjudicate")
+@project_options(multiple=False)
+@click.option(
+    "--where", help="Which tasks: a rule, 'ITEM differs' or 'max-min>=N on ITEM' joined by or/and (see above)."
+)
+@click.option(
+    "--with-judge",
+    "judge",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[MODEL_VERSION]",
+    help="Show the judge's prediction too (that model version's; alone: each task's latest).",
+)
+@click.option("--adjudicator", metavar="EMAIL", help="Whose answers --collect copies (default: whoever answered).")
+@click.option("--prefill", is_flag=True, help="Also add each annotator's answer as a prediction to start from.")
+@click.option("--collect", is_flag=True, help="Copy the adjudicated answers back as ground-truth annotations.")
+@json_option
+@click.pass_context
+def design_adjudicate_cmd(
+    ctx: click.Context,
+    project_id: int | None,
+    title: str | None,
+    schema_name: str | None,
+    where: str | None,
+    judge: str | None,
+    adjudicator: str | None,
+    prefill: bool,
+    collect: bool,
+    as_json: bool,
+) -> None:
+    """Review step: the tasks where annotators disagree, in a project '<title> (adjudication)'.
+
+    Each adjudication task shows every annotator's answer (and with --with-judge the judge's)
+    in a read-only panel beside the form; the adjudicator answers on the same form. Tasks: those
+    the rule --where picks, else the schema's rule (schema.yaml 'adjudicate: {rule: ...}'), else
+    'any differs' (a choice, rating or number item, or the span labels an annotator marked,
+    differ between two annotators of a task with two or more). Rules: 'ITEM differs',
+    'max-min>=N on ITEM' (OP one of >= > <= < ==; ITEM a control or item name, or 'any'),
+    joined by 'or' / 'and'. Run again, it adds the tasks that disagree since.
+
+    --collect copies each adjudicated answer into the source project as an annotation with Label
+    Studio's ground-truth flag, by the adjudicator's account; run again it adds nothing, and a
+    changed adjudication replaces the earlier ground truth. 'judgelab sync' then has them
+    (ground_truth column of the judgments table).
+    """
+    from judgelab.sync.adjudication import adjudication_of, ensure_adjudication
+    from judgelab.sync.adjudication import collect as collect_answers
+    from judgelab.sync.ls_api import as_api
+    from judgelab.sync.project_ref import ProjectRef, require_project
+
+    out = Output(as_json)
+    client = connect(_connection(ctx))
+    listed = as_api(client).projects()
+    found = require_project(
+        client, ProjectRef(project_id=project_id, title=title, schema=_schema_of(schema_name)), projects=listed
+    )
+    source = next(p for p in listed if int(p["id"]) == found.id)
+    if adjudication_of(source) is not None:  # named by the adjudication project: its source is meant
+        source_id = adjudication_of(source)
+        source = next((p for p in listed if int(p["id"]) == source_id), None)
+        if source is None:
+            raise SyncError(f"{found.label()} adjudicates project {source_id}, which is no longer in Label Studio")
+        found = require_project(client, ProjectRef(project_id=source_id), projects=listed)
+    if collect:
+        if where or judge is not None or prefill:
+            raise SyncError("--collect copies answers back: --where, --with-judge and --prefill are for creating")
+        outcome = collect_answers(client, found.id, adjudicator)
+        out.line(f"adjudication project {outcome.project_id}: {outcome.summary()}")
+        out.result(outcome.as_json())
+        return
+    made = ensure_adjudication(
+        client, source, found.schema, where=where, judge=judge, adjudicator=adjudicator, prefill=prefill
+    )
+    share = made.found
+    out.line(
+        f"{found.label()}: {len(share.tasks)} of {share.compared} task(s) with two answers or more meet the rule "
+        f"{share.rule.text!r} ({share.rule_from})"
+    )
+    out.line(
+        f"project {made.project_id} {made.title!r} {'created' if made.created else 'exists'}: "
+        f"{made.added} task(s) added, {made.already} already there"
+        + (f"; the judge's prediction shown on {made.judged}" if judge is not None else "")
+        + (f"; each annotator's answer pre-filled as a prediction on {made.prefilled}" if prefill else "")
+    )
+    target = (found.schema.meta.get("agreement_targets") or {}) if found.schema else {}
+    rule = target.get("disagreement_rule") if isinstance(target, dict) else None
+    if isinstance(rule, dict) and "average_below" in rule and share.compared:
+        limit = float(rule["average_below"])
+        rate = len(share.tasks) / share.compared
+        out.line(
+            f"disagreement on {rate:.0%} of the tasks with two answers; the guideline averages the scores below "
+            f"{limit:.0%} and meets to recalibrate above"
+        )
+    out.line("answer the tasks in Label Studio, then copy the answers back with --collect")
+    out.result(made.as_json())
 
 
 if __name__ == "__main__":
