@@ -252,7 +252,7 @@ def _run_by_other_tests() -> set[str]:
     """Lines other modules run as written: every ``judgelab serve`` line
     (tests/test_backend_serve.py, an activated venv's ``judgelab`` for ``.venv/bin/judgelab``) and
     the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
-    the annotators' block (tests/test_cli_people.py)."""
+    the annotators' block (tests/test_cli_people.py), the human sample's (tests/test_design_sample.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
@@ -260,9 +260,10 @@ def _run_by_other_tests() -> set[str]:
     shown = {line for line in command_lines() if line.replace(".venv/bin/judgelab", "judgelab") in serve}
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
+    from test_design_sample import SAMPLE_MARKER
 
     judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
-    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS)
+    return shown | judges | set(block_after(ARMS_MARKER)) | set(ANNOTATORS) | set(block_after(SAMPLE_MARKER))
 
 
 def _exercised() -> set[str]:
