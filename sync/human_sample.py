@@ -319,8 +319,9 @@ def _annotation_count(client: Any, project_id: int) -> int:
 
 
 def _patch_meta(client: Any, task_id: int, meta: dict[str, Any]) -> None:
-    """Write a task's whole meta (PATCH replaces it; the caller merged it). Idempotent, so a
-    failed attempt is simply sent again (:func:`sync.http_retry.repeat_write`)."""
+    """Write a task's whole meta (PATCH replaces it; the caller merged it), one request at a time.
+    Idempotent, so a failed attempt is simply sent again after a pause (:func:`sync.http_retry.repeat_write`).
+    Label Studio moves the task's ``updated_at``, so the next incremental sync exports it again."""
     from judgelab.sync.http_retry import repeat_write
 
     repeat_write(lambda: client.tasks.update(id=task_id, meta=meta), lambda: None, f"meta of task {task_id}")
@@ -428,7 +429,9 @@ def draw_human_sample(
             f"a budget of {budget} tasks, but {label} has {len(tasks)}: give --budget {len(tasks)} or less"
         )
     u, without = task_uncertainties(tasks, predictions, judge)
-    fields = strata_fields(source.schema, tasks, by) if design == "stratified" else list(by)
+    if by and design != "stratified":
+        raise SampleError("--by is for --design stratified")
+    fields = strata_fields(source.schema, tasks, by) if design == "stratified" else []
     if design == "stratified" and not fields:
         raise SampleError(
             f"{label}: no field to stratify by (the schema suggests no cut and no 'model' field has two values): "

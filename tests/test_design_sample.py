@@ -189,7 +189,9 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
         return result.output
 
     csv = _csv(tmp_path / "noticias.csv", 30)
-    pid = json.loads(run("import", "--title", TITLE, "--schema", "likert_rubric_es", str(csv), "--json"))["project"]["id"]
+    pid = json.loads(run("import", "--title", TITLE, "--schema", "likert_rubric_es", str(csv), "--json"))["project"][
+        "id"
+    ]
     # before any prediction: a clear error naming the project and what to run
     refused = run("design", "sample", "--title", TITLE, "--budget", "6", code=1)
     assert f"project {pid} ('{TITLE}', likert_rubric_es) has no predictions" in refused
@@ -232,14 +234,20 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
     # other arguments while the sample exists: refused, nothing changed
     other = run("design", "sample", "--title", TITLE, "--budget", "8", code=1)
     assert "already has a human sample drawn with other arguments" in other and "--replace" in other
+    assert "--by is for --design stratified" in run("design", "sample", "--title", TITLE, "--budget", "6", "--by",
+                                                    "model", code=1)  # fmt: skip
     assert {t.id: t.meta["judgelab_sample"] for t in client.tasks.list(project=pid, fields="all")} == records
 
     # sync: the meta PATCH moved the tasks' updated_at, so a later run sees the sample
     out = tmp_path / "tables"
     run("sync", "--project", str(pid), "--out", str(out))
     replaced = json.loads(
-        run("design", "sample", "--title", TITLE, "--budget", "8", "--design", "active", "--replace", "--json")
-    )
+        run("design", "sample", "--title", TITLE, "--budget", "8", "--design", "active", "--replace", "--json",
+            "--out", "draw.json")
+    )  # fmt: skip
+    written = json.loads((tmp_path / "draw.json").read_text(encoding="utf-8"))
+    assert len(written["draw"]) == 30 and written["sample_id"] == replaced["sample_id"]
+    assert sum(r["sampled"] for r in written["draw"]) == replaced["sampled"]
     assert replaced["replaced"] == sample.id and replaced["project"]["id"] != sample.id
     assert math.isclose(sum(r["inclusion_probability"] for r in _draw(client, pid).values()), 8)
     run(*shlex.split(sync_line)[1:])

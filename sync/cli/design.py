@@ -366,8 +366,6 @@ def design_sample_cmd(
     client = connect(conn)
     source = require_project(client, ProjectRef(project_id=project_id, title=title, schema=_schema_of(schema_name)))
     fields = tuple(f.strip() for f in (by or "").split(",") if f.strip())
-    if fields and design != "stratified":
-        raise SyncError("--by is for --design stratified")
     with progress_bar(None, "meta of the tasks") as bar:
         result = draw_human_sample(
             client,
