@@ -448,8 +448,11 @@ def draw_human_sample(
     )
 
     existing = {v.get("sample_id") for t in tasks if (v := sample_meta(t.meta)) is not None}
-    other = sorted(str(s) for s in existing - {the_id})
     sample_project = find_sample_project(listed.values(), source.id)
+    if sample_project is not None:  # its tasks name their draw too (the source's meta may have been edited)
+        copied = source_tasks(client, int(sample_project["id"]))
+        existing |= {v.get("sample_id") if (v := sample_meta(t.meta)) else "unknown" for t in copied}
+    other = sorted(str(s) for s in existing - {the_id})
     replaced = None
     if other and not replace:
         raise SampleError(
