@@ -24,14 +24,20 @@ empty (no review, no suggestions).
 
 from __future__ import annotations
 
-TASK_COLUMNS = ["project", "task_id", "schema", "key"]
+# ``inclusion_probability`` (float, NaN without one) and ``sampled`` (bool, empty without one): the
+# task's chance of being in the human sample drawn by ``judgelab design sample`` and whether it is
+# (its ``meta["judgelab_sample"]``); the prediction-powered estimates weigh human labels by them.
+SAMPLE_COLUMNS = ["inclusion_probability", "sampled"]
+TASK_COLUMNS = ["project", "task_id", "schema", "key", *SAMPLE_COLUMNS]
 # The sync's tasks table: a task's data fields that cannot have a column of their own (a name that
 # differs from another column only in case, a fixed column's name, past the column limit), as JSON.
 TASK_EXTRA_COLUMN = "extra_fields"
 # the project's own settings, the same on every task row of a project (empty for data loaded
 # without Label Studio): its title, and its overlap target (annotations per task, on a share of
-# the tasks). Tables written before these existed load without them.
-PROJECT_COLUMNS = ["project_title", "project_max_annotations", "project_overlap_percent"]
+# the tasks), and, for a human-sample project, the id of the project it is a sample of
+# (``project_sample_of``, from its description's ``[judgelab-sample-of:<id>]``). Tables written
+# before these existed load without them.
+PROJECT_COLUMNS = ["project_title", "project_max_annotations", "project_overlap_percent", "project_sample_of"]
 JUDGMENT_COLUMNS = [
     "project",
     "task_id",

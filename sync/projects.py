@@ -23,6 +23,33 @@ IMPORT_BATCH = 500
 IMPORT_BATCH_BYTES = 8 << 20  # about this much JSON per import request
 
 
+SAMPLE_TAG = "[judgelab-sample-of:"  # in the description of a human sample (judgelab design sample)
+
+
+def sample_marker(source_id: int) -> str:
+    """The description marker of a human-sample project: ``[judgelab-sample-of:<source id>]``."""
+    return f"{SAMPLE_TAG}{int(source_id)}]"
+
+
+def sample_source_of(description: Any) -> int | None:
+    """The source project id a human-sample project's description names, else None.
+
+    >>> sample_source_of("Ratings.\\n\\n[judgelab:likert_rubric_es] [judgelab-sample-of:12]")
+    12
+    >>> sample_source_of("no marker") is None
+    True
+    """
+    text = str(description or "")
+    start = text.find(SAMPLE_TAG)
+    end = text.find("]", start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        return int(text[start + len(SAMPLE_TAG) : end])
+    except ValueError:
+        return None
+
+
 def schema_marker(schema_name: str) -> str:
     return f"[judgelab:{schema_name}]"
 
@@ -49,6 +76,7 @@ class ProjectInfo:
     title: str | None = None
     max_annotations: int | None = None
     overlap_percent: int | None = None
+    sample_of: int | None = None  # a human-sample project: the project it is a sample of
 
     def task_columns(self) -> dict[str, Any]:
         """The ``tasks`` columns of the tidy-table contract that carry the project's settings."""
@@ -56,6 +84,7 @@ class ProjectInfo:
             "project_title": self.title,
             "project_max_annotations": self.max_annotations,
             "project_overlap_percent": self.overlap_percent,
+            "project_sample_of": self.sample_of,
         }
 
 
@@ -86,6 +115,7 @@ def selected_project_info(client: Any, project_ids: list[int] | None = None) -> 
                 title=project.get("title"),
                 max_annotations=_int_or_none(project.get("maximum_annotations")),
                 overlap_percent=_int_or_none(project.get("overlap_cohort_percentage")),
+                sample_of=sample_source_of(project.get("description")),
             )
         )
     return chosen

@@ -31,7 +31,7 @@ TABLES = ("tasks", "judgments", "spans", "predictions")
 EXTRA = TASK_EXTRA_COLUMN
 # SQLite allows 2,000 columns; a table of hundreds of columns is no table to read either
 MAX_DATA_COLUMNS = 200
-# (column, kind): int, Int (nullable int), float, bool, text
+# (column, kind): int, Int (nullable int), float, bool, Bool (nullable bool), text
 _COLUMNS: dict[str, list[tuple[str, str]]] = {
     "tasks": [
         ("project", "int"),
@@ -42,6 +42,9 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("project_max_annotations", "Int"),
         ("project_overlap_percent", "Int"),
         (EXTRA, "text"),
+        ("inclusion_probability", "float"),
+        ("sampled", "Bool"),
+        ("project_sample_of", "Int"),
     ],
     "judgments": [
         ("project", "int"),
@@ -87,7 +90,9 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("updated_at", "text"),
     ],
 }
-_SQL_TYPE = {"int": "INTEGER", "Int": "INTEGER", "float": "REAL", "bool": "BOOLEAN", "text": "TEXT"}
+_SQL_TYPE = {"int": "INTEGER", "Int": "INTEGER", "float": "REAL", "bool": "BOOLEAN", "Bool": "BOOLEAN", "text": "TEXT"}
+# tasks columns added after stores existed: an earlier store gets them in place (empty), its rows kept
+_ADDED_IN_PLACE = (EXTRA, "inclusion_probability", "sampled", "project_sample_of")
 PARQUET_CHUNK_ROWS = 50_000
 _MARKER = "judgelab_table_store"  # sync_meta key: the tables are this module's (not pandas' to_sql)
 
@@ -104,12 +109,12 @@ def columns(db: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
 
 def _current(db: sqlite3.Connection) -> bool:
     """Whether the tables are this module's and have every fixed column of this version (the
-    tasks table's ``extra_fields`` aside: :func:`ensure_tables` adds it in place)."""
+    tasks columns of :data:`_ADDED_IN_PLACE` aside: :func:`ensure_tables` adds them in place)."""
     if not db.execute("SELECT 1 FROM sync_meta WHERE key=?", (_MARKER,)).fetchone():
         return False
     for table in TABLES:
         have = {row[1] for row in db.execute(f"PRAGMA table_info({_q(table)})")}
-        if not have or any(column not in have for column, _ in _COLUMNS[table] if column != EXTRA):
+        if not have or any(column not in have for column, _ in _COLUMNS[table] if column not in _ADDED_IN_PLACE):
             return False
     return True
 
@@ -121,8 +126,11 @@ def ensure_tables(db: sqlite3.Connection) -> bool:
     were (re)created empty."""
     db.execute("CREATE TABLE IF NOT EXISTS sync_meta (key TEXT PRIMARY KEY, value TEXT)")
     if _current(db):
-        if EXTRA.casefold() not in {c.casefold() for c, _ in columns(db, "tasks")}:  # a store of an earlier judgelab
-            db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(EXTRA)} TEXT")
+        have = {c.casefold() for c, _ in columns(db, "tasks")}
+        kinds = dict(_COLUMNS["tasks"])
+        for name in _ADDED_IN_PLACE:  # a store of an earlier judgelab
+            if name.casefold() not in have:
+                db.execute(f"ALTER TABLE tasks ADD COLUMN {_q(name)} {_SQL_TYPE[kinds[name]]}")
         return False
     db.execute("DELETE FROM sync_meta WHERE key=?", (_MARKER,))
     for table in TABLES:
@@ -154,7 +162,7 @@ def _cell(value: Any, kind: str) -> Any:
         return None
     if kind == "text":
         return value if isinstance(value, str) else str(value)
-    if kind == "bool":
+    if kind in ("bool", "Bool"):
         return bool(value)
     if kind == "float":
         try:
@@ -164,7 +172,7 @@ def _cell(value: Any, kind: str) -> Any:
     return int(value)
 
 
-_NATIVE = {"text": (str,), "bool": (bool,), "float": (float,), "int": (int,), "Int": (int,)}
+_NATIVE = {"text": (str,), "bool": (bool,), "Bool": (bool,), "float": (float,), "int": (int,), "Int": (int,)}
 
 
 def _column(rows: list[dict[str, Any]], name: str, kind: str) -> list[Any]:
@@ -307,6 +315,8 @@ def _series(values: list[Any], kind: str) -> pd.Series:
         return pd.Series(values, dtype="str" if int(pd.__version__.split(".")[0]) >= 3 else object)
     if kind == "bool":
         return pd.Series([bool(v) for v in values], dtype="bool")
+    if kind == "Bool":
+        return pd.Series([None if v is None else bool(v) for v in values], dtype="boolean")
     return pd.Series(values, dtype={"int": "int64", "Int": "Int64", "float": "float64"}[kind])
 
 
@@ -315,7 +325,14 @@ def _arrow_schema(cols: list[tuple[str, str]]):
     import pandas as pd
     import pyarrow as pa
 
-    arrow = {"int": pa.int64(), "Int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "text": pa.large_string()}
+    arrow = {
+        "int": pa.int64(),
+        "Int": pa.int64(),
+        "float": pa.float64(),
+        "bool": pa.bool_(),
+        "Bool": pa.bool_(),
+        "text": pa.large_string(),
+    }
     empty = pd.DataFrame({c: _series([], k) for c, k in cols})
     schema = pa.Schema.from_pandas(empty, preserve_index=False)
     for i, (c, k) in enumerate(cols):
@@ -340,7 +357,7 @@ def write_parquet(db: sqlite3.Connection, out_dir: Path, chunk_rows: int = PARQU
                 for rows in _chunks(cursor, chunk_rows):
                     arrays = [
                         pa.array([bool(v) if v is not None else None for v in values], pa.bool_())
-                        if kind == "bool"
+                        if kind in ("bool", "Bool")
                         else pa.array(values, schema.field(i).type)
                         for i, ((_, kind), values) in enumerate(zip(cols, zip(*rows, strict=True), strict=True))
                     ]

@@ -1,7 +1,9 @@
 """Label Studio's exported tasks into the tidy tables (the contract with ``analysis/``).
 
-- ``tasks``: project, task_id, schema, key, the project's title and overlap target
-  (``PROJECT_COLUMNS``), the task's data fields, its meta fields.
+- ``tasks``: project, task_id, schema, key, inclusion_probability and sampled (the task's
+  ``meta["judgelab_sample"]``, written by ``judgelab design sample``), the project's title,
+  overlap target and the project it is a human sample of (``PROJECT_COLUMNS``), the task's data
+  fields.
 - ``judgments``: one row per judgment: project, task_id, annotation_id, annotator, source
   (``human`` or ``model:<version>``), item, value, created_at, updated_at, lead_time,
   was_cancelled, ground_truth, region_id, origin, parent_prediction.
@@ -36,6 +38,36 @@ if TYPE_CHECKING:  # pandas only for the DataFrame helpers; the sync's hot path 
     import pandas as pd
 
 SPAN_TYPES = {"labels", "hypertextlabels", "paragraphlabels"}
+SAMPLE_META_KEY = "judgelab_sample"  # a task's place in the human sample (judgelab design sample)
+
+
+def sample_meta(meta: Any) -> dict[str, Any] | None:
+    """A task's ``judgelab_sample`` meta, when it is a well-formed one."""
+    value = meta.get(SAMPLE_META_KEY) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) and "inclusion_probability" in value else None
+
+
+def sample_columns(meta: Any) -> dict[str, Any]:
+    """The ``tasks`` columns ``inclusion_probability`` (a float in (0, 1], else None: NaN in the
+    table) and ``sampled`` (a bool, else None) of a task's meta.
+
+    >>> sample_columns({"judgelab_sample": {"inclusion_probability": 0.25, "sampled": True}})
+    {'inclusion_probability': 0.25, 'sampled': True}
+    >>> sample_columns({"judgelab_sample": {"inclusion_probability": "x", "sampled": 1}})
+    {'inclusion_probability': None, 'sampled': None}
+    >>> sample_columns({})
+    {'inclusion_probability': None, 'sampled': None}
+    """
+    value = sample_meta(meta)
+    if value is None:
+        return {"inclusion_probability": None, "sampled": None}
+    pi = value.get("inclusion_probability")
+    ok = isinstance(pi, (int, float)) and not isinstance(pi, bool) and 0 < pi <= 1
+    sampled = value.get("sampled")
+    return {
+        "inclusion_probability": float(pi) if ok else None,
+        "sampled": sampled if isinstance(sampled, bool) else None,
+    }
 
 
 @dataclass
@@ -132,6 +164,7 @@ def tidy_rows_from_export(
         task_id = task.get("id")
         meta = task.get("meta") or {}
         row = {"project": project_id, "task_id": task_id, "schema": schema_name, "key": meta.get("judgelab_key")}
+        row.update(sample_columns(meta))
         row.update(settings)
         clashing = {}  # data fields named like a fixed column: kept apart, not dropped
         for k, v in (task.get("data") or {}).items():
@@ -201,6 +234,8 @@ def tidy_from_export(
     for column in TASK_COLUMNS:
         if column not in tasks:
             tasks[column] = pd.Series(dtype="object")
+    tasks["inclusion_probability"] = tasks["inclusion_probability"].astype("float64")
+    tasks["sampled"] = tasks["sampled"].astype("boolean")
     judgments = pd.DataFrame(judgment_rows, columns=JUDGMENT_COLUMNS)
     spans = pd.DataFrame(span_rows, columns=SPAN_COLUMNS)
     spans["start"] = spans["start"].astype("Int64")

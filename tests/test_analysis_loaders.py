@@ -41,7 +41,7 @@ def write(path: Path, text: str) -> Path:
 
 def contract_ok(tables: dict[str, pd.DataFrame]) -> None:
     assert set(tables) == {"tasks", "judgments", "spans", "problems"}
-    assert list(tables["tasks"].columns[:4]) == TASK_COLUMNS
+    assert list(tables["tasks"].columns[: len(TASK_COLUMNS)]) == TASK_COLUMNS
     assert list(tables["judgments"].columns) == JUDGMENT_COLUMNS
     assert list(tables["spans"].columns) == SPAN_COLUMNS
     values = tables["judgments"]["value"].dropna()

@@ -253,7 +253,8 @@ def _run_by_other_tests() -> set[str]:
     (tests/test_backend_serve.py, an activated venv's ``judgelab`` for ``.venv/bin/judgelab``) and
     the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
     the annotators' block (tests/test_cli_people.py), the rubber-stamping block
-    (tests/test_rubber_stamping.py), the adjudication block (tests/test_adjudication.py)."""
+    (tests/test_rubber_stamping.py), the adjudication block (tests/test_adjudication.py), the human
+    sample's (tests/test_design_sample.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
@@ -262,10 +263,12 @@ def _run_by_other_tests() -> set[str]:
     from test_adjudication import ADJUDICATION_MARKER
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
+    from test_design_sample import SAMPLE_MARKER
     from test_rubber_stamping import DOCS_MARKER as STAMPING_MARKER
 
     judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
-    marked = set().union(*(block_after(marker) for marker in (ARMS_MARKER, STAMPING_MARKER, ADJUDICATION_MARKER)))
+    markers = (ARMS_MARKER, STAMPING_MARKER, ADJUDICATION_MARKER, SAMPLE_MARKER)
+    marked = set().union(*(block_after(marker) for marker in markers))
     return shown | judges | marked | set(ANNOTATORS)
 
 

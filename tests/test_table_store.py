@@ -224,3 +224,36 @@ def test_tables_kept_before_the_review_columns_are_rebuilt_and_every_task_export
     finally:
         db.close()
     assert len(tables_from_state(tmp_path).judgments) == 1
+
+
+def test_the_sample_columns_are_added_in_place_and_keep_their_types(tmp_path):
+    """A store kept before ``inclusion_probability``, ``sampled`` and ``project_sample_of`` gets
+    them in place (its rows and state kept); the columns read back as float64, a nullable boolean
+    and a nullable integer, empty where a task has no sample, from SQLite and from Parquet alike."""
+    db = open_state(tmp_path)
+    table_store.insert_rows(db, task_rows(1, 5, 4))
+    db.execute("INSERT INTO sync_tasks (project, task_id, signature) VALUES (1, 5, 'sig')")
+    for column in ("inclusion_probability", "sampled", "project_sample_of"):
+        db.execute(f"ALTER TABLE tasks DROP COLUMN {column}")  # as an earlier judgelab created it
+    db.commit()
+    db.close()
+    db = open_state(tmp_path)
+    try:
+        assert db.execute("SELECT COUNT(*) FROM sync_tasks").fetchone()[0] == 1
+        rows = task_rows(1, 6, 2, data={"inclusion_probability": 0.25, "sampled": True, "project_sample_of": 3})
+        rows["tasks"] += task_rows(1, 7, 2, data={"inclusion_probability": 0.5, "sampled": False})["tasks"]
+        with db:
+            table_store.insert_rows(db, rows)
+        table_store.write_parquet(db, tmp_path)
+        frames = table_store.read_frames(db)
+    finally:
+        db.close()
+    for tasks in (frames["tasks"], pd.read_parquet(tmp_path / "tasks.parquet")):
+        assert tasks["task_id"].tolist() == [5, 6, 7]
+        assert str(tasks["inclusion_probability"].dtype) == "float64"
+        assert tasks["inclusion_probability"].isna().tolist() == [True, False, False]
+        assert tasks["inclusion_probability"].iloc[1:].tolist() == [0.25, 0.5]
+        assert str(tasks["sampled"].dtype) == "boolean" and tasks["sampled"].tolist()[1:] == [True, False]
+        assert tasks["sampled"].isna().tolist() == [True, False, False]
+        assert str(tasks["project_sample_of"].dtype) == "Int64"
+        assert tasks["project_sample_of"].isna().tolist() == [True, False, True]

@@ -379,8 +379,9 @@ def test_an_export_without_annotations_gives_empty_tables_with_columns():
     assert tables.judgments.empty and list(tables.judgments.columns) == JUDGMENT_COLUMNS
     assert tables.spans.empty and list(tables.spans.columns) == SPAN_COLUMNS
     assert records(tables.tasks) == [
-        {"project": 1, "task_id": 1, "schema": "custom", "key": None, "project_title": None,
-         "project_max_annotations": None, "project_overlap_percent": None, "text": "hi"}
+        {"project": 1, "task_id": 1, "schema": "custom", "key": None, "inclusion_probability": None,
+         "sampled": None, "project_title": None, "project_max_annotations": None,
+         "project_overlap_percent": None, "project_sample_of": None, "text": "hi"}
     ]  # fmt: skip
 
 

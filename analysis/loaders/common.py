@@ -93,7 +93,7 @@ def tidy_frames(
     task_frame = pd.DataFrame(tasks)
     for column in TASK_COLUMNS:
         if column not in task_frame:
-            task_frame[column] = pd.Series(dtype="object")
+            task_frame[column] = pd.Series(dtype="float64" if column == "inclusion_probability" else "object")
     extra = [c for c in task_frame.columns if c not in TASK_COLUMNS]
     task_frame = task_frame[[*TASK_COLUMNS, *extra]]
     span_frame = pd.DataFrame(spans, columns=SPAN_COLUMNS)

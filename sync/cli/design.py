@@ -1,4 +1,4 @@
-"""Study design: judgelab design batches|qualification|groups|pilot|arms|overlap."""
+"""Study design: judgelab design batches|qualification|groups|pilot|sample|arms|overlap."""
 
 from __future__ import annotations
 
@@ -7,7 +7,18 @@ from pathlib import Path
 import click
 
 from judgelab.configs.schema import Schema, get_schema
-from judgelab.sync.cli.base import Output, RegistryChoice, _Cli, _connection, _fail, json_option, main, project_options
+from judgelab.sync.cli.base import (
+    Output,
+    RegistryChoice,
+    _Cli,
+    _connection,
+    _fail,
+    advance,
+    json_option,
+    main,
+    progress_bar,
+    project_options,
+)
 from judgelab.sync.cli.projects import _format_names
 from judgelab.sync.client import SyncError, connect
 from judgelab.sync.importers import rows_from_records
@@ -299,6 +310,121 @@ def design_pilot_cmd(
         project_id = _import_design_project(ctx, schema, suffixed_title(title or schema.title, "pilot"), pilot)
         settings = set_overlap(connect(_connection(ctx)), project_id, annotations_per_task, 100)
         click.echo(f"project {project_id}: {settings.maximum_annotations} annotation(s) per task on 100% of tasks")
+
+
+@design_group.command("sample")
+@project_options(multiple=False)
+@click.option("--budget", type=int, required=True, help="Tasks people label (the expected number for --design active).")
+@click.option(
+    "--design",
+    type=click.Choice(["uniform", "stratified", "active"]),
+    default="uniform",
+    show_default=True,
+    help="uniform; stratified by the study's cut (--by); active: more often where the judge is unsure.",
+)
+@click.option(
+    "--judge", metavar="MODEL_VERSION", help="The judge's model version (default: the project's only or current one)."
+)
+@click.option("--by", help="Comma-separated fields to stratify by (default: the schema's suggested cut, else model).")
+@click.option("--floor", default=0.2, show_default=True, help="Share of the budget spread evenly (--design active).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--overlap", type=int, help="Annotations per task in the sample project (default: the source's).")
+@click.option("--replace", is_flag=True, help="Draw anew over a sample of other arguments nobody has labelled yet.")
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the draw (every task's probability) as JSON.")
+@json_option
+@click.pass_context
+def design_sample_cmd(
+    ctx: click.Context,
+    project_id: int | None,
+    title: str | None,
+    schema_name: str | None,
+    budget: int,
+    design: str,
+    judge: str | None,
+    by: str | None,
+    floor: float,
+    seed: int,
+    overlap: int | None,
+    replace: bool,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """A human sample for prediction-powered estimates: people label BUDGET tasks, the judge all.
+
+    Reads the project's tasks and its judge's predictions (pre-annotate it first), gives each task
+    an inclusion probability (summing to the budget; the judge's uncertainty is its prediction's
+    score) and draws the sample, seeded. Every task of the project records its probability in
+    its meta (judgelab_sample; 'judgelab sync' makes it the tasks columns inclusion_probability
+    and sampled); the sampled tasks go, without predictions, into '<title> (human sample)',
+    which no backend is connected to. The same command again finds the sample and adds nothing.
+    """
+    from judgelab.sync.human_sample import draw_human_sample
+    from judgelab.sync.project_ref import ProjectRef, require_project
+
+    output = Output(as_json)
+    conn = _connection(ctx)
+    client = connect(conn)
+    source = require_project(client, ProjectRef(project_id=project_id, title=title, schema=_schema_of(schema_name)))
+    fields = tuple(f.strip() for f in (by or "").split(",") if f.strip())
+    with progress_bar(None, "meta of the tasks") as bar:
+        result = draw_human_sample(
+            client,
+            source,
+            budget=budget,
+            design=design,
+            judge=judge,
+            seed=seed,
+            by=fields,
+            floor=floor,
+            overlap=overlap,
+            replace=replace,
+            progress=advance(bar),
+        )
+    url = f"{conn.url.rstrip('/')}/projects/{result.project_id}"
+    if out is not None:
+        _write_sample_file(client, out, result)
+    output.line(
+        f"{source.label()}: human sample {result.sample_id} of {result.n_sampled} of {result.n_tasks} task(s) "
+        f"(budget {result.budget}, design {result.design}"
+        + (f" by {' x '.join(result.by)}" if result.by else "")
+        + f", seed {result.seed}, judge {result.judge})"
+    )
+    output.line(
+        f"inclusion probabilities from {result.min_inclusion:.3g} to {result.max_inclusion:.3g}; "
+        f"{result.meta_updated} task(s) got their judgelab_sample meta"
+        + (
+            f"; {result.without_prediction} task(s) have no prediction of the judge"
+            if result.without_prediction
+            else ""
+        )
+    )
+    if result.strata:
+        output.line("sampled per cell: " + ", ".join(f"{cell}: {n}" for cell, n in result.strata.items()))
+    if result.replaced is not None:
+        output.line(f"project {result.replaced}, the earlier human sample (unlabelled), was removed")
+    state = "created" if result.created else "exists"
+    output.line(
+        f"project {result.project_id} {result.project_title!r} {state}: {result.imported} task(s) imported "
+        f"(no backend, no predictions: label blind) {url}"
+    )
+    if result.already:
+        output.line("the same sample as before: nothing added")
+    output.result(result.as_json(url))
+
+
+def _write_sample_file(client, path: Path, result) -> None:
+    """The draw: every source task's id, key, inclusion probability and whether it was drawn."""
+    import json
+
+    from judgelab.sync.human_sample import META_KEY, source_tasks
+
+    rows = [
+        {"task_id": t.id, "key": t.meta.get("judgelab_key"), **(t.meta.get(META_KEY) or {})}
+        for t in source_tasks(client, result.source_id)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {**result.as_json(None), "draw": rows}
+    path.write_text(json.dumps(body, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 @design_group.command("arms")
