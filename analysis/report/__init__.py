@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,7 @@ def build_report(
     section_builders: list[SectionBuilder] | None = None,
     options: ReportOptions | None = None,
     context: Mapping[str, pd.DataFrame] | None = None,
+    exclude_annotators: Collection[str] | None = None,
 ) -> ReportPaths:
     """Write ``report.md``, ``report.html`` and one CSV per table into ``out_dir``.
 
@@ -97,12 +98,13 @@ def build_report(
     metadata; a project's schema is the ``schema`` column of its tasks, else the only schema
     given, else the schema named like the project. ``context`` (default: ``tables``) holds
     every project of the run: projects of the same schema see each other as ``peers``.
-    Raises ``ValueError`` when a table lacks a required column.
+    ``exclude_annotators`` (default: ``options.exclude_annotators``) are left out of the study
+    estimates. Raises ``ValueError`` when a table lacks a required column.
     """
     frames = normalised_tables(tables)
     everything = frames if context is None else normalised_tables(context)
     builders = SECTION_BUILDERS if section_builders is None else section_builders
-    options = options or ReportOptions()
+    options = _with_excluded(options or ReportOptions(), exclude_annotators)
     problems = tables.get("problems")
     usage = tables.get("usage")
     frames, foreign = _without_foreign_parents(frames, everything)
@@ -127,6 +129,12 @@ def build_report(
     for name, data in _csv_tables(sections).items():
         paths.csv[name] = write_csv(data, out_dir / f"{name}.csv")  # formulas neutralised
     return paths
+
+
+def _with_excluded(options: ReportOptions, exclude_annotators: Collection[str] | None) -> ReportOptions:
+    if exclude_annotators is None:
+        return options
+    return replace(options, exclude_annotators=frozenset(str(name) for name in exclude_annotators))
 
 
 def project_section(
@@ -209,13 +217,16 @@ def build_reports(
     options: ReportOptions | None = None,
     section_builders: list[SectionBuilder] | None = None,
     on_report: Callable[[int, int], None] | None = None,
+    exclude_annotators: Collection[str] | None = None,
 ) -> ReportIndex:
     """One report per project (``per="project"``) or per schema (``per="schema"``), each in
     ``out_dir/<name>/`` (``report.html``, ``report.md``, CSVs; a project's name is its Label
     Studio title, see :func:`project_title`), and ``out_dir/index.html``
     linking them with their counts. Every report sees the whole run as context, so a project
     can use the gold labels of another project of its schema. ``on_report(done, total)`` is
-    called as the reports are written (a progress bar)."""
+    called as the reports are written (a progress bar). ``exclude_annotators``: as
+    :func:`build_report`'s."""
+    options = _with_excluded(options or ReportOptions(), exclude_annotators)
     if per not in PER_CHOICES:
         raise ValueError(f"per must be one of {', '.join(PER_CHOICES)}, got {per!r}")
     frames = normalised_tables(tables)

@@ -38,6 +38,8 @@ class ReportOptions:
     table shows on the page (its CSV always has every row). ``by`` and ``where`` cut every
     table and figure (see ``analysis.report.faceting``); ``None`` takes the cut kept with the
     project's tables (``cuts``, by project id as text), and a project without one is whole.
+    ``exclude_annotators``: annotators whose labels the study estimates leave out (rubber-stampers,
+    say; see ``analysis.estimates``).
     """
 
     cluster: bool = False
@@ -47,6 +49,7 @@ class ReportOptions:
     by: tuple[str, ...] | None = None  # None: the project's kept cut; (): no facets
     where: str | None = None  # None: the project's kept cut; "": no filter
     cuts: Mapping[str, Cut] = field(default_factory=dict)  # the cut kept with each project's tables
+    exclude_annotators: frozenset[str] = frozenset()  # left out of the study estimates
 
 
 @dataclass(frozen=True)

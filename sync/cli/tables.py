@@ -202,6 +202,13 @@ def _changed(count: int) -> str:
     help="Keep --by/--where with the reported projects' tables (cut.json), so every later report uses them.",
 )
 @click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap resamples for intervals.")
+@click.option(
+    "--exclude-annotator",
+    "exclude_annotators",
+    multiple=True,
+    metavar="NAME",
+    help="Leave this annotator's labels out of the study estimates (repeatable).",
+)
 def report_cmd(
     tables_dirs: tuple[Path, ...],
     out: Path,
@@ -211,6 +218,7 @@ def report_cmd(
     where: str | None,
     keep_cut: bool,
     n_boot: int,
+    exclude_annotators: tuple[str, ...],
 ) -> None:
     """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
 
@@ -273,6 +281,7 @@ def report_cmd(
         by=None if by is None else split_by(by),
         where=None if where is None else ("" if where.strip().lower() == "none" else where),
         cuts=cuts,
+        exclude_annotators=frozenset(exclude_annotators),
     )
     with progress_bar(None, "reports", unit="report") as bar:
 
