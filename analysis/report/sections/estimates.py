@@ -129,7 +129,9 @@ def _sentence(row: pd.Series, by: Sequence[str]) -> str:
         f"{plural(judged, 'task')}; human-only {_interval(row['human_low'], row['human_high'], statistic)}"
     )
     worth, lam = row["worth_human_labels"], row["lambda"]
-    if not is_nan(lam) and lam <= 0:
+    if n == judged:
+        text += "; every task the judge answered has a human label, so the judge cannot add to them"
+    elif not is_nan(lam) and lam <= 0:
         text += "; the judge does not narrow the interval here (lambda 0)"
     elif not is_nan(worth) and math.isfinite(worth):
         text += f"; together worth {round(worth):,} human labels alone"
@@ -147,8 +149,8 @@ def _bias(value: float, statistic: str) -> str:
 
 
 def ranked(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """The rows by group and quantity (as first found), each judge with an interval first, the one
-    worth the most human labels first."""
+    """The rows with an interval first, then by group and quantity (as first found), the judge worth
+    the most human labels first."""
     order = {quantity: i for i, quantity in enumerate(dict.fromkeys(table["quantity"]))}
     return (
         table.assign(
@@ -157,7 +159,7 @@ def ranked(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
             _worth=table["worth_human_labels"].fillna(-1.0),
         )
         .sort_values(
-            [*by, "_quantity", "_has", "_worth"], ascending=[*(True for _ in by), True, False, False], kind="stable"
+            ["_has", *by, "_quantity", "_worth"], ascending=[False, *(True for _ in by), True, False], kind="stable"
         )
         .drop(columns=["_quantity", "_has", "_worth"])
         .reset_index(drop=True)
@@ -169,7 +171,8 @@ def best_rows(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     interval; else the first judge's), quantities in the order found."""
     best = ranked(table, by).drop_duplicates([*by, "quantity"])
     order = {quantity: i for i, quantity in enumerate(dict.fromkeys(table["quantity"]))}
-    return best.assign(_q=best["quantity"].map(order)).sort_values("_q", kind="stable").drop(columns="_q")
+    best = best.assign(_q=best["quantity"].map(order))
+    return best.sort_values(["_q", *by], kind="stable").drop(columns="_q")
 
 
 def _shown(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
@@ -256,7 +259,11 @@ def _glances(best: pd.DataFrame, by: Sequence[str]) -> list[Glance]:
             continue
         answer = f"{_with_ci(row, 'ppi')} with {_judge_words(row)}, {plural(int(row['n_labeled']), 'human label')}"
         worth = row["worth_human_labels"]
-        if not is_nan(worth) and math.isfinite(worth):
+        if int(row["n_labeled"]) == int(row["n_judged"]):
+            answer += " (every task labelled)"
+        elif not is_nan(row["lambda"]) and row["lambda"] <= 0:
+            answer += "; the judge does not narrow it"
+        elif not is_nan(worth) and math.isfinite(worth):
             answer += f", worth {round(worth):,}"
         out.append(Glance(TOPIC, subject, answer, float(row["ppi_estimate"])))
     return out
