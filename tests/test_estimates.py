@@ -414,3 +414,62 @@ def test_storysumm_gold_as_human_labels(tmp_path: Path) -> None:
     for model, ids in loaded["tasks"].groupby("model")["task_id"]:
         share = (gold.reindex(ids) == "Unfaithful").mean()
         assert rows.loc[model, "human_low"] <= share <= rows.loc[model, "human_high"]
+
+
+# -- through a real Label Studio ---------------------------------------------------------------
+
+HOTEL_SUMMARY = "The Harbour Inn offers 90 rooms and an outdoor pool."
+
+
+def _rating(rid: str, value: int) -> dict:
+    return {"id": rid, "from_name": "impression", "to_name": "summary", "type": "rating", "value": {"rating": value}}
+
+
+@pytest.mark.integration
+def test_estimates_from_a_synced_label_studio_project(live_stack, tmp_path, request):
+    """A judge (a model version's predictions) on 14 tasks, an annotator on 12 of them without its
+    suggestion and on one more task started from it (``parent_prediction``): ``judgelab sync`` and
+    ``judgelab report`` give the estimates of the 12 independent ratings, as ppi computes them."""
+    from judgelab.configs.schema import all_schemas
+    from judgelab.sync.importers import rows_from_records
+    from judgelab.sync.projects import ensure_project, import_rows
+
+    client = live_stack.client
+    schema = all_schemas()["hotel_spans"]
+    project = ensure_project(client, schema, title="Study estimates: hotel")
+    request.addfinalizer(lambda: client.projects.delete(id=project.id))
+    records = [
+        ("est", {"id": f"est-{n}", "descriptions": "The Harbour Inn has 40 rooms.", "summary": HOTEL_SUMMARY})
+        for n in range(14)
+    ]
+    ids = import_rows(client, project.id, rows_from_records(records, schema)).task_ids
+    judge = {task: 1 + (n * 3) % 7 for n, task in enumerate(ids)}
+    human = {task: min(7, judge[task] + (n % 3 == 0)) for n, task in enumerate(ids[:12])}
+    predictions = {
+        task: client.predictions.create(task=task, result=[_rating("r", judge[task])], model_version="judge-a").id
+        for task in ids
+    }
+    for task, value in human.items():
+        client.annotations.create(id=task, result=[_rating("r", value)], lead_time=5.0)
+    anchored = ids[12]  # started from the judge's suggestion: not an independent label
+    client.annotations.create(id=anchored, result=[_rating("r", 7)], parent_prediction=predictions[anchored])
+
+    runner = CliRunner()
+    base = ["--url", live_stack.url, "--token", live_stack.creds.token]
+    for args in (
+        ["sync", "--out", tmp_path / "tables", "--project", project.id],
+        ["report", "--tables", tmp_path / "tables", "--out", tmp_path / "report", "--n-boot", "0"],
+    ):
+        result = runner.invoke(main, [*base, *map(str, args)])
+        assert result.exit_code == 0, result.output
+    synced = pd.read_parquet(tmp_path / "tables" / "judgments.parquet")
+    started = synced[(synced["task_id"] == anchored) & (synced["source"] == "human")]
+    assert started["parent_prediction"].notna().all() and len(started) == 1  # the anchored label is in the tables
+    [csv] = (tmp_path / "report").glob("*/estimates.csv")
+    table = pd.read_csv(csv)
+    found = one(table, judge="model:judge-a", quantity="impression (mean)")
+    y = np.array([human.get(task, np.nan) for task in ids], dtype=float)
+    yhat = np.array([judge[task] for task in ids], dtype=float)
+    expected = pool_estimates(y, yhat, bounds=(1.0, 7.0))
+    assert found["n_labeled"] == 12 and found["n_judged"] == 14
+    assert_matches(found, expected)
