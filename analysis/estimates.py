@@ -152,6 +152,11 @@ def anchored_annotations(*frames: pd.DataFrame) -> set[object]:
     return found
 
 
+def gold_annotations(*frames: pd.DataFrame) -> set[object]:
+    """The annotations holding gold answers (source ``gold``, or marked ``ground_truth``)."""
+    return {a for frame in frames if not frame.empty for a in frame.loc[_gold_rows(frame), "annotation_id"]}
+
+
 def human_rows(
     judgments: pd.DataFrame, spans: pd.DataFrame, exclude_annotators: Collection[str] = frozenset()
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -248,11 +253,13 @@ def task_values(
     meta: Mapping[str, Any],
     *,
     labels: Mapping[str, Sequence[str]] | None = None,
+    spans_asked: bool | None = None,
 ) -> pd.DataFrame:
     """Every rater's value of every quantity on every task it answered: ``task_id, rater, quantity,
-    item, statistic, y, low, high`` (``low``/``high``: the scale of ``y``). Raters are annotators,
-    ``model:<version>`` sources and ``gold``. ``labels`` fixes the labels of nominal items (default:
-    the schema's values, else the labels found here).
+    description, item, statistic, y, low, high`` (``low``/``high``: the scale of ``y``). Raters are
+    annotators, ``model:<version>`` sources and ``gold``. ``labels`` fixes the labels of nominal
+    items (default: the schema's values, else the labels found here). ``spans_asked`` (default:
+    whether ``spans`` has rows): the study marks spans, so a rater who marked none has 0 for them.
 
     >>> j = pd.DataFrame({"project": 1, "task_id": [1, 1, 2], "annotation_id": [1, 1, 2], "annotator": "a",
     ...                   "source": "human", "item": ["q", "c", "q"], "value": ["4", "x", "2"]})
@@ -262,6 +269,7 @@ def task_values(
     """
     if judgments.empty and spans.empty:
         return pd.DataFrame(columns=VALUE_COLUMNS)
+    asked = not spans.empty if spans_asked is None else spans_asked
     judgments = _with_columns(judgments)
     spans = _with_columns(spans)
     rows = answer_rows(judgments, spans, meta, gold=True)
@@ -322,7 +330,8 @@ def task_values(
         for label in wanted:
             has = sets.map(lambda values, label=label: float(label in values))
             parts.append(_frame(has, f"{group} = {label}", group, SHARE, f"share of tasks answered {label} on {group}"))
-    parts += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
+    if asked:
+        parts += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
     if not parts:
         return pd.DataFrame(columns=VALUE_COLUMNS)
     out = pd.concat(parts, ignore_index=True)
@@ -337,9 +346,7 @@ def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[
     """``spans: any`` and ``spans: <label>`` per (task, rater) the rater annotated (a judgment or a
     span): 1 when it marked such a span, else 0. ``labels``: the span labels to count (default: the
     labels marked here)."""
-    if spans.empty:
-        return []
-    rows_j, rows_s = usable_rows(judgments, gold=True), usable_rows(spans, gold=True)
+    rows_j, rows_s = usable_rows(judgments, gold=True), usable_rows(_with_columns(spans), gold=True)
     keys = ["task_id", "rater"]
     base = pd.concat([rows_j[keys], rows_s[keys]], ignore_index=True).drop_duplicates().set_index(keys).index
     if not len(base):
@@ -490,13 +497,14 @@ def estimate_table(
         exclude_annotators,
     )
     people_j, people_s = _joined(own_j, extra_j), _joined(own_s, extra_s)
-    h_values = task_values(people_j, people_s, meta)
+    asked = not spans.empty or bool(sample_spans is not None and not sample_spans.empty)
+    h_values = task_values(people_j, people_s, meta, spans_asked=asked)
     if quantities is not None:
         h_values = h_values[h_values["quantity"].isin(quantities)]
     if h_values.empty or (model_j.empty and model_s.empty):
         return pd.DataFrame(columns=_columns(by))
     labels = _labels(h_values)
-    m_values = task_values(model_j, model_s, meta, labels=labels)
+    m_values = task_values(model_j, model_s, meta, labels=labels, spans_asked=asked)
     m_values = m_values[m_values["quantity"].isin(set(h_values["quantity"]))]
     described = h_values.drop_duplicates("quantity").set_index("quantity")[
         ["description", "item", "statistic", "low", "high"]
@@ -660,6 +668,7 @@ __all__ = [
     "SUMMARISER_FIELD",
     "anchored_annotations",
     "estimate_table",
+    "gold_annotations",
     "human_rows",
     "human_values",
     "judge_values",

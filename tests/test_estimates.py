@@ -473,3 +473,37 @@ def test_estimates_from_a_synced_label_studio_project(live_stack, tmp_path, requ
     expected = pool_estimates(y, yhat, bounds=(1.0, 7.0))
     assert found["n_labeled"] == 12 and found["n_judged"] == 14
     assert_matches(found, expected)
+
+
+def test_every_label_anchored_says_why_there_is_no_estimate(tmp_path: Path) -> None:
+    tables = make_tables()
+    j = tables["judgments"]
+    humans = j["source"] == "human"
+    j.loc[humans, "parent_prediction"] = j.loc[humans, "task_id"] * 10
+    assert estimate_table(tables["tasks"], j, tables["spans"], META).empty
+    tables["tasks"]["schema"] = "mine"
+    paths = build_report(tables, {"mine": META}, tmp_path, options=ReportOptions(n_boot=0, by=()))
+    n_annotations = j.loc[humans, "annotation_id"].nunique()
+    markdown = paths.markdown.read_text(encoding="utf-8")
+    assert f"No study estimate: all {n_annotations} human annotations were made with a judge's suggestion" in markdown
+
+
+def test_spans_none_marked_by_the_humans_count_as_zero() -> None:
+    """A span study where the annotators marked no span on their tasks (the judge did): the share of
+    tasks with a span is 0 for every labelled task, not missing."""
+    j = pd.DataFrame([row(task, "a", "done", "yes", task) for task in range(1, 13)])
+    spans = pd.DataFrame(
+        [
+            {"project": 1, "task_id": t, "annotation_id": f"p{t}", "annotator": None, "source": "model:j", "label": "X"}
+            for t in range(1, 13)
+            if t % 3 == 0
+        ]
+    )
+    j = pd.concat([j, pd.DataFrame([row(t, "model:j", "done", "yes", f"p{t}") for t in range(1, 13)])])
+    tasks = pd.DataFrame({"project": 1, "task_id": range(1, 13)})
+    table = estimate_table(tasks, j, spans, {})
+    found = one(table, judge="model:j", quantity="spans: any")
+    assert found["n_labeled"] == 12 and found["judge_estimate"] == pytest.approx(4 / 12)
+    assert found["judge_bias"] == pytest.approx(4 / 12)
+    expected = pool_estimates(np.zeros(12), (np.arange(1, 13) % 3 == 0).astype(float), bounds=(0.0, 1.0))
+    assert_matches(found, expected)

@@ -27,13 +27,15 @@ from judgelab.analysis.estimates import (
     MIN_LABELS,
     SUMMARISER_FIELD,
     WEIGHTED,
+    anchored_annotations,
     estimate_table,
+    gold_annotations,
     linked_sample_rows,
 )
 from judgelab.analysis.judges import JUDGE_MAJORITY
 from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section
 from judgelab.analysis.report.data import ProjectData, is_nan, plural, short_table, with_project
-from judgelab.analysis.tables import MODEL_SOURCE_PREFIX
+from judgelab.analysis.tables import MODEL_SOURCE_PREFIX, human_annotations
 
 TITLE = "Study estimates"
 TOPIC = "Estimates"
@@ -203,7 +205,7 @@ def estimates_section(data: ProjectData) -> Section | None:
         return None
     table, by, samples = project_estimates(data)
     if table.empty:
-        return None
+        return _all_anchored(data)
     level = f"{1 - ALPHA:.0%}"
     blocks: list[Block] = [
         Paragraph(
@@ -247,6 +249,37 @@ def estimates_section(data: ProjectData) -> Section | None:
         data=with_project(ranked(table, by), data.project),
     )
     return Section(TITLE, blocks, [], _glances(best, by))
+
+
+def _all_anchored(data: ProjectData) -> Section | None:
+    """A section saying why there is no estimate when every human label was made with a judge's
+    suggestion on screen (None otherwise: nothing to say)."""
+    humans = human_annotations(data.judgments, data.spans)
+    humans = humans[~humans["annotation_id"].isin(gold_annotations(data.judgments, data.spans))]
+    if humans.empty:
+        return None
+    anchored = humans["annotation_id"].isin(anchored_annotations(data.judgments, data.spans))
+    if not anchored.all():
+        return None
+    return Section(
+        TITLE,
+        [
+            Paragraph(
+                f"No study estimate: all {plural(len(humans), 'human annotation')} were made with a judge's suggestion "
+                "on screen, so none is an independent label of the judge's errors. Have people label a sample of "
+                "the tasks without the suggestions, and this section estimates the study's numbers from them and "
+                "the judges."
+            )
+        ],
+        [],
+        [
+            Glance(
+                TOPIC,
+                "human labels",
+                f"none independent of the judges ({len(humans)} annotations saw their suggestions)",
+            )
+        ],
+    )
 
 
 def _glances(best: pd.DataFrame, by: Sequence[str]) -> list[Glance]:
