@@ -229,6 +229,7 @@ def build_reports(
     can use the gold labels of another project of its schema. ``on_report(done, total)`` is
     called as the reports are written (a progress bar). ``exclude_annotators``: as for
     :func:`build_report`."""
+    options = _with_left_out(options or ReportOptions(), exclude_annotators)
     if per not in PER_CHOICES:
         raise ValueError(f"per must be one of {', '.join(PER_CHOICES)}, got {per!r}")
     frames = normalised_tables(tables)

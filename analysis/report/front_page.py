@@ -204,6 +204,7 @@ GLANCE_ORDER = (
     "Rubber-stamping",
     "Judges against gold",
     "Judges",
+    "Estimates",
     "Cost",
 )
 MAX_GLANCE_ROWS = 8  # per topic; the rest are in the section the last row links to

@@ -220,6 +220,13 @@ def _changed(count: int) -> str:
     metavar="RATIO",
     help="... when a kept suggestion took at most this share of the annotator's from-scratch time. [default: 0.5]",
 )
+@click.option(
+    "--exclude-annotator",
+    "exclude_annotators",
+    multiple=True,
+    metavar="NAME",
+    help="Leave this annotator's labels out of the study estimates (repeatable).",
+)
 def report_cmd(
     tables_dirs: tuple[Path, ...],
     out: Path,
@@ -232,6 +239,7 @@ def report_cmd(
     exclude_rubber_stampers: bool,
     stamp_kept_share: float | None,
     stamp_time_ratio: float | None,
+    exclude_annotators: tuple[str, ...],
 ) -> None:
     """Agreement and quality reports (HTML, Markdown, CSV) from tidy tables, with an index.html.
 
@@ -298,6 +306,7 @@ def report_cmd(
         exclude_rubber_stampers=exclude_rubber_stampers,
         stamp_kept_share=KEPT_SHARE_MIN if stamp_kept_share is None else stamp_kept_share,
         stamp_time_ratio=TIME_RATIO_MAX if stamp_time_ratio is None else stamp_time_ratio,
+        exclude_annotators=frozenset(exclude_annotators),
     )
     with progress_bar(None, "reports", unit="report") as bar:
 

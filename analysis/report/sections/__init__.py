@@ -24,6 +24,7 @@ from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.cost import cost_section
 from judgelab.analysis.report.sections.directed import directed_span_section
+from judgelab.analysis.report.sections.estimates import estimates_section
 from judgelab.analysis.report.sections.general import (
     agreement_section,
     annotator_counts_section,
@@ -74,6 +75,7 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     rubber_stamping_section,
     arms_section,
     judges_section,
+    estimates_section,
     cost_section,
 ]
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration

@@ -56,7 +56,7 @@ def project_stamping(data: ProjectData) -> pd.DataFrame:
 
 def left_out_annotators(data: ProjectData) -> dict[str, str]:
     """``{annotator: why}``: who the project's estimates leave out, by the report's options."""
-    out = {name: "named to be left out (exclude_annotators)" for name in sorted(data.options.exclude_annotators)}
+    out = {name: "named with --exclude-annotator" for name in sorted(data.options.exclude_annotators)}
     if data.options.exclude_rubber_stampers:
         table = project_stamping(data)
         for row in table[table["status"] == FLAGGED].to_dict("records"):

@@ -1,0 +1,677 @@
+"""A study's headline numbers from a small human sample plus a judge on every task.
+
+For each *quantity* of a study, the mean of a rating item or the share of tasks with a label,
+and each judge (every model version of the project, plus the majority of the judges when there
+are several), :func:`estimate_table` gives the human-only estimate, the judge-only estimate with
+its bias, and the prediction-powered estimate (:mod:`analysis.ppi`), per group of tasks (the
+summariser's ``model`` field, say).
+
+Quantities (per task, one value per rater; :func:`task_values`):
+
+- an ordinal item (a Likert criterion, SP/SC, an impression): ``<item> (mean)``, the rating;
+- a nominal item: ``<item> = <label>`` for each of its labels (the schema's values, else those the
+  humans gave; an item with more than :data:`MAX_LABELS` labels is left out), 1 when the rater's
+  answer holds the label, else 0; a flag (tick box): ``<item> = checked``;
+- spans: ``spans: any`` (the rater marked a span on the task) and ``spans: <label>`` (a span of the
+  label), 0/1;
+- line verdicts (``line_<i>``, the schema's ``line_item``): ``lines <flag> (share per task)``, the
+  share of the task's lines the rater gave the schema's ``line_flag`` verdict (so its estimate is
+  the mean over tasks of the share of their lines: every task weighs the same);
+- a summary verdict: when the schema names a ``summary_item`` and its ``summary_unfaithful`` value,
+  ``<summary_item> = <unfaithful>``, from the rater's answer to the item, else derived from the
+  rater's line verdicts (any line flagged); a schema with line items only gets ``any line <flag>``.
+
+Which answers count:
+
+- the **judge** of a task: the rows of source ``model:<version>``; the majority of judges is the
+  median of the judges' values on the task (a rating's median; for a 0/1 value the strict
+  majority, 0.5 on a tie), as :mod:`analysis.judges` builds it;
+- the **human value** of a task: the mean of its human answers (for a label: the *share of
+  annotators* who gave it), over the human annotations made without any judge's suggestion on
+  screen (an annotation with a ``parent_prediction``, or a row whose ``origin`` is a
+  prediction's, is left out), plus the human rows of the linked human-sample project
+  (:func:`linked_sample_rows`); a task's gold answers (source ``gold``, or a Label Studio
+  annotation marked ``ground_truth``) override the other human answers on it; annotators in
+  ``exclude_annotators`` are left out (gold answers stay);
+- the **inclusion probabilities** come from the tasks' ``inclusion_probability`` column (written by
+  ``judgelab design sample``); without it, or when a labelled task has none, sampling is taken as
+  uniform (``weights`` says which).
+
+The estimates of a judge and a quantity use the tasks of the group the judge answered
+(``n_judged``); ``n_labeled`` of them have a human value. Below ``min_labels`` (default
+:data:`MIN_LABELS`) labelled tasks there is no interval: ``note`` says so with the ``n``.
+
+Columns of the table (one row per judge, group and quantity):
+
+``judge`` (``model:<version>`` or :data:`JUDGE_MAJORITY`), the ``by`` fields, ``quantity``,
+``description`` (the quantity in words: "mean Coherence", "share of tasks with any span"), ``item``,
+``statistic`` (``mean`` or ``share``), ``n_tasks`` (tasks of the group),
+``n_judged``, ``n_labeled``, ``n_gold`` (labelled tasks whose value is gold), ``human_estimate``,
+``human_low``, ``human_high`` (human only), ``judge_estimate`` (the judge's mean over the tasks it
+answered), ``judge_bias`` (``mean(judge - human)`` on the labelled tasks), ``ppi_estimate``,
+``ppi_low``, ``ppi_high`` (prediction-powered), ``lambda`` (how much of the judge it uses),
+``worth_human_labels`` (the human-only sample size with the same interval width), ``weights``
+(``uniform`` or ``inclusion probabilities``), ``alpha`` and ``note``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from judgelab.analysis.facets import MISSING_LABEL
+from judgelab.analysis.judges import GOLD, JUDGE_MAJORITY, LINE_FLAGS, LINE_GROUP, SPANS_ANY, answer_rows
+from judgelab.analysis.judges import _usable as usable_rows
+from judgelab.analysis.kinds import effective_meta
+from judgelab.analysis.ppi import pool_estimates
+from judgelab.analysis.tables import FLAG_CHECKED, HUMAN_SOURCE, MODEL_SOURCE_PREFIX, MULTI_VALUE_SEPARATOR
+from judgelab.configs.items import item_kind
+
+ALPHA = 0.1  # 90% intervals
+MIN_LABELS = 10  # fewer labelled tasks in a cell: no interval, a sentence with the n
+MAX_LABELS = 12  # a nominal item with more labels (free text, scores) is not a study quantity
+# written by ``judgelab design sample`` / ``judgelab sync`` (the tasks table)
+INCLUSION_COLUMN = "inclusion_probability"
+SAMPLE_OF_COLUMN = "project_sample_of"
+SUMMARISER_FIELD = "model"  # the task field naming the system whose output is judged
+PREDICTION_ORIGINS = ("prediction", "prediction-changed")
+UNIFORM, WEIGHTED = "uniform", "inclusion probabilities"
+MEAN, SHARE = "mean", "share"
+SPANS_PREFIX = SPANS_ANY.split(":")[0] + ": "  # ``spans: <label>``, as analysis.judges names them
+
+COLUMNS = [
+    "judge",
+    "quantity",
+    "description",
+    "item",
+    "statistic",
+    "n_tasks",
+    "n_judged",
+    "n_labeled",
+    "n_gold",
+    "human_estimate",
+    "human_low",
+    "human_high",
+    "judge_estimate",
+    "judge_bias",
+    "ppi_estimate",
+    "ppi_low",
+    "ppi_high",
+    "lambda",
+    "worth_human_labels",
+    "weights",
+    "alpha",
+    "note",
+]
+VALUE_COLUMNS = ["task_id", "rater", "quantity", "description", "item", "statistic", "y", "low", "high"]
+
+
+# -- which human answers count -------------------------------------------------------------------
+
+
+def _sources(frame: pd.DataFrame) -> pd.Series:
+    if "source" not in frame.columns:
+        return pd.Series(HUMAN_SOURCE, index=frame.index, dtype=object)
+    return frame["source"].fillna(HUMAN_SOURCE).astype(str)
+
+
+def _gold_rows(frame: pd.DataFrame) -> pd.Series:
+    source = _sources(frame)
+    truth = (
+        frame["ground_truth"].fillna(False).astype(bool)
+        if "ground_truth" in frame.columns
+        else pd.Series(False, index=frame.index)
+    )
+    return (source == GOLD) | ((source == HUMAN_SOURCE) & truth)
+
+
+def anchored_annotations(*frames: pd.DataFrame) -> set[object]:
+    """The human annotations made with a judge's suggestion on screen: a ``parent_prediction``, or a
+    row whose ``origin`` is a prediction's (``prediction``, ``prediction-changed``).
+
+    >>> j = pd.DataFrame({"annotation_id": [1, 2, 3], "source": "human", "parent_prediction": [None, 7, None],
+    ...                   "origin": ["manual", "prediction", "prediction-changed"]})
+    >>> sorted(anchored_annotations(j))
+    [2, 3]
+    """
+    found: set[object] = set()
+    for frame in frames:
+        if frame.empty:
+            continue
+        human = _sources(frame) == HUMAN_SOURCE
+        marked = pd.Series(False, index=frame.index)
+        if "parent_prediction" in frame.columns:
+            parent = frame["parent_prediction"]
+            marked |= parent.notna() & (parent.astype(str).str.strip() != "")
+        if "origin" in frame.columns:
+            marked |= frame["origin"].astype(str).str.strip().isin(PREDICTION_ORIGINS)
+        found |= set(frame.loc[human & marked, "annotation_id"])
+    return found
+
+
+def gold_annotations(*frames: pd.DataFrame) -> set[object]:
+    """The annotations holding gold answers (source ``gold``, or marked ``ground_truth``)."""
+    return {a for frame in frames if not frame.empty for a in frame.loc[_gold_rows(frame), "annotation_id"]}
+
+
+def human_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame, exclude_annotators: Collection[str] = frozenset()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The human and gold rows that count as labels: human annotations made without a judge's
+    suggestion (gold rows always), without the ``exclude_annotators`` (gold rows stay)."""
+    anchored = anchored_annotations(judgments, spans)
+    excluded = {str(name) for name in exclude_annotators}
+
+    def keep(frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        source = _sources(frame)
+        gold = _gold_rows(frame)
+        human = (source == HUMAN_SOURCE) & ~gold
+        annotator = frame["annotator"].astype(str) if "annotator" in frame.columns else pd.Series("", index=frame.index)
+        usable = human & ~frame["annotation_id"].isin(anchored) & ~annotator.isin(excluded)
+        return frame[gold | usable]
+
+    return keep(judgments), keep(spans)
+
+
+def linked_sample_rows(
+    tasks: pd.DataFrame, project: object, peers: Mapping[object, Mapping[str, pd.DataFrame]]
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """The human (and gold) rows of the human-sample projects of ``project`` (their tasks'
+    ``project_sample_of`` is ``project``), joined on the task ``key`` to ``tasks``: their
+    ``task_id`` and ``project`` become this project's; rows whose key is not among ``tasks`` are
+    left out. Returns ``(judgments, spans, sample project ids)``.
+
+    >>> own = pd.DataFrame({"project": 1, "task_id": [10, 11], "key": ["a", "b"]})
+    >>> sample = {"tasks": pd.DataFrame({"project": 2, "task_id": [5], "key": ["b"], "project_sample_of": [1]}),
+    ...           "judgments": pd.DataFrame({"project": 2, "task_id": [5], "annotation_id": [9], "annotator": ["x"],
+    ...                                      "source": "human", "item": ["q"], "value": ["3"]}),
+    ...           "spans": pd.DataFrame()}
+    >>> j, s, found = linked_sample_rows(own, 1, {2: sample})
+    >>> j[["project", "task_id", "annotator"]].values.tolist(), found
+    ([[1, 11, 'x']], [2])
+    """
+    empty = pd.DataFrame()
+    if tasks.empty or "key" not in tasks.columns:
+        return empty, empty, []
+    named = tasks.dropna(subset=["key"])
+    own_ids = dict(zip(named["key"].astype(str), named["task_id"], strict=True))
+    parts_j, parts_s, found = [], [], []
+    for other, tables in peers.items():
+        theirs = tables.get("tasks", empty)
+        if theirs.empty or SAMPLE_OF_COLUMN not in theirs.columns or "key" not in theirs.columns:
+            continue
+        linked = theirs[SAMPLE_OF_COLUMN].map(_as_id) == _as_id(project)
+        if not linked.any():
+            continue
+        found.append(other)
+        mapping = {
+            task: own_ids[str(key)]
+            for task, key in zip(theirs.loc[linked, "task_id"], theirs.loc[linked, "key"], strict=True)
+            if pd.notna(key) and str(key) in own_ids
+        }
+        for frame, parts in ((tables.get("judgments", empty), parts_j), (tables.get("spans", empty), parts_s)):
+            if frame.empty:
+                continue
+            rows = frame[frame["task_id"].isin(list(mapping)) & ((_sources(frame) == HUMAN_SOURCE) | _gold_rows(frame))]
+            if not rows.empty:
+                parts.append(rows.assign(task_id=rows["task_id"].map(mapping), project=project))
+    join = lambda parts: pd.concat(parts, ignore_index=True) if parts else empty  # noqa: E731
+    return join(parts_j), join(parts_s), found
+
+
+def _as_id(value: object) -> str | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+# -- one value per task, rater and quantity -----------------------------------------------------
+
+
+def _constants(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    return meta.get("constants") or {}
+
+
+def line_flag_name(meta: Mapping[str, Any]) -> str:
+    """The line verdict the lines are counted by (the schema's ``line_flag``)."""
+    return str(_constants(meta).get("line_flag") or " or ".join(sorted(LINE_FLAGS)))
+
+
+def task_values(
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame,
+    meta: Mapping[str, Any],
+    *,
+    labels: Mapping[str, Sequence[str]] | None = None,
+    spans_asked: bool | None = None,
+) -> pd.DataFrame:
+    """Every rater's value of every quantity on every task it answered: ``task_id, rater, quantity,
+    description, item, statistic, y, low, high`` (``low``/``high``: the scale of ``y``). Raters are
+    annotators, ``model:<version>`` sources and ``gold``. ``labels`` fixes the labels of nominal
+    items (default: the schema's values, else the labels found here). ``spans_asked`` (default:
+    whether ``spans`` has rows): the study marks spans, so a rater who marked none has 0 for them.
+
+    >>> j = pd.DataFrame({"project": 1, "task_id": [1, 1, 2], "annotation_id": [1, 1, 2], "annotator": "a",
+    ...                   "source": "human", "item": ["q", "c", "q"], "value": ["4", "x", "2"]})
+    >>> v = task_values(j, pd.DataFrame(columns=j.columns), {"scales": {"q": {"min": 1, "max": 5}}})
+    >>> v[["task_id", "quantity", "y"]].values.tolist()
+    [[1, 'q (mean)', 4.0], [2, 'q (mean)', 2.0], [1, 'c = x', 1.0]]
+    """
+    if judgments.empty and spans.empty:
+        return pd.DataFrame(columns=VALUE_COLUMNS)
+    asked = not spans.empty if spans_asked is None else spans_asked
+    judgments = _with_columns(judgments)
+    spans = _with_columns(spans)
+    rows = answer_rows(judgments, spans, meta, gold=True)
+    rows = rows[~rows["group"].astype(str).str.startswith(SPANS_PREFIX)]
+    constants = _constants(meta)
+    summary_item = constants.get("summary_item")
+    unfaithful = constants.get("summary_unfaithful")
+    parts: list[pd.DataFrame] = []
+    keys = ["task_id", "rater"]
+    scales = meta.get("scales") or {}
+    for (group, kind), part in rows.groupby(["group", "kind"], sort=False):
+        group = str(group)
+        if group == LINE_GROUP:
+            flagged = part.assign(y=part["value"].isin(LINE_FLAGS).astype(float))
+            per_task = flagged.groupby(keys, sort=False)["y"]
+            flag = line_flag_name(meta)
+            parts.append(
+                _frame(
+                    per_task.mean(),
+                    f"lines {flag} (share per task)",
+                    group,
+                    SHARE,
+                    f"share of a task's lines judged {flag}",
+                )
+            )
+            derived = per_task.max().rename("y").reset_index()
+            name, words = _summary_name(summary_item, unfaithful, flag), _summary_words(unfaithful, flag)
+            item = str(summary_item or group)
+            parts.append(_frame(derived.set_index(keys)["y"], name, item, SHARE, words, derived=True))
+            continue
+        if kind == "ordinal":
+            scale = scales.get(group) or {}
+            values = pd.to_numeric(part["value"], errors="coerce")
+            low = float(scale.get("min", values.min()))
+            high = float(scale.get("max", values.max()))
+            y = part.assign(y=values).dropna(subset=["y"]).drop_duplicates(keys, keep="last").set_index(keys)["y"]
+            parts.append(_frame(y, f"{group} (mean)", group, MEAN, f"mean {group}", low=low, high=high))
+            continue
+        sets = part.assign(_values=part["value"].astype(str).str.split(MULTI_VALUE_SEPARATOR, regex=False))
+        sets = sets.drop_duplicates(keys, keep="last").set_index(keys)["_values"]
+        if summary_item is not None and unfaithful is not None and group == str(summary_item):
+            y = sets.map(lambda values: float(str(unfaithful) in values))
+            parts.append(
+                _frame(y, _summary_name(summary_item, unfaithful, ""), group, SHARE, _summary_words(unfaithful, ""))
+            )
+            continue
+        if item_kind(meta, group) == "flag":
+            checked = sets.map(lambda values: float(FLAG_CHECKED in values))
+            parts.append(
+                _frame(
+                    checked, f"{group} = {FLAG_CHECKED}", group, SHARE, f"share of tasks with {group} {FLAG_CHECKED}"
+                )
+            )
+            continue
+        wanted = list((labels or {}).get(group) or _declared(meta, group) or _found(sets))
+        if len(wanted) > MAX_LABELS:
+            continue
+        for label in wanted:
+            has = sets.map(lambda values, label=label: float(label in values))
+            parts.append(_frame(has, f"{group} = {label}", group, SHARE, f"share of tasks answered {label} on {group}"))
+    if asked:
+        parts += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
+    if not parts:
+        return pd.DataFrame(columns=VALUE_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    # a summary verdict: the rater's answer to the summary item where it gave one, else its lines'
+    derived = out.pop("_derived").astype(bool)
+    stated = out[~derived].set_index(["task_id", "rater", "quantity"]).index
+    own = pd.MultiIndex.from_frame(out[["task_id", "rater", "quantity"]])
+    return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)[VALUE_COLUMNS]
+
+
+def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[str] | None) -> list[pd.DataFrame]:
+    """``spans: any`` and ``spans: <label>`` per (task, rater) the rater annotated (a judgment or a
+    span): 1 when it marked such a span, else 0. ``labels``: the span labels to count (default: the
+    labels marked here)."""
+    rows_j, rows_s = usable_rows(judgments, gold=True), usable_rows(_with_columns(spans), gold=True)
+    keys = ["task_id", "rater"]
+    base = pd.concat([rows_j[keys], rows_s[keys]], ignore_index=True).drop_duplicates().set_index(keys).index
+    if not len(base):
+        return []
+    marked = rows_s.assign(label=rows_s["label"].astype(str))
+    pairs = marked.set_index(keys).index
+    out = [
+        _frame(
+            pd.Series(base.isin(pairs).astype(float), index=base),
+            SPANS_ANY,
+            SPANS_ANY,
+            SHARE,
+            "share of tasks with any span",
+        )
+    ]
+    found = sorted(label for label in marked["label"].unique() if label not in ("nan", "None", ""))
+    for label in labels if labels is not None else found:
+        with_label = marked[marked["label"] == label].set_index(keys).index
+        name = f"{SPANS_PREFIX}{label}"
+        out.append(
+            _frame(
+                pd.Series(base.isin(with_label).astype(float), index=base),
+                name,
+                name,
+                SHARE,
+                f"share of tasks with a {label} span",
+            )
+        )
+    return out
+
+
+def _summary_words(unfaithful: object, flag: str) -> str:
+    if unfaithful is not None:
+        return f"share of tasks judged {unfaithful}"
+    return f"share of tasks with a line judged {flag}"
+
+
+def _summary_name(item: object, unfaithful: object, flag: str) -> str:
+    if item is not None and unfaithful is not None:
+        return f"{item} = {unfaithful}"
+    return f"any line {flag}"
+
+
+def _declared(meta: Mapping[str, Any], item: str) -> list[str]:
+    for key, spec in (meta.get("items") or {}).items():
+        spec = spec or {}
+        if item in (str(key), str(spec.get("item", key))) and "values" in spec:
+            return [str(v) for v in spec["values"]]
+    return []
+
+
+def _found(sets: pd.Series) -> list[str]:
+    return sorted({value for values in sets for value in values if value and value != "nan"})
+
+
+def _frame(
+    y: pd.Series,
+    quantity: str,
+    item: str,
+    statistic: str,
+    description: str,
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+    derived: bool = False,
+) -> pd.DataFrame:
+    frame = y.rename("y").reset_index()
+    return frame.assign(
+        quantity=quantity, description=description, item=item, statistic=statistic, low=low, high=high, _derived=derived
+    )
+
+
+def _with_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    needed = {
+        "annotation_id": None,
+        "annotator": None,
+        "source": HUMAN_SOURCE,
+        "item": None,
+        "value": None,
+        "label": None,
+        "task_id": None,
+    }
+    missing = {name: default for name, default in needed.items() if name not in frame.columns}
+    return frame.assign(**missing) if missing else frame
+
+
+# -- the estimates -----------------------------------------------------------------------------
+
+
+def human_values(values: pd.DataFrame) -> pd.DataFrame:
+    """Per task and quantity: ``y``, the gold value when the task has one (the mean of several),
+    else the mean of the annotators' values (a label's share of annotators); ``gold`` says which."""
+    if values.empty:
+        return pd.DataFrame(columns=["task_id", "quantity", "y", "gold"])
+    gold = values["rater"] == GOLD
+    by = ["task_id", "quantity"]
+    people = values[~gold].groupby(by, sort=False)["y"].mean()
+    reference = values[gold].groupby(by, sort=False)["y"].mean()
+    merged = pd.concat([people.rename("people"), reference.rename("gold_y")], axis=1)
+    out = merged.assign(
+        y=merged["gold_y"].where(merged["gold_y"].notna(), merged["people"]), gold=merged["gold_y"].notna()
+    )
+    return out[["y", "gold"]].reset_index()
+
+
+def judge_values(values: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per judge: its value per (task_id, quantity); with two judges or more, also the majority of
+    judges (the median of their values on the task: a strict majority of 0/1 answers, 0.5 on a tie)."""
+    if values.empty:
+        return {}
+    wide = values.drop_duplicates(["task_id", "quantity", "rater"], keep="last").pivot_table(
+        index=["task_id", "quantity"], columns="rater", values="y", aggfunc="first"
+    )
+    out = {str(judge): wide[judge].dropna() for judge in wide.columns}
+    if len(out) >= 2:
+        several = wide[wide.notna().sum(axis=1) >= 2]
+        out[JUDGE_MAJORITY] = several.median(axis=1, skipna=True).dropna()
+    return out
+
+
+def estimate_table(
+    tasks: pd.DataFrame,
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None = None,
+    *,
+    sample_judgments: pd.DataFrame | None = None,
+    sample_spans: pd.DataFrame | None = None,
+    by: Sequence[str] = (),
+    exclude_annotators: Collection[str] = frozenset(),
+    quantities: Collection[str] | None = None,
+    alpha: float = ALPHA,
+    min_labels: int = MIN_LABELS,
+) -> pd.DataFrame:
+    """One row per judge, group of ``by`` (task fields) and quantity (see the module docstring for
+    the columns). ``sample_judgments``/``sample_spans``: the linked human-sample project's rows with
+    this project's task ids (:func:`linked_sample_rows`). ``quantities`` keeps only those.
+    Quantities no human answered are left out."""
+    judgments = _with_columns(judgments)
+    spans = _with_columns(spans)
+    meta = effective_meta(schema_meta, judgments[_sources(judgments) == HUMAN_SOURCE])
+    model_j = judgments[_sources(judgments).str.startswith(MODEL_SOURCE_PREFIX)]
+    model_s = spans[_sources(spans).str.startswith(MODEL_SOURCE_PREFIX)] if not spans.empty else spans
+    own_j, own_s = human_rows(judgments, spans, exclude_annotators)
+    extra_j, extra_s = human_rows(
+        _with_columns(sample_judgments if sample_judgments is not None else pd.DataFrame()),
+        _with_columns(sample_spans if sample_spans is not None else pd.DataFrame()),
+        exclude_annotators,
+    )
+    people_j, people_s = _joined(own_j, extra_j), _joined(own_s, extra_s)
+    asked = not spans.empty or bool(sample_spans is not None and not sample_spans.empty)
+    h_values = task_values(people_j, people_s, meta, spans_asked=asked)
+    if quantities is not None:
+        h_values = h_values[h_values["quantity"].isin(quantities)]
+    if h_values.empty or (model_j.empty and model_s.empty):
+        return pd.DataFrame(columns=_columns(by))
+    labels = _labels(h_values)
+    m_values = task_values(model_j, model_s, meta, labels=labels, spans_asked=asked)
+    m_values = m_values[m_values["quantity"].isin(set(h_values["quantity"]))]
+    described = h_values.drop_duplicates("quantity").set_index("quantity")[
+        ["description", "item", "statistic", "low", "high"]
+    ]
+    truth = human_values(h_values).set_index(["task_id", "quantity"])
+    judges = judge_values(m_values)
+    groups = _task_groups(tasks, judgments, spans, by)
+    pi_all = _inclusion(tasks)
+    rows = []
+    for judge, predicted in judges.items():
+        for quantity, spec in described.iterrows():
+            if quantity not in predicted.index.get_level_values("quantity"):
+                continue
+            yhat_q = predicted.xs(quantity, level="quantity")
+            for group_key, task_ids in groups:
+                rows.append(
+                    _estimate_row(
+                        judge, str(quantity), spec, group_key, by, task_ids, yhat_q, truth, pi_all, alpha, min_labels
+                    )
+                )
+    if not rows:
+        return pd.DataFrame(columns=_columns(by))
+    return pd.DataFrame(rows)[_columns(by)]
+
+
+def _joined(own: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    kept = [frame for frame in (own, extra) if not frame.empty]
+    return pd.concat(kept, ignore_index=True) if len(kept) > 1 else (kept[0] if kept else own)
+
+
+def _columns(by: Sequence[str]) -> list[str]:
+    return ["judge", *by, *COLUMNS[1:]]
+
+
+def _labels(values: pd.DataFrame) -> dict[str, list[str]]:
+    """The labels of each nominal item, and the span labels (under ``spans: any``), that the
+    humans' quantities count: the judges' are counted by the same."""
+    shares = values[values["quantity"].str.contains(" = ", regex=False)]
+    spans = values.loc[values["quantity"].str.startswith(SPANS_PREFIX) & (values["quantity"] != SPANS_ANY), "quantity"]
+    out: dict[str, list[str]] = {SPANS_ANY: [q.removeprefix(SPANS_PREFIX) for q in spans.unique()]}
+    for quantity, item in shares.drop_duplicates("quantity")[["quantity", "item"]].itertuples(index=False):
+        out.setdefault(str(item), []).append(str(quantity).split(" = ", 1)[1])
+    return out
+
+
+def _task_groups(
+    tasks: pd.DataFrame, judgments: pd.DataFrame, spans: pd.DataFrame, by: Sequence[str]
+) -> list[tuple[tuple[str, ...], pd.Index]]:
+    ids = pd.Index(pd.concat([frame["task_id"] for frame in (tasks, judgments, spans) if not frame.empty]).unique())
+    if not by:
+        return [((), ids)]
+    fields = tasks.drop_duplicates("task_id").set_index("task_id").reindex(ids)
+    keys = pd.DataFrame(
+        {
+            name: fields[name].astype(object).where(fields[name].notna(), MISSING_LABEL).astype(str)
+            if name in fields.columns
+            else MISSING_LABEL
+            for name in by
+        },
+        index=ids,
+    )
+    return [(tuple(map(str, key)), members.index) for key, members in keys.groupby(list(by), sort=True)]
+
+
+def _inclusion(tasks: pd.DataFrame) -> pd.Series | None:
+    if tasks.empty or INCLUSION_COLUMN not in tasks.columns:
+        return None
+    pi = pd.to_numeric(tasks.drop_duplicates("task_id").set_index("task_id")[INCLUSION_COLUMN], errors="coerce")
+    pi = pi[(pi > 0) & (pi <= 1)]
+    return pi if not pi.empty else None
+
+
+def _estimate_row(
+    judge: str,
+    quantity: str,
+    spec: pd.Series,
+    group_key: tuple[str, ...],
+    by: Sequence[str],
+    task_ids: pd.Index,
+    yhat_q: pd.Series,
+    truth: pd.DataFrame,
+    pi_all: pd.Series | None,
+    alpha: float,
+    min_labels: int,
+) -> dict[str, Any]:
+    yhat = yhat_q[yhat_q.index.isin(task_ids)]
+    yhat = yhat.groupby(level=0).first()
+    try:
+        mine = truth.xs(quantity, level="quantity")
+    except KeyError:
+        mine = pd.DataFrame(columns=["y", "gold"])
+    y = mine["y"].reindex(yhat.index).to_numpy(dtype=float)
+    gold = mine["gold"].reindex(yhat.index).fillna(False).to_numpy(dtype=bool)
+    labeled = ~np.isnan(y)
+    n = int(labeled.sum())
+    row: dict[str, Any] = {
+        "judge": judge,
+        **dict(zip(by, group_key, strict=True)),
+        "quantity": quantity,
+        "description": spec["description"],
+        "item": spec["item"],
+        "statistic": spec["statistic"],
+        "n_tasks": len(task_ids),
+        "n_judged": len(yhat),
+        "n_labeled": n,
+        "n_gold": int((gold & labeled).sum()),
+        **dict.fromkeys(
+            [
+                "human_estimate",
+                "human_low",
+                "human_high",
+                "judge_estimate",
+                "judge_bias",
+                "ppi_estimate",
+                "ppi_low",
+                "ppi_high",
+                "lambda",
+                "worth_human_labels",
+            ],
+            np.nan,
+        ),
+        "weights": UNIFORM,
+        "alpha": alpha,
+        "note": "",
+    }
+    predictions = yhat.to_numpy(dtype=float)
+    if len(predictions):
+        row["judge_estimate"] = float(predictions.mean())
+    if n:
+        row["judge_bias"] = float(np.mean(predictions[labeled] - y[labeled]))
+    if n < min_labels:
+        row["note"] = f"too few human labels: {n} labelled task{'s' if n != 1 else ''} (fewer than {min_labels})"
+        return row
+    inclusion = None
+    if pi_all is not None:
+        pi = pi_all.reindex(yhat.index).to_numpy(dtype=float)
+        if np.isfinite(pi[labeled]).all():
+            inclusion, row["weights"] = np.where(np.isfinite(pi), pi, 1.0), WEIGHTED
+        else:
+            row["note"] = "some labelled tasks have no inclusion probability: uniform sampling assumed"
+    bounds = (float(spec["low"]), float(spec["high"]))
+    result = pool_estimates(y, predictions, inclusion, alpha=alpha, bounds=bounds)
+    row.update(
+        human_estimate=result.human.estimate,
+        human_low=result.human.low,
+        human_high=result.human.high,
+        judge_bias=result.judge_bias,
+        ppi_estimate=result.ppi.estimate,
+        ppi_low=result.ppi.low,
+        ppi_high=result.ppi.high,
+        worth_human_labels=result.worth_human_labels,
+    )
+    row["lambda"] = result.lambda_
+    return row
+
+
+__all__ = [
+    "ALPHA",
+    "COLUMNS",
+    "MIN_LABELS",
+    "SUMMARISER_FIELD",
+    "anchored_annotations",
+    "estimate_table",
+    "gold_annotations",
+    "human_rows",
+    "human_values",
+    "judge_values",
+    "linked_sample_rows",
+    "task_values",
+]
