@@ -526,6 +526,99 @@ def score_thresholds(data: ProjectData) -> tuple[dict, str]:
     return data.all_cells.cached("score_thresholds", compute)
 
 
+def _judges_intro(flagged: list[str]) -> Paragraph:
+    """What the judges table's columns mean; the ``flagged_`` ones (StorySumm's '% easy' and
+    '% hard') only when the table has them."""
+    return Paragraph(
+        "Each judge's verdicts against the gold labels, at summary level (Faithful / Unfaithful; a judge "
+        "without its own summary verdict gets the one derived from its lines) and at line level "
+        "(Inconsistent against the rest). Precision (P) and recall (R) are given for both classes, named: "
+        "'P faithful' is the share of the judge's Faithful calls that gold agrees with, 'R faithful' the share "
+        "of gold's faithful units the judge calls Faithful (StorySumm's tables use this class); 'P unfaithful' "
+        "and 'R unfaithful' the same for the problem class. 'judged faithful' is the share of units the judge "
+        "calls Faithful, balanced accuracy the mean of the two recalls (0.5 is guessing), kappa Cohen's kappa "
+        "between judge and gold, 'units' the summaries or lines judged by both. 'human majority' is the answer "
+        "most annotators gave (ties left out)."
+        + (
+            " " + ", ".join(f"'{c.removeprefix('flagged_')} caught'" for c in flagged) + " give the share of "
+            "gold-unfaithful summaries of that difficulty the judge calls Unfaithful (StorySumm's '% easy' and "
+            "'% hard')."
+            if flagged
+            else ""
+        )
+    )
+
+
+def _thresholds_note(thresholds: dict, tuned_on: str) -> Paragraph:
+    """How score judges got their verdicts: each one's threshold and the split it was tuned on."""
+    chosen = "; ".join(f"{t.source} {t.threshold:.4f}" for t in thresholds.values())
+    return Paragraph(
+        f"Judges that give a score (no verdict) are turned into verdicts with a threshold chosen on the tasks "
+        f"with {tuned_on} only: the first of 150 evenly spaced values from 0 to 1 that maximises balanced "
+        f"accuracy there (as StorySumm does), then a summary scoring above it is Faithful. The same threshold "
+        f"is used on every other split, so those rows are a fair test: {chosen}."
+    )
+
+
+def _best_judge_sentences(shown: pd.DataFrame) -> list[Paragraph]:
+    """Per level, the first judge of the ranked table (the best balanced accuracy) in one sentence."""
+    sentences = []
+    for level in ("summary", "line"):
+        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"])
+        if rows.empty:
+            continue
+        best = rows.iloc[0]
+        units = (
+            plural(int(best["n_units"]), "summary", "summaries")
+            if level == "summary"
+            else plural(int(best["n_units"]), "line")
+        )
+        sentences.append(
+            Paragraph(
+                f"At {level} level the best judge is {best['judge']}: balanced accuracy "
+                f"{number(best['balanced_accuracy'])} on {units}, catching "
+                f"{percent(best['recall_unfaithful'])} of the {best['n_gold_positive']} gold problems with "
+                f"precision {number(best['precision_unfaithful'])} (faithful class: precision "
+                f"{number(best['precision_faithful'])}, recall {number(best['recall_faithful'])})."
+            )
+        )
+    return sentences
+
+
+def _ranking_blocks(data: ProjectData, frame: pd.DataFrame) -> list[Block]:
+    """Score judges ranked without a threshold (AUC against gold), signed confidences included;
+    nothing when no judge gives a score."""
+    auc = judge_scores_vs_gold(pd.concat([frame, _signed_rows(data)], ignore_index=True))
+    if auc.empty:
+        return []
+    return [
+        Paragraph(
+            "Score judges ranked without a threshold: auc_faithful is the chance that a summary gold calls "
+            "faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a perfect ranking), "
+            "over n_units summaries of which n_unfaithful are unfaithful. A judge's confidence in its own verdict "
+            "(GPT-4's probs) is not a faithfulness score: it appears here only signed by the verdict "
+            f"('{SIGNED}': the confidence for a Faithful verdict, one minus it for an Unfaithful one)."
+        ),
+        Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
+              data=with_project(auc, data.project)),
+    ]  # fmt: skip
+
+
+def _judges_glance(ranked: pd.DataFrame) -> list[Glance]:
+    """The front page's findings: the three best judges of each level by balanced accuracy."""
+    glance = []
+    for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
+        rows = ranked[(ranked["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
+        for row in rows.to_dict("records"):
+            answer = (
+                f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
+                f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
+            )
+            judge = str(row["judge"]).removeprefix("model:")
+            glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
+    return glance
+
+
 def judges_section(data: ProjectData) -> Section | None:
     """Every judge (annotators, their majority, models; score judges at a threshold tuned on one
     split) against the gold labels."""
@@ -547,36 +640,9 @@ def judges_section(data: ProjectData) -> Section | None:
         return None
     flagged = [column for column in table.columns if column.startswith("flagged_")]
     blocks: list[Block] = [Paragraph(note) for note in notes]
-    blocks.append(
-        Paragraph(
-            "Each judge's verdicts against the gold labels, at summary level (Faithful / Unfaithful; a judge "
-            "without its own summary verdict gets the one derived from its lines) and at line level "
-            "(Inconsistent against the rest). Precision (P) and recall (R) are given for both classes, named: "
-            "'P faithful' is the share of the judge's Faithful calls that gold agrees with, 'R faithful' the share "
-            "of gold's faithful units the judge calls Faithful (StorySumm's tables use this class); 'P unfaithful' "
-            "and 'R unfaithful' the same for the problem class. 'judged faithful' is the share of units the judge "
-            "calls Faithful, balanced accuracy the mean of the two recalls (0.5 is guessing), kappa Cohen's kappa "
-            "between judge and gold, 'units' the summaries or lines judged by both. 'human majority' is the answer "
-            "most annotators gave (ties left out)."
-            + (
-                " " + ", ".join(f"'{c.removeprefix('flagged_')} caught'" for c in flagged) + " give the share of "
-                "gold-unfaithful summaries of that difficulty the judge calls Unfaithful (StorySumm's '% easy' and "
-                "'% hard')."
-                if flagged
-                else ""
-            )
-        )
-    )
+    blocks.append(_judges_intro(flagged))
     if thresholds:
-        chosen = "; ".join(f"{t.source} {t.threshold:.4f}" for t in thresholds.values())
-        blocks.append(
-            Paragraph(
-                f"Judges that give a score (no verdict) are turned into verdicts with a threshold chosen on the tasks "
-                f"with {tuned_on} only: the first of 150 evenly spaced values from 0 to 1 that maximises balanced "
-                f"accuracy there (as StorySumm does), then a summary scoring above it is Faithful. The same threshold "
-                f"is used on every other split, so those rows are a fair test: {chosen}."
-            )
-        )
+        blocks.append(_thresholds_note(thresholds, tuned_on))
     shown = table[table["n_units"] >= MIN_JUDGE_UNITS]
     if len(shown) < len(table):
         blocks.append(
@@ -595,49 +661,9 @@ def judges_section(data: ProjectData) -> Section | None:
         max(data.options.max_rows, 40),
         data=with_project(table, data.project),
     )  # fmt: skip
-    for level in ("summary", "line"):
-        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"])
-        if rows.empty:
-            continue
-        best = rows.iloc[0]
-        units = (
-            plural(int(best["n_units"]), "summary", "summaries")
-            if level == "summary"
-            else plural(int(best["n_units"]), "line")
-        )
-        blocks.append(
-            Paragraph(
-                f"At {level} level the best judge is {best['judge']}: balanced accuracy "
-                f"{number(best['balanced_accuracy'])} on {units}, catching "
-                f"{percent(best['recall_unfaithful'])} of the {best['n_gold_positive']} gold problems with "
-                f"precision {number(best['precision_unfaithful'])} (faithful class: precision "
-                f"{number(best['precision_faithful'])}, recall {number(best['recall_faithful'])})."
-            )
-        )
-    auc = judge_scores_vs_gold(pd.concat([frame, _signed_rows(data)], ignore_index=True))
-    if not auc.empty:
-        blocks.append(
-            Paragraph(
-                "Score judges ranked without a threshold: auc_faithful is the chance that a summary gold calls "
-                "faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a perfect ranking), "
-                "over n_units summaries of which n_unfaithful are unfaithful. A judge's confidence in its own verdict "
-                "(GPT-4's probs) is not a faithfulness score: it appears here only signed by the verdict "
-                f"('{SIGNED}': the confidence for a Faithful verdict, one minus it for an Unfaithful one)."
-            )
-        )
-        blocks.append(Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
-                            data=with_project(auc, data.project)))  # fmt: skip
-    glance = []
-    for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
-        rows = ranked[(ranked["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
-        for row in rows.to_dict("records"):
-            answer = (
-                f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
-                f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
-            )
-            judge = str(row["judge"]).removeprefix("model:")
-            glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
-    return Section("Judges against the gold labels", blocks, glance=glance)
+    blocks += _best_judge_sentences(shown)
+    blocks += _ranking_blocks(data, frame)
+    return Section("Judges against the gold labels", blocks, glance=_judges_glance(ranked))
 
 
 def _signed_rows(data: ProjectData) -> pd.DataFrame:
