@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -262,62 +263,15 @@ def qualification_scores(
     the no-errors checkbox" as: half of an example's point rests on using the box
     consistently, so answering "no errors" everywhere cannot reach the pass mark.
     """
-    columns = [
-        qualification_column,
-        check_column,
-        "reference_start",
-        "reference_end",
-        "reference_text",
-        "reference_label",
-        "summary",
-    ]
-    meta = _task_meta(tasks, columns)
-    if task_ids is not None:
-        meta = meta[meta["task_id"].isin(list(task_ids))]
-    else:
-        meta = meta[meta[qualification_column].map(_truthy)]
+    meta = _qualification_examples(tasks, task_ids, qualification_column, check_column)
     annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
     span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
     by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
     records = []
     for row in annotations.itertuples(index=False):
-        data = row._asdict()
         row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
-        error_free = data.get(check_column) == ERROR_FREE
-        if error_free:
-            correct = row.n_spans == 0
-        else:
-            label = data.get("reference_label")
-            if not isinstance(label, str) or not label:
-                label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
-            correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
-        consistent = bool(row.no_errors_box) == (row.n_spans == 0)
-        points = (1.0 if consistent else partial_credit) if correct else 0.0
-        records.append(
-            {
-                "annotator": row.annotator,
-                "project": row.project,
-                "task_id": row.task_id,
-                "annotation_id": row.annotation_id,
-                "error_free_example": error_free,
-                "correct": correct,
-                "consistent_box": consistent,
-                "points": points,
-            }
-        )
-    per_example = pd.DataFrame(
-        records,
-        columns=[
-            "annotator",
-            "project",
-            "task_id",
-            "annotation_id",
-            "error_free_example",
-            "correct",
-            "consistent_box",
-            "points",
-        ],
-    )
+        records.append(_example_points(row, row_spans, check_column, partial_credit))
+    per_example = pd.DataFrame(records, columns=_PER_EXAMPLE_COLUMNS)
     # one answer per (annotator, example): the last one in table order
     per_example = per_example.drop_duplicates(subset=["annotator", "project", "task_id"], keep="last")
     max_score = float(len(meta))
@@ -329,6 +283,64 @@ def qualification_scores(
     return QualificationScores(
         per_example=per_example.reset_index(drop=True), per_annotator=per_annotator, pass_mark=pass_mark
     )
+
+
+_PER_EXAMPLE_COLUMNS = [
+    "annotator",
+    "project",
+    "task_id",
+    "annotation_id",
+    "error_free_example",
+    "correct",
+    "consistent_box",
+    "points",
+]
+
+
+def _qualification_examples(
+    tasks: pd.DataFrame, task_ids: Sequence[object] | None, qualification_column: str, check_column: str
+) -> pd.DataFrame:
+    """The qualification examples' task columns (check, reference error, summary): the tasks
+    ``task_ids`` names, else those whose ``qualification_column`` is truthy."""
+    columns = [
+        qualification_column,
+        check_column,
+        "reference_start",
+        "reference_end",
+        "reference_text",
+        "reference_label",
+        "summary",
+    ]
+    meta = _task_meta(tasks, columns)
+    if task_ids is not None:
+        return meta[meta["task_id"].isin(list(task_ids))]
+    return meta[meta[qualification_column].map(_truthy)]
+
+
+def _example_points(row: Any, row_spans: pd.DataFrame, check_column: str, partial_credit: float) -> dict[str, Any]:
+    """One annotation of a qualification example scored (see :func:`qualification_scores`): whether
+    it is correct, whether its no-errors box agrees with its spans, and its points."""
+    data = row._asdict()
+    error_free = data.get(check_column) == ERROR_FREE
+    if error_free:
+        correct = row.n_spans == 0
+    else:
+        label = data.get("reference_label")
+        if not isinstance(label, str) or not label:
+            label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
+        correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
+    consistent = bool(row.no_errors_box) == (row.n_spans == 0)
+    points = (1.0 if consistent else partial_credit) if correct else 0.0
+    return {
+        "annotator": row.annotator,
+        "project": row.project,
+        "task_id": row.task_id,
+        "annotation_id": row.annotation_id,
+        "error_free_example": error_free,
+        "correct": correct,
+        "consistent_box": consistent,
+        "points": points,
+    }
 
 
 @dataclass(frozen=True)
