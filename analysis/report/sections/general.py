@@ -8,8 +8,11 @@ for a reader who has never seen an agreement coefficient.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from judgelab.analysis.counts import (
@@ -302,41 +305,10 @@ def agreement_section(data: ProjectData) -> Section | None:
     )
     scales = data.meta.get("scales") or {}
     is_ordinal = (shown_rows["kind"] == "ordinal").to_numpy(dtype=bool)
-    nominal = shown_rows[~is_ordinal]
     ordinal = shown_rows[is_ordinal]
     records = list(shown_rows.itertuples())  # the rows as attributes, read once for the notes and sentences
-    if not nominal.empty:
-        shown = nominal.assign(
-            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
-        )
-        shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
-        blocks.append(
-            Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
-        )
-    if not ordinal.empty:
-        shown = ordinal.assign(
-            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
-            scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
-        )
-        shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
-        data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
-        blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
-    if shown_rows["krippendorff_alpha"].notna().any():
-        plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
-        blocks.append(
-            Figure(
-                "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
-                render=lambda: alpha_ci_png(plotted),
-                combine=alpha_ci_cells_png,
-                payload=plotted,
-            )
-        )
-        blocks.append(
-            Paragraph(
-                "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
-                "tell on which side of it the item's reliability lies."
-            )
-        )
+    blocks += _agreement_tables(agreement, shown_rows, records, is_ordinal, scales)
+    blocks += _alpha_plot(shown_rows)
     if not ordinal.empty and bool(ordinal["weighted_kappa_pairs"].any()):
         blocks.append(
             Paragraph(
@@ -357,17 +329,75 @@ def agreement_section(data: ProjectData) -> Section | None:
         for index, row in enumerate(records)
     ]
     glance = [_agreement_glance(row) for row in records if row.item != "n_spans"]
-    paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
-    if not paradox.empty:
-        blocks.append(
-            Paragraph(
-                f"{', '.join(map(str, paradox['item']))}: high exact agreement with a low alpha or kappa is no "
-                "contradiction. When nearly every answer is the same value, chance alone already makes most pairs "
-                "agree, so the chance-corrected coefficients have little room and drop with a few disagreements; "
-                "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
-            )
-        )
+    blocks += _paradox_note(shown_rows)
     return Section("Agreement per item", blocks, glance=glance)
+
+
+def _agreement_tables(
+    agreement: pd.DataFrame,
+    shown_rows: pd.DataFrame,
+    records: list[Any],
+    is_ordinal: np.ndarray,
+    scales: Mapping[str, Any],
+) -> list[Block]:
+    """One table for choices and tick boxes, one for rating scales (with each item's scale), each
+    with the coefficients that suit its kind; ``agreement.csv`` (every row) goes with the first."""
+    nominal = shown_rows[~is_ordinal]
+    ordinal = shown_rows[is_ordinal]
+    blocks: list[Block] = []
+    if not nominal.empty:
+        shown = nominal.assign(
+            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
+        )
+        shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
+        blocks.append(
+            Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
+        )
+    if not ordinal.empty:
+        shown = ordinal.assign(
+            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
+            scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
+        )
+        shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
+        data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
+        blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
+    return blocks
+
+
+def _alpha_plot(shown_rows: pd.DataFrame) -> list[Block]:
+    """The plot of each item's alpha with its bootstrap interval, and how to read it; nothing when
+    no alpha was computed."""
+    if not shown_rows["krippendorff_alpha"].notna().any():
+        return []
+    plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
+    return [
+        Figure(
+            "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
+            render=lambda: alpha_ci_png(plotted),
+            combine=alpha_ci_cells_png,
+            payload=plotted,
+        ),
+        Paragraph(
+            "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
+            "tell on which side of it the item's reliability lies."
+        ),
+    ]
+
+
+def _paradox_note(shown_rows: pd.DataFrame) -> list[Block]:
+    """Why items with high exact agreement can have a low alpha (lopsided answers), naming them;
+    nothing when there are none."""
+    paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
+    if paradox.empty:
+        return []
+    return [
+        Paragraph(
+            f"{', '.join(map(str, paradox['item']))}: high exact agreement with a low alpha or kappa is no "
+            "contradiction. When nearly every answer is the same value, chance alone already makes most pairs "
+            "agree, so the chance-corrected coefficients have little room and drop with a few disagreements; "
+            "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
+        )
+    ]
 
 
 def _agreement_glance(row: object) -> Glance:
