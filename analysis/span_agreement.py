@@ -69,7 +69,7 @@ import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -439,12 +439,10 @@ def pairwise_span_agreement(
         ref, hyp = design.annotator_code(ref_name), design.annotator_code(hyp_name)
         flipped = (hyp, ref) in cache
         if not flipped and (ref, hyp) not in cache:
-            shared = np.flatnonzero(design.coverage[:, ref] & design.coverage[:, hyp])
-            in_shared = np.zeros(design.n_examples, dtype=bool)
-            in_shared[shared] = True
+            ref_side, hyp_side, shared = _on_shared_examples(design, sides, ref, hyp)
             cache[(ref, hyp)] = _score_pair(
-                sides[ref].take(in_shared[sides[ref].example]),
-                sides[hyp].take(in_shared[sides[hyp].example]),
+                ref_side,
+                hyp_side,
                 shared,
                 variants=variants,
                 average=average,
@@ -454,22 +452,34 @@ def pairwise_span_agreement(
             )
         for form, match in variants:
             score = _swap(cache[(hyp, ref)][(form, match)]) if flipped else cache[(ref, hyp)][(form, match)]
-            rows.append(
-                {
-                    "reference": ref_name,
-                    "hypothesis": hyp_name,
-                    "form": form,
-                    "match": match,
-                    "precision": score.precision,
-                    "recall": score.recall,
-                    "f1": score.f1,
-                    "n_examples": score.n_examples,
-                    "n_reference_spans": score.n_reference_spans,
-                    "n_hypothesis_spans": score.n_hypothesis_spans,
-                    "reason": score.reason,
-                }
-            )
+            rows.append(_pair_row(ref_name, hyp_name, form, match, score))
     return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
+
+
+def _on_shared_examples(design: SpanDesign, sides: list[_Side], ref: int, hyp: int) -> tuple[_Side, _Side, np.ndarray]:
+    """The two annotators' spans on the examples both annotated, and those examples' codes: a pair
+    is scored only where both looked."""
+    shared = np.flatnonzero(design.coverage[:, ref] & design.coverage[:, hyp])
+    in_shared = np.zeros(design.n_examples, dtype=bool)
+    in_shared[shared] = True
+    return sides[ref].take(in_shared[sides[ref].example]), sides[hyp].take(in_shared[sides[hyp].example]), shared
+
+
+def _pair_row(ref_name: Hashable, hyp_name: Hashable, form: Form, match: Match, score: SpanScores) -> dict[str, Any]:
+    """One row of :func:`pairwise_span_agreement`: a pair's score for one form and match."""
+    return {
+        "reference": ref_name,
+        "hypothesis": hyp_name,
+        "form": form,
+        "match": match,
+        "precision": score.precision,
+        "recall": score.recall,
+        "f1": score.f1,
+        "n_examples": score.n_examples,
+        "n_reference_spans": score.n_reference_spans,
+        "n_hypothesis_spans": score.n_hypothesis_spans,
+        "reason": score.reason,
+    }
 
 
 def _swap(score: SpanScores) -> SpanScores:
