@@ -289,31 +289,51 @@ def _score_pair(
     hypothesis = hypothesis.take(used[hypothesis.example])
     scores = {}
     credits = _credits(reference, hypothesis, variants, n_labels, self_overlap)
-    for variant, (p_credit, p_weight, r_credit, r_weight) in credits.items():
+    for variant, credit in credits.items():
         if average == "micro":
-            p_total, r_total = p_weight.sum(), r_weight.sum()
-            precision = float(p_credit.sum() / p_total) if p_total > 0 else 0.0
-            recall = float(r_credit.sum() / r_total) if r_total > 0 else 0.0
-            f1 = float(_harmonic(precision, recall))
+            precision, recall, f1 = _micro_prf(credit)
             scores[variant] = SpanScores(precision, recall, f1, int(used.sum()), n_ref_spans, n_hyp_spans)
-            continue
-        p_num = np.bincount(hypothesis.example, weights=p_credit, minlength=size)
-        p_den = np.bincount(hypothesis.example, weights=p_weight, minlength=size)
-        r_num = np.bincount(reference.example, weights=r_credit, minlength=size)
-        r_den = np.bincount(reference.example, weights=r_weight, minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            per_precision = np.where(p_den > 0, p_num / np.where(p_den > 0, p_den, 1), 0.0)[used]
-            per_recall = np.where(r_den > 0, r_num / np.where(r_den > 0, r_den, 1), 0.0)[used]
-        per_f1 = _harmonic(per_precision, per_recall)
-        scores[variant] = SpanScores(
-            float((per_precision.sum() + n_perfect) / n_used),
-            float((per_recall.sum() + n_perfect) / n_used),
-            float((per_f1.sum() + n_perfect) / n_used),
-            n_used,
-            n_ref_spans,
-            n_hyp_spans,
-        )
+        else:
+            precision, recall, f1 = _macro_prf(credit, reference, hypothesis, used, n_perfect, n_used)
+            scores[variant] = SpanScores(precision, recall, f1, n_used, n_ref_spans, n_hyp_spans)
     return scores
+
+
+def _micro_prf(credit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> tuple[float, float, float]:
+    """Precision, recall and F1 over every span at once, from the spans' (precision credit and
+    weight, recall credit and weight); 0 where nothing weighs."""
+    p_credit, p_weight, r_credit, r_weight = credit
+    p_total, r_total = p_weight.sum(), r_weight.sum()
+    precision = float(p_credit.sum() / p_total) if p_total > 0 else 0.0
+    recall = float(r_credit.sum() / r_total) if r_total > 0 else 0.0
+    return precision, recall, float(_harmonic(precision, recall))
+
+
+def _macro_prf(
+    credit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    reference: _Side,
+    hypothesis: _Side,
+    used: np.ndarray,
+    n_perfect: int,
+    n_used: int,
+) -> tuple[float, float, float]:
+    """Precision, recall and F1 per example, averaged over the ``n_used`` examples: those ``used``
+    plus ``n_perfect`` examples where neither marked a span, each scoring 1."""
+    p_credit, p_weight, r_credit, r_weight = credit
+    size = len(used)
+    p_num = np.bincount(hypothesis.example, weights=p_credit, minlength=size)
+    p_den = np.bincount(hypothesis.example, weights=p_weight, minlength=size)
+    r_num = np.bincount(reference.example, weights=r_credit, minlength=size)
+    r_den = np.bincount(reference.example, weights=r_weight, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_precision = np.where(p_den > 0, p_num / np.where(p_den > 0, p_den, 1), 0.0)[used]
+        per_recall = np.where(r_den > 0, r_num / np.where(r_den > 0, r_den, 1), 0.0)[used]
+    per_f1 = _harmonic(per_precision, per_recall)
+    return (
+        float((per_precision.sum() + n_perfect) / n_used),
+        float((per_recall.sum() + n_perfect) / n_used),
+        float((per_f1.sum() + n_perfect) / n_used),
+    )
 
 
 def span_prf(
@@ -588,22 +608,26 @@ def span_agreement_table(
         annotator_col=annotator_col,
         labels=labels,
     )
-    rows = []
-    for name, pair_list in named.items():
-        chosen = pairwise[
-            pd.MultiIndex.from_frame(pairwise[["reference", "hypothesis"]]).isin(pair_list)
-            if pair_list
-            else np.zeros(len(pairwise), dtype=bool)
-        ]
-        means = mean_span_agreement(chosen, by=("match",)).set_index("match")
-        row: dict[str, object] = {"comparison": name}
-        reasons = []
-        for match in MATCHES:
-            for metric in ("precision", "recall", "f1"):
-                row[f"{metric}_{match}"] = float(means.at[match, metric]) if match in means.index else math.nan
-            if match in means.index and isinstance(means.at[match, "reason"], str):
-                reasons.append(f"{match}: {means.at[match, 'reason']}")
-        row["n_pairs"] = len(pair_list)
-        row["reason"] = "; ".join(reasons) if reasons else ("no pairs" if not pair_list else None)
-        rows.append(row)
+    rows = [_comparison_row(name, pair_list, pairwise) for name, pair_list in named.items()]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _comparison_row(name: str, pair_list: list[tuple[Hashable, Hashable]], pairwise: pd.DataFrame) -> dict[str, object]:
+    """One comparison's row of :func:`span_agreement_table`: the mean scores of its pairs per
+    match, and the reasons the means gave."""
+    chosen = pairwise[
+        pd.MultiIndex.from_frame(pairwise[["reference", "hypothesis"]]).isin(pair_list)
+        if pair_list
+        else np.zeros(len(pairwise), dtype=bool)
+    ]
+    means = mean_span_agreement(chosen, by=("match",)).set_index("match")
+    row: dict[str, object] = {"comparison": name}
+    reasons = []
+    for match in MATCHES:
+        for metric in ("precision", "recall", "f1"):
+            row[f"{metric}_{match}"] = float(means.at[match, metric]) if match in means.index else math.nan
+        if match in means.index and isinstance(means.at[match, "reason"], str):
+            reasons.append(f"{match}: {means.at[match, 'reason']}")
+    row["n_pairs"] = len(pair_list)
+    row["reason"] = "; ".join(reasons) if reasons else ("no pairs" if not pair_list else None)
+    return row
