@@ -499,11 +499,7 @@ def _note(row: object, kind: str) -> str:
 
 def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str:
     """One item's numbers in words; ``explain`` adds what each coefficient means (first item only)."""
-    kind_text = {"ordinal": "rating scale", "nominal": "choice", "flag": "tick box"}.get(row.kind, row.kind)
-    if row.kind == "ordinal" and str(row.item).startswith("n_") and isinstance(scale, dict) and scale.get("inferred"):
-        kind_text = "count"
-    scale_text = _scale_text(scale)
-    item = f"{row.item} ({kind_text}{' ' + scale_text if scale_text else ''})"
+    item = _item_heading(row, scale)
     if row.n_units == 0:
         return f"{item}: no agreement can be measured yet: {row.reason}."
     parts = [
@@ -511,47 +507,9 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
         f"({row.n_annotations} answers); {percent(row.exact_agreement)} of the pairs of answers on the "
         f"same task are identical (exact agreement {number(row.exact_agreement)})."
     ]
-    if row.kind == "ordinal":
-        if not is_nan(row.adjacent_agreement):
-            parts.append(
-                f"{percent(row.adjacent_agreement)} are at most one point apart "
-                f"(adjacent agreement {number(row.adjacent_agreement)})."
-            )
-        if not is_nan(row.weighted_kappa):
-            who = "averaged over every pair of annotators" if row.weighted_kappa_pairs else "between the two annotators"
-            meaning = ": agreement beyond chance, with near misses counted as partly agreeing" if explain else ""
-            parts.append(
-                f"The quadratic weighted kappa, {who}, is {number(row.weighted_kappa)} "
-                f"({kappa_label(row.weighted_kappa)}){meaning}."
-            )
-    elif not is_nan(row.kappa):
-        if row.kappa_kind == "Cohen":
-            meaning = (
-                ": the agreement left after removing what the two annotators' habits would give by chance"
-                if explain
-                else ""
-            )
-            parts.append(f"Cohen's kappa is {number(row.kappa)} ({kappa_label(row.kappa)}){meaning}.")
-        else:
-            parts.append(
-                f"Light's kappa, Cohen's kappa averaged over every pair of annotators, is {number(row.kappa)} "
-                f"({kappa_label(row.kappa)})."
-            )
-    if row.kind != "ordinal" and not is_nan(row.fleiss_kappa) and row.n_annotators > 2:
-        parts.append(
-            f"Fleiss' kappa over all annotators is {number(row.fleiss_kappa)} ({kappa_label(row.fleiss_kappa)})."
-        )
+    parts += _ordinal_parts(row, explain) if row.kind == "ordinal" else _kappa_parts(row, explain)
     if not is_nan(row.krippendorff_alpha):
-        interval = ""
-        if row.alpha_ci != "n/a":
-            low, high = number(row.alpha_ci_low), number(row.alpha_ci_high)
-            interval = f", 95% interval {low} to {high}" + (
-                f" from resampling the {row.n_units} tasks" if explain else ""
-            )
-        parts.append(
-            f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
-            f"{alpha_label(row.krippendorff_alpha)}."
-        )
+        parts.append(_alpha_part(row, explain))
     if _few_shared(row):
         parts.append(
             f"Caution: that kappa is a mean over {row.n_pairs} pairs of annotators, some sharing only "
@@ -565,6 +523,69 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
         parts.append(f"The chance-corrected coefficients cannot be computed: {row.reason}.")
     parts.append(fragile(int(row.n_units)).strip())
     return " ".join(part for part in parts if part)
+
+
+def _item_heading(row: object, scale: object) -> str:
+    """The item's name with its kind (a rating scale of counts is a count) and scale."""
+    kind_text = {"ordinal": "rating scale", "nominal": "choice", "flag": "tick box"}.get(row.kind, row.kind)
+    if row.kind == "ordinal" and str(row.item).startswith("n_") and isinstance(scale, dict) and scale.get("inferred"):
+        kind_text = "count"
+    scale_text = _scale_text(scale)
+    return f"{row.item} ({kind_text}{' ' + scale_text if scale_text else ''})"
+
+
+def _ordinal_parts(row: object, explain: bool) -> list[str]:
+    """A rating scale's adjacent agreement and quadratic weighted kappa, those computed."""
+    parts = []
+    if not is_nan(row.adjacent_agreement):
+        parts.append(
+            f"{percent(row.adjacent_agreement)} are at most one point apart "
+            f"(adjacent agreement {number(row.adjacent_agreement)})."
+        )
+    if not is_nan(row.weighted_kappa):
+        who = "averaged over every pair of annotators" if row.weighted_kappa_pairs else "between the two annotators"
+        meaning = ": agreement beyond chance, with near misses counted as partly agreeing" if explain else ""
+        parts.append(
+            f"The quadratic weighted kappa, {who}, is {number(row.weighted_kappa)} "
+            f"({kappa_label(row.weighted_kappa)}){meaning}."
+        )
+    return parts
+
+
+def _kappa_parts(row: object, explain: bool) -> list[str]:
+    """A choice's or tick box's kappa (Cohen's with two annotators, else Light's) and, with more
+    than two annotators, Fleiss' kappa; those computed."""
+    parts = []
+    if not is_nan(row.kappa):
+        if row.kappa_kind == "Cohen":
+            meaning = (
+                ": the agreement left after removing what the two annotators' habits would give by chance"
+                if explain
+                else ""
+            )
+            parts.append(f"Cohen's kappa is {number(row.kappa)} ({kappa_label(row.kappa)}){meaning}.")
+        else:
+            parts.append(
+                f"Light's kappa, Cohen's kappa averaged over every pair of annotators, is {number(row.kappa)} "
+                f"({kappa_label(row.kappa)})."
+            )
+    if not is_nan(row.fleiss_kappa) and row.n_annotators > 2:
+        parts.append(
+            f"Fleiss' kappa over all annotators is {number(row.fleiss_kappa)} ({kappa_label(row.fleiss_kappa)})."
+        )
+    return parts
+
+
+def _alpha_part(row: object, explain: bool) -> str:
+    """Krippendorff's alpha with its bootstrap interval (when there is one) and its label."""
+    interval = ""
+    if row.alpha_ci != "n/a":
+        low, high = number(row.alpha_ci_low), number(row.alpha_ci_high)
+        interval = f", 95% interval {low} to {high}" + (f" from resampling the {row.n_units} tasks" if explain else "")
+    return (
+        f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
+        f"{alpha_label(row.krippendorff_alpha)}."
+    )
 
 
 def rating_distribution_section(data: ProjectData) -> Section | None:
