@@ -73,15 +73,7 @@ def annotation_table(
     An annotation is anything with a judgment row or a span; cancelled annotations (and
     their spans) are left out.
     """
-    base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
-    judgment_rows = _ensure(judgments, base_columns)
-    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
-    if source is not None:
-        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
-        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
-    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
-    judgment_rows = judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)]
-    span_rows = span_rows[~span_rows["annotation_id"].isin(cancelled)]
+    judgment_rows, span_rows = _kept_rows(judgments, spans, source)
     ids = pd.concat(
         [judgment_rows[[*KEYS, "annotator"]], span_rows[[*KEYS, "annotator"]]], ignore_index=True
     ).drop_duplicates(subset=KEYS)
@@ -98,21 +90,8 @@ def annotation_table(
                 "created_at",
             ]
         )
-    labels = span_rows["label"].fillna("(no label)").astype(str)
-    per_label = (
-        span_rows.assign(label=labels).groupby([*KEYS, "label"]).size().unstack("label", fill_value=0)
-        if not span_rows.empty
-        else pd.DataFrame()
-    )
     table = ids.set_index(KEYS)
-    table["n_spans"] = per_label.sum(axis=1) if not per_label.empty else 0
-    table["n_spans"] = table["n_spans"].fillna(0).astype(int)
-    for label in sorted(per_label.columns, key=natural_key):
-        table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
-    used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
-    table["labels"] = (
-        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
-    )
+    _add_span_counts(table, span_rows)
     box = judgment_rows[(judgment_rows["item"] == no_errors_item) & judgment_rows["value"].map(_box_ticked)]
     table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
     impressions = judgment_rows[judgment_rows["item"] == impression_item]
@@ -125,6 +104,43 @@ def annotation_table(
     table["lead_time"] = times["lead_time"].reindex(table.index)
     table["created_at"] = times["created_at"].reindex(table.index)
     return table.reset_index()
+
+
+def _kept_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame | None, source: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The judgment and span rows of ``source`` (every source with None), without those of
+    cancelled annotations."""
+    base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
+    judgment_rows = _ensure(judgments, base_columns)
+    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
+    if source is not None:
+        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
+        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
+    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
+    return (
+        judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)],
+        span_rows[~span_rows["annotation_id"].isin(cancelled)],
+    )
+
+
+def _add_span_counts(table: pd.DataFrame, span_rows: pd.DataFrame) -> None:
+    """Each annotation's (``table``'s index) ``n_spans``, ``n_<label>`` per label (in natural
+    order) and ``labels``, the labels it used joined with ``; ``."""
+    labels = span_rows["label"].fillna("(no label)").astype(str)
+    per_label = (
+        span_rows.assign(label=labels).groupby([*KEYS, "label"]).size().unstack("label", fill_value=0)
+        if not span_rows.empty
+        else pd.DataFrame()
+    )
+    table["n_spans"] = per_label.sum(axis=1) if not per_label.empty else 0
+    table["n_spans"] = table["n_spans"].fillna(0).astype(int)
+    for label in sorted(per_label.columns, key=natural_key):
+        table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
+    used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
+    table["labels"] = (
+        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
+    )
 
 
 def _box_ticked(value: object) -> bool:
