@@ -430,6 +430,26 @@ def _pair_units(rated: np.ndarray) -> tuple[int, int]:
     return int(len(pair_units)), int(pair_units.min()) if len(pair_units) else 0
 
 
+def _alpha_level(alpha_level: str | None, ordinal: bool) -> str:
+    """The level alpha is computed at: the one asked for, else ordinal for a rating scale and
+    nominal for the rest; ``ValueError`` for an unknown level."""
+    level = alpha_level or ("ordinal" if ordinal else "nominal")
+    if level not in LEVELS:
+        raise ValueError(f"unknown alpha level {level!r} for an item; use one of {', '.join(LEVELS)}")
+    return level
+
+
+def _alpha_interval(
+    alpha: AgreementResult, data: np.ndarray, rated: np.ndarray, level: str, n_boot: int, ci_level: float, seed: int
+) -> tuple[float, float]:
+    """Alpha's percentile bootstrap interval over the tasks rated twice or more; NaN without
+    replicates or without an alpha."""
+    if n_boot > 0 and alpha.is_defined:
+        pairable = rated.sum(axis=1) >= 2
+        return bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
+    return float("nan"), float("nan")
+
+
 def item_agreement(
     matrix: pd.DataFrame,
     kind: str = "nominal",
@@ -461,9 +481,7 @@ def item_agreement(
     rated = ~pd.isna(values)
     numeric = pd.api.types.infer_dtype(values[rated], skipna=False) in NUMERIC_INFERRED_TYPES
     ordinal = kind == "ordinal"
-    level = alpha_level or ("ordinal" if ordinal else "nominal")
-    if level not in LEVELS:
-        raise ValueError(f"unknown alpha level {level!r} for an item; use one of {', '.join(LEVELS)}")
+    level = _alpha_level(alpha_level, ordinal)
     data = _as_numbers(values, rated, numeric)
     categories = _scale_categories(scale, data) if ordinal and numeric else None
 
@@ -474,11 +492,8 @@ def item_agreement(
         results.update(_ordinal_coefficients(data, rated, numeric, categories, cohen.n_units))
     if numeric or level == "nominal":
         results["krippendorff_alpha"] = krippendorff_alpha(data, level)
-    low = high = float("nan")
     alpha = results["krippendorff_alpha"]
-    if n_boot > 0 and alpha.is_defined:
-        pairable = rated.sum(axis=1) >= 2
-        low, high = bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
+    low, high = _alpha_interval(alpha, data, rated, level, n_boot, ci_level, seed)
     n_pairs, min_pair_units = _pair_units(rated)
     return {
         "n_pairs": n_pairs,
