@@ -459,6 +459,9 @@ def sync_project(
     warm: bool = False,
     info: ProjectInfo | None = None,
 ) -> ProjectReport:
+    """Bring one project's rows in the state up to date with Label Studio: plan what changed
+    (:func:`plan_project`), export it in batches, each batch's rows and signatures written in one
+    transaction, and mark the project's state complete at the end."""
     report = ProjectReport(project=project_id, schema=schema_name)
     settings = info.task_columns() if info is not None else None
     started = time.perf_counter()
@@ -497,18 +500,22 @@ def sync_project(
                 time.sleep(pause)
     report.prediction_requests = predictions.requests
     if plan.batches:
-        log.info(
-            "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; "
-            "%d prediction reads (%.1f s)",
-            project_id,
-            report.tasks_exported,
-            time.perf_counter() - started,
-            waited,
-            predictions.requests,
-            predictions.seconds,
-        )
+        _log_export(report, time.perf_counter() - started, waited, predictions)
     _finish_run(db, project_id, settings)
     return report
+
+
+def _log_export(report: ProjectReport, seconds: float, waited: float, predictions: PredictionReader) -> None:
+    """How long the export took, how much of it was waiting for Label Studio, and the prediction reads."""
+    log.info(
+        "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; %d prediction reads (%.1f s)",
+        report.project,
+        report.tasks_exported,
+        seconds,
+        waited,
+        predictions.requests,
+        predictions.seconds,
+    )
 
 
 _warming = threading.Lock()
