@@ -215,25 +215,7 @@ def compare_arms(
     paired = bool((arms.groupby("pair")["arm"].nunique() == 2).any())
     comparisons, agreement = [], []
     for (group, kind), part in humans.groupby(["group", "kind"], sort=False):
-        measures: list[tuple[str, str, pd.DataFrame]] = []
-        better = "lower" if kind == "ordinal" else "higher"
-        what = "distance from" if kind == "ordinal" else "agreement with"
-        ref = gold[gold["group"] == group][["pair", "item", "value"]].rename(columns={"value": "reference"})
-        if not ref.empty:
-            ref = ref.drop_duplicates(["pair", "item"])
-            measures.append((f"{what} the reference answers", better, _per_task(part, ref, kind, ["pair", "item"])))
-        if paired:
-            per_arm = []
-            for arm, other in ((SUGGESTED, BLIND), (BLIND, SUGGESTED)):
-                majority = _majority(part[part["arm"] == other], kind, ["pair", "item"])
-                per_arm.append(_per_task(part[part["arm"] == arm], majority, kind, ["pair", "item"]))
-            measures.append((f"{what} the other arm's majority", better, pd.concat(per_arm, ignore_index=True)))
-        answers = model[model["group"] == group][["pair", "item", "value"]].rename(columns={"value": "reference"})
-        if not answers.empty:
-            answers = answers.drop_duplicates(["pair", "item"])
-            per_task = _per_task(part, answers, kind, ["pair", "item"])
-            measures.append((f"{what} the model's answer (suggestion)", "", per_task))
-        for measure, direction, per_task in measures:
+        for measure, direction, per_task in _measures(part, group, kind, gold, model, paired):
             if per_task["arm"].nunique() < 2:  # one arm has nothing to compare (the blind arm has no model answers)
                 continue
             comparisons.append({"group": group, "kind": kind, "measure": measure, "better": direction,
@@ -241,13 +223,7 @@ def compare_arms(
         for arm in ARMS:
             agreement.append({"group": group, "kind": kind, "arm": arm,
                               **_between_annotators(part[part["arm"] == arm], kind, n_boot, seed)})  # fmt: skip
-    times = annotation_times(judgments, spans).rename(columns={"task_id": "tkey"}).merge(arms, on="tkey")
-    if not times.empty:
-        per_task = (
-            times.groupby(["tkey", "arm"], as_index=False)["lead_time"].mean().rename(columns={"lead_time": "score"})
-        )
-        comparisons.append({"group": "(all)", "kind": "time", "measure": "lead time per task (seconds)",
-                            "better": "lower", **_difference(per_task)})  # fmt: skip
+    comparisons += _lead_time_comparison(judgments, spans, arms)
     counts = (
         humans.groupby("arm")
         .agg(n_tasks=("tkey", "nunique"), n_annotators=("rater", "nunique"))
@@ -256,14 +232,57 @@ def compare_arms(
         .astype(int)
         .reset_index()
     )
-    notes = []
+    notes = _comparison_notes(source, paired, model)
+    return ArmComparison(counts, pd.DataFrame(comparisons, columns=COMPARISON_COLUMNS),
+                         pd.DataFrame(agreement), paired, source, notes)  # fmt: skip
+
+
+def _measures(
+    part: pd.DataFrame, group: str, kind: str, gold: pd.DataFrame, model: pd.DataFrame, paired: bool
+) -> list[tuple[str, str, pd.DataFrame]]:
+    """What the arms of one group are compared on, each as (measure, which way is better, a score
+    per task and arm): closeness to the reference answers, with paired arms to the other arm's
+    majority, and to the suggesting model's answers."""
+    measures: list[tuple[str, str, pd.DataFrame]] = []
+    better = "lower" if kind == "ordinal" else "higher"
+    what = "distance from" if kind == "ordinal" else "agreement with"
+    ref = gold[gold["group"] == group][["pair", "item", "value"]].rename(columns={"value": "reference"})
+    if not ref.empty:
+        ref = ref.drop_duplicates(["pair", "item"])
+        measures.append((f"{what} the reference answers", better, _per_task(part, ref, kind, ["pair", "item"])))
+    if paired:
+        per_arm = []
+        for arm, other in ((SUGGESTED, BLIND), (BLIND, SUGGESTED)):
+            majority = _majority(part[part["arm"] == other], kind, ["pair", "item"])
+            per_arm.append(_per_task(part[part["arm"] == arm], majority, kind, ["pair", "item"]))
+        measures.append((f"{what} the other arm's majority", better, pd.concat(per_arm, ignore_index=True)))
+    answers = model[model["group"] == group][["pair", "item", "value"]].rename(columns={"value": "reference"})
+    if not answers.empty:
+        answers = answers.drop_duplicates(["pair", "item"])
+        per_task = _per_task(part, answers, kind, ["pair", "item"])
+        measures.append((f"{what} the model's answer (suggestion)", "", per_task))
+    return measures
+
+
+def _lead_time_comparison(judgments: pd.DataFrame, spans: pd.DataFrame, arms: pd.DataFrame) -> list[dict[str, Any]]:
+    """The arms' mean lead time per task compared (lower is better); nothing without times."""
+    times = annotation_times(judgments, spans).rename(columns={"task_id": "tkey"}).merge(arms, on="tkey")
+    if times.empty:
+        return []
+    per_task = times.groupby(["tkey", "arm"], as_index=False)["lead_time"].mean().rename(columns={"lead_time": "score"})
+    return [{"group": "(all)", "kind": "time", "measure": "lead time per task (seconds)",
+             "better": "lower", **_difference(per_task)}]  # fmt: skip
+
+
+def _comparison_notes(source: str | None, paired: bool, model: pd.DataFrame) -> list[str]:
+    """What the comparison cannot tell: the suggestion unknown, or, with unpaired arms, how far
+    answers moved toward it."""
     if source is None:
-        notes.append("no annotation of the suggested arm started from a prediction, so the suggestion is unknown")
-    elif not paired and model[model["arm"] == BLIND].empty:
-        notes.append(
+        return ["no annotation of the suggested arm started from a prediction, so the suggestion is unknown"]
+    if not paired and model[model["arm"] == BLIND].empty:
+        return [
             "the blind arm has no answers of the suggesting model (by design it got no predictions), so how far "
             "answers moved toward the suggestions cannot be measured: put every task in both arms (design arms "
             "--both), or predict the blind tasks after the study"
-        )
-    return ArmComparison(counts, pd.DataFrame(comparisons, columns=COMPARISON_COLUMNS),
-                         pd.DataFrame(agreement), paired, source, notes)  # fmt: skip
+        ]
+    return []

@@ -89,15 +89,7 @@ def bootstrap_alpha_ci(
             rows, lambda m: krippendorff_alpha(m, level, value_domain=value_domain), n_boot, alpha, seed
         )
     draws = np.random.default_rng(seed).integers(0, n_units, size=(n_boot, n_units))
-    counts = encoded.counts()
-    ratings = counts.sum(axis=1)
-    pairable = ratings >= 2
-    shares = np.zeros((n_units, n_values, n_values))
-    paired = counts[pairable]
-    shares[pairable] = (paired[:, :, None] * paired[:, None, :] - paired[:, :, None] * np.eye(n_values)) / (
-        ratings[pairable] - 1.0
-    )[:, None, None]
-    shares = shares.reshape(n_units, n_values * n_values)
+    shares = _coincidence_shares(encoded.counts())
     block = max(1, MAX_BATCH_CELLS // max(n_units, n_values * n_values))
     values = np.empty(n_boot)
     fixed = None if level == "ordinal" else distance_matrix(encoded.values, level, np.zeros(n_values))
@@ -106,18 +98,39 @@ def bootstrap_alpha_ci(
         flat = (np.arange(len(chunk))[:, None] * n_units + chunk).reshape(-1)
         multiplicity = np.bincount(flat, minlength=len(chunk) * n_units).reshape(len(chunk), n_units)
         coincidences = (multiplicity.astype(np.float64) @ shares).reshape(len(chunk), n_values, n_values)
-        per_value = coincidences.sum(axis=2)
-        if fixed is None:
-            mid_ranks = np.cumsum(per_value, axis=1) - per_value / 2.0
-            distances = (mid_ranks[:, :, None] - mid_ranks[:, None, :]) ** 2
-        else:
-            distances = np.broadcast_to(fixed, coincidences.shape)
-        observed = (coincidences * distances).sum(axis=(1, 2))
-        expected = np.einsum("bi,bij,bj->b", per_value, distances, per_value)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            replicate = 1.0 - (per_value.sum(axis=1) - 1.0) * observed / expected
-        values[start : start + block] = np.where(expected > 0.0, replicate, np.nan)
+        values[start : start + block] = _replicate_alphas(coincidences, fixed)
     return _percentile_interval(values, alpha)
+
+
+def _coincidence_shares(counts: np.ndarray) -> np.ndarray:
+    """Units x (V x V): each unit's share of the coincidence matrix, from its counts per value
+    (0 for a unit with fewer than two ratings)."""
+    n_units, n_values = counts.shape
+    ratings = counts.sum(axis=1)
+    pairable = ratings >= 2
+    shares = np.zeros((n_units, n_values, n_values))
+    paired = counts[pairable]
+    shares[pairable] = (paired[:, :, None] * paired[:, None, :] - paired[:, :, None] * np.eye(n_values)) / (
+        ratings[pairable] - 1.0
+    )[:, None, None]
+    return shares.reshape(n_units, n_values * n_values)
+
+
+def _replicate_alphas(coincidences: np.ndarray, fixed: np.ndarray | None) -> np.ndarray:
+    """Alpha of each replicate's coincidence matrix (replicates x V x V): with the level's fixed
+    distances, or ordinal ones from the replicate's own mid-ranks (``fixed`` None); NaN where the
+    expected disagreement is 0."""
+    per_value = coincidences.sum(axis=2)
+    if fixed is None:
+        mid_ranks = np.cumsum(per_value, axis=1) - per_value / 2.0
+        distances = (mid_ranks[:, :, None] - mid_ranks[:, None, :]) ** 2
+    else:
+        distances = np.broadcast_to(fixed, coincidences.shape)
+    observed = (coincidences * distances).sum(axis=(1, 2))
+    expected = np.einsum("bi,bij,bj->b", per_value, distances, per_value)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        replicate = 1.0 - (per_value.sum(axis=1) - 1.0) * observed / expected
+    return np.where(expected > 0.0, replicate, np.nan)
 
 
 def _rated_rows(matrix: ArrayLike, n_boot: int, alpha: float) -> np.ndarray:

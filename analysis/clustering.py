@@ -28,6 +28,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -99,22 +100,13 @@ def cluster_spans(
     Texts are stripped; empty ones are left out. Identical texts are embedded once and
     count once per occurrence. Needs at least 3 distinct texts.
     """
-    if isinstance(spans, pd.DataFrame):
-        frame = spans
-        texts = frame[text_column] if text_column in frame.columns else pd.Series([], dtype=object)
-        labels = frame[label_column] if label_column in frame.columns else None
-    else:
-        texts, labels = pd.Series(list(spans), dtype=object), None
-    keep = texts.map(lambda t: isinstance(t, str) and bool(t.strip()))
-    texts = texts[keep].map(str.strip).reset_index(drop=True)
-    if labels is not None:
-        labels = labels[keep.to_numpy()].reset_index(drop=True)
+    texts, labels = _span_texts(spans, text_column, label_column)
     unique = list(dict.fromkeys(texts))
     if len(unique) < 3:
         return ClusteringResult(available=True, reason=f"needs at least 3 distinct texts, got {len(unique)}")
     try:
-        from sklearn.cluster import KMeans  # noqa: PLC0415 - optional dependency
-        from sklearn.metrics import silhouette_score  # noqa: PLC0415
+        import sklearn.cluster  # noqa: F401, PLC0415 - optional dependency
+        import sklearn.metrics  # noqa: F401, PLC0415
     except ImportError:
         return ClusteringResult(available=False, reason="scikit-learn is not installed (pip install scikit-learn)")
     if embed is None:
@@ -136,6 +128,43 @@ def cluster_spans(
         return ClusteringResult(available=True, reason=f"no k in k_range fits {len(unique)} distinct texts")
     # every occurrence counts, as in the paper: weight each distinct text by its frequency
     weights = texts.value_counts().reindex(unique).to_numpy(dtype=np.float64)
+    silhouette, models = _k_means_per_k(vectors, weights, ks, n_init, seed)
+    best_k = int(silhouette.loc[silhouette["silhouette"].idxmax(), "k"])
+    model, assigned = models[best_k]
+    cluster_of = dict(zip(unique, assigned, strict=True))
+    assignments = pd.DataFrame({"text": texts, "cluster": texts.map(cluster_of).astype(int)})
+    if labels is not None:
+        assignments["label"] = labels.to_numpy()
+    distances = np.linalg.norm(vectors - model.cluster_centers_[assigned], axis=1)
+    clusters = _cluster_table(unique, assigned, distances, assignments, best_k, n_examples, labels is not None)
+    return ClusteringResult(available=True, k=best_k, silhouette=silhouette, clusters=clusters, assignments=assignments)
+
+
+def _span_texts(
+    spans: pd.DataFrame | Iterable[str], text_column: str, label_column: str
+) -> tuple[pd.Series, pd.Series | None]:
+    """The stripped non-empty texts, and their labels when ``spans`` is a table with a label column."""
+    if isinstance(spans, pd.DataFrame):
+        frame = spans
+        texts = frame[text_column] if text_column in frame.columns else pd.Series([], dtype=object)
+        labels = frame[label_column] if label_column in frame.columns else None
+    else:
+        texts, labels = pd.Series(list(spans), dtype=object), None
+    keep = texts.map(lambda t: isinstance(t, str) and bool(t.strip()))
+    texts = texts[keep].map(str.strip).reset_index(drop=True)
+    if labels is not None:
+        labels = labels[keep.to_numpy()].reset_index(drop=True)
+    return texts, labels
+
+
+def _k_means_per_k(
+    vectors: np.ndarray, weights: np.ndarray, ks: list[int], n_init: int, seed: int
+) -> tuple[pd.DataFrame, dict[int, tuple[Any, np.ndarray]]]:
+    """K-means for every k, weighted by how often each text occurs: the silhouette of each k
+    (``k``, ``silhouette``) and each k's (model, cluster of each vector)."""
+    from sklearn.cluster import KMeans  # noqa: PLC0415 - optional dependency
+    from sklearn.metrics import silhouette_score  # noqa: PLC0415
+
     scores, models = [], {}
     # one thread: on small data scikit-learn's OpenMP loops around a threaded BLAS
     # oversubscribe the cores (measured 30x slower on 2 cores than single-threaded)
@@ -146,16 +175,22 @@ def cluster_spans(
             score = silhouette_score(vectors, assigned) if len(set(assigned)) > 1 else float("nan")
             scores.append({"k": k, "silhouette": float(score)})
             models[k] = (model, assigned)
-    silhouette = pd.DataFrame(scores)
-    best_k = int(silhouette.loc[silhouette["silhouette"].idxmax(), "k"])
-    model, assigned = models[best_k]
-    cluster_of = dict(zip(unique, assigned, strict=True))
-    assignments = pd.DataFrame({"text": texts, "cluster": texts.map(cluster_of).astype(int)})
-    if labels is not None:
-        assignments["label"] = labels.to_numpy()
-    distances = np.linalg.norm(vectors - model.cluster_centers_[assigned], axis=1)
+    return pd.DataFrame(scores), models
+
+
+def _cluster_table(
+    unique: list[str],
+    assigned: np.ndarray,
+    distances: np.ndarray,
+    assignments: pd.DataFrame,
+    n_clusters: int,
+    n_examples: int,
+    labelled: bool,
+) -> pd.DataFrame:
+    """One row per cluster, largest first: its occurrences, their share, the ``n_examples`` texts
+    closest to its centre and, with labels, how many occurrences carry each label (``n_<label>``)."""
     rows = []
-    for cluster in range(best_k):
+    for cluster in range(n_clusters):
         members = np.flatnonzero(assigned == cluster)
         closest = [unique[i] for i in members[np.argsort(distances[members])][:n_examples]]
         in_cluster = assignments[assignments["cluster"] == cluster]
@@ -165,9 +200,8 @@ def cluster_spans(
             "share": len(in_cluster) / len(assignments),
             "examples": " | ".join(closest),
         }
-        if labels is not None:
+        if labelled:
             for label, count in in_cluster["label"].value_counts().items():
                 row[f"n_{label}"] = int(count)
         rows.append(row)
-    clusters = pd.DataFrame(rows).fillna(0).sort_values("count", ascending=False).reset_index(drop=True)
-    return ClusteringResult(available=True, k=best_k, silhouette=silhouette, clusters=clusters, assignments=assignments)
+    return pd.DataFrame(rows).fillna(0).sort_values("count", ascending=False).reset_index(drop=True)

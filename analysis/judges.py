@@ -39,7 +39,7 @@ import pandas as pd
 
 from judgelab.analysis.alt_test import AltTestResult, alt_tests
 from judgelab.analysis.krippendorff import value_codes
-from judgelab.analysis.pair_alpha import interval, mean_of_pairs, pair_alphas
+from judgelab.analysis.pair_alpha import PairAlphas, interval, mean_of_pairs, pair_alphas
 from judgelab.analysis.review import joined_values, prediction_sources
 from judgelab.analysis.tables import (
     FLAG_CHECKED,
@@ -367,47 +367,73 @@ def _encoded(group: GroupAnswers) -> tuple[np.ndarray, np.ndarray, Any]:
     return values, names, lambda code: str(names[int(code)])
 
 
-def calibrate_group(
-    group: GroupAnswers,
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    epsilons: Sequence[float] = EPSILONS,
-    min_items_per_annotator: int = 30,
-) -> list[JudgeCalibration]:
-    """Every judge of the group (and the majority of judges, with two or more) against the humans."""
-    values, categories, label = _encoded(group)
-    n_h = len(group.humans)
-    n_categories = 0 if categories is None else len(categories)
-    humans, judge_values = values[:, :n_h], values[:, n_h:]
-    anchored_to = group.anchored.to_numpy(dtype=object)
-    judges = list(group.judges)
-    columns = {judge: judge_values[:, i] for i, judge in enumerate(judges)}
-    if len(judges) >= 2:
+@dataclass
+class _JudgeBlock:
+    """One judge's place in the comparison matrix: its block starts at column ``start`` (the judge,
+    then the humans it is compared with, then their majority); ``humans`` is that block's human
+    answers (units x humans), ``anchored_share`` and ``all_answers`` what :func:`_independent` said."""
+
+    start: int
+    humans: np.ndarray
+    anchored_share: float
+    all_answers: bool
+
+
+def _judge_answers(group: GroupAnswers, judge_values: np.ndarray, n_categories: int) -> dict[str, np.ndarray]:
+    """Each judge's answers (one number per unit) by name; with two or more judges, their majority
+    last, as one more judge."""
+    columns = {judge: judge_values[:, i] for i, judge in enumerate(group.judges)}
+    if len(group.judges) >= 2:
         columns[JUDGE_MAJORITY] = _majority(judge_values, group.kind, n_categories)
-        judges.append(JUDGE_MAJORITY)
-    # one column block per judge: the judge, its humans (independent answers when enough), their majority
+    return columns
+
+
+def _comparison_matrix(
+    group: GroupAnswers,
+    humans: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    judge_values: np.ndarray,
+    n_categories: int,
+) -> tuple[np.ndarray, dict[str, _JudgeBlock], int]:
+    """Every column an alpha compares, side by side, so that all pairs share one bootstrap: one
+    block per judge (the judge, its humans, their majority), then the judges' own answers for the
+    judge-judge pairs. A judge's humans are the independent answers when enough units keep two
+    (:func:`_independent`); the majority of judges is anchored to any judge. Returns the matrix,
+    each judge's block and the column where the judges' own answers start."""
+    anchored_to = group.anchored.to_numpy(dtype=object)
     blocks: list[np.ndarray] = []
-    layout: dict[str, dict[str, Any]] = {}
-    for judge in judges:
+    layout: dict[str, _JudgeBlock] = {}
+    for judge, answers in columns.items():
         own = np.isin(anchored_to, group.judges) if judge == JUDGE_MAJORITY else anchored_to == judge
-        answered = ~np.isnan(columns[judge])
-        block, share, used_all = _independent(humans, own, answered)
+        block, share, used_all = _independent(humans, own, ~np.isnan(answers))
         start = sum(b.shape[1] for b in blocks)
-        blocks.append(np.column_stack([columns[judge], block, _majority(block, group.kind, n_categories)]))
-        layout[judge] = {"start": start, "block": block, "anchored_share": share, "all_answers": used_all}
+        blocks.append(np.column_stack([answers, block, _majority(block, group.kind, n_categories)]))
+        layout[judge] = _JudgeBlock(start, block, share, used_all)
     raw_start = sum(b.shape[1] for b in blocks)
     blocks.append(judge_values)
-    matrix = np.column_stack(blocks)
-    if group.kind == "ordinal":
+    return np.column_stack(blocks), layout, raw_start
+
+
+def _matrix_codes(matrix: np.ndarray, kind: str, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, domain) for :func:`pair_alphas`: ratings coded by their distinct values, categories
+    already codes (-1 where missing) over all the group's categories."""
+    if kind == "ordinal":
         encoded = value_codes(matrix)
-        codes, domain = encoded.codes, encoded.values
-    else:
-        codes, domain = np.where(np.isnan(matrix), -1, matrix).astype(np.int64), np.arange(n_categories, dtype=float)
+        return encoded.codes, encoded.values
+    return np.where(np.isnan(matrix), -1, matrix).astype(np.int64), np.arange(n_categories, dtype=float)
+
+
+def _comparison_pairs(
+    group: GroupAnswers, layout: Mapping[str, _JudgeBlock], raw_start: int
+) -> tuple[list[tuple[int, int]], list[tuple[str, str, str, str]]]:
+    """The column pairs to compare and what each is (judge, comparison, rater a, rater b): per
+    judge, the judge with each human and with the human majority, and every pair of its humans
+    (the ceiling); then every pair of judges."""
+    n_h = len(group.humans)
     pairs: list[tuple[int, int]] = []
     roles: list[tuple[str, str, str, str]] = []  # judge, comparison, a, b
-    for judge in judges:
-        s = layout[judge]["start"]
+    for judge, place in layout.items():
+        s = place.start
         for k, human in enumerate(group.humans):
             pairs.append((s, s + 1 + k))
             roles.append((judge, "judge – human", judge, human))
@@ -421,28 +447,104 @@ def calibrate_group(
         for j in range(i + 1, len(group.judges)):
             pairs.append((raw_start + i, raw_start + j))
             roles.append(("", "judge – judge", a, group.judges[j]))
-    level = "ordinal" if group.kind == "ordinal" else "nominal"
-    result = pair_alphas(codes, domain, pairs, level, n_boot=n_boot, seed=seed)
+    return pairs, roles
+
+
+def _pairs_table(
+    group: GroupAnswers, roles: Sequence[tuple[str, str, str, str]], result: PairAlphas, n_boot: int
+) -> pd.DataFrame:
+    """One row per compared pair: its alpha, units and bootstrap interval (NaN without bootstrap)."""
     table = pd.DataFrame(roles, columns=["judge", "comparison", "rater_a", "rater_b"])
     table["alpha"] = result.values
     table["n_units"] = result.n_units
-    cis = [interval(result.replicates[:, p]) if n_boot else (np.nan, np.nan) for p in range(len(pairs))]
+    cis = [interval(result.replicates[:, p]) if n_boot else (np.nan, np.nan) for p in range(len(roles))]
     table["ci_low"], table["ci_high"] = [c[0] for c in cis], [c[1] for c in cis]
     table.insert(0, "group", group.group)
+    return table
+
+
+def _coverage_summary(block: np.ndarray, answered: np.ndarray, min_items_per_annotator: int) -> dict[str, Any]:
+    """How many units a judge can be compared on: those it answered, those where two humans
+    answered too, and the alt-test's n (the most units one annotator shares with another and the judge)."""
+    answered_humans = ~np.isnan(block[answered])
+    shared = answered_humans.sum(axis=1) >= 2  # units the alphas and the alt-test can use
+    return {
+        "n_units": int(answered.sum()),
+        "n_shared_units": int(shared.sum()),
+        # the most units one annotator shares with another annotator and the judge (the alt-test's n)
+        "max_annotator_units": int((answered_humans & shared[:, None]).sum(axis=0).max(initial=0)),
+        "alt_test_needs": min_items_per_annotator,
+        "n_humans": int((~np.isnan(block)).any(axis=0).sum()),
+    }
+
+
+def _alpha_summary(table: pd.DataFrame, result: PairAlphas, mine: pd.Index) -> dict[str, Any]:
+    """A judge's alphas: with the human majority, and the mean judge-human against the mean
+    human-human alpha (the ceiling), each with its interval, and the interval of their difference
+    (both means come from the same bootstrap draws)."""
+    comparison = table.loc[mine, "comparison"]
+    versus = [int(i) for i in comparison.index[comparison == "judge – human"]]
+    ceiling = [int(i) for i in comparison.index[comparison == "human – human"]]
+    to_majority = int(comparison.index[comparison == "judge – human majority"][0])
+    judge_mean, judge_reps = mean_of_pairs(result, versus)
+    human_mean, human_reps = mean_of_pairs(result, ceiling)
+    judge_ci, human_ci = interval(judge_reps), interval(human_reps)
+    difference = interval(judge_reps - human_reps)
+    return {
+        "alpha_with_majority": table.at[to_majority, "alpha"],
+        "majority_ci_low": table.at[to_majority, "ci_low"],
+        "majority_ci_high": table.at[to_majority, "ci_high"],
+        "judge_human_alpha": judge_mean,
+        "judge_ci_low": judge_ci[0],
+        "judge_ci_high": judge_ci[1],
+        "human_human_alpha": human_mean,
+        "human_ci_low": human_ci[0],
+        "human_ci_high": human_ci[1],
+        "difference_ci_low": difference[0],
+        "difference_ci_high": difference[1],
+        "intervals_overlap": bool(judge_ci[0] <= human_ci[1] and human_ci[0] <= judge_ci[1]),
+    }
+
+
+def _alt_test_summary(tests: Mapping[float, AltTestResult], epsilons: Sequence[float]) -> dict[str, Any]:
+    """The alt-test at the largest epsilon (annotators tested, rho), then omega and the verdict at
+    each epsilon."""
+    main = tests[max(epsilons)] if epsilons else None
+    summary: dict[str, Any] = {
+        "n_annotators_tested": len(main.annotators) if main else 0,
+        "rho": main.rho if main else np.nan,
+    }
+    for eps, test in tests.items():
+        summary[f"omega_{eps:g}"] = test.omega
+        summary[f"passes_{eps:g}"] = test.passed
+    return summary
+
+
+def calibrate_group(
+    group: GroupAnswers,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    epsilons: Sequence[float] = EPSILONS,
+    min_items_per_annotator: int = 30,
+) -> list[JudgeCalibration]:
+    """Every judge of the group (and the majority of judges, with two or more) against the humans."""
+    values, categories, label = _encoded(group)
+    n_h = len(group.humans)
+    n_categories = 0 if categories is None else len(categories)
+    humans, judge_values = values[:, :n_h], values[:, n_h:]
+    columns = _judge_answers(group, judge_values, n_categories)
+    matrix, layout, raw_start = _comparison_matrix(group, humans, columns, judge_values, n_categories)
+    codes, domain = _matrix_codes(matrix, group.kind, n_categories)
+    pairs, roles = _comparison_pairs(group, layout, raw_start)
+    level = "ordinal" if group.kind == "ordinal" else "nominal"
+    result = pair_alphas(codes, domain, pairs, level, n_boot=n_boot, seed=seed)
+    table = _pairs_table(group, roles, result, n_boot)
     scoring = "neg_rmse" if group.kind == "ordinal" else "accuracy"
     out = []
-    for judge in judges:
+    for judge, answers in columns.items():
         mine = table.index[table["judge"] == judge]
-        comparison = table.loc[mine, "comparison"]
-        versus = [int(i) for i in comparison.index[comparison == "judge – human"]]
-        ceiling = [int(i) for i in comparison.index[comparison == "human – human"]]
-        to_majority = int(comparison.index[comparison == "judge – human majority"][0])
-        judge_mean, judge_reps = mean_of_pairs(result, versus)
-        human_mean, human_reps = mean_of_pairs(result, ceiling)
-        judge_ci, human_ci = interval(judge_reps), interval(human_reps)
-        difference = interval(judge_reps - human_reps)
-        block = layout[judge]["block"]
-        answers = columns[judge]
+        block = layout[judge].humans
         answered = ~np.isnan(answers)
         tests = alt_tests(
             pd.DataFrame(block[answered], columns=group.humans),
@@ -451,39 +553,16 @@ def calibrate_group(
             scoring=scoring,
             min_items_per_annotator=min_items_per_annotator,
         )
-        main = tests[max(epsilons)] if epsilons else None
-        answered_humans = ~np.isnan(block[answered])
-        shared = answered_humans.sum(axis=1) >= 2  # units the alphas and the alt-test can use
         summary = {
             "group": group.group,
             "kind": group.kind,
             "judge": judge,
-            "n_units": int(answered.sum()),
-            "n_shared_units": int(shared.sum()),
-            # the most units one annotator shares with another annotator and the judge (the alt-test's n)
-            "max_annotator_units": int((answered_humans & shared[:, None]).sum(axis=0).max(initial=0)),
-            "alt_test_needs": min_items_per_annotator,
-            "n_humans": int((~np.isnan(block)).any(axis=0).sum()),
-            "alpha_with_majority": table.at[to_majority, "alpha"],
-            "majority_ci_low": table.at[to_majority, "ci_low"],
-            "majority_ci_high": table.at[to_majority, "ci_high"],
-            "judge_human_alpha": judge_mean,
-            "judge_ci_low": judge_ci[0],
-            "judge_ci_high": judge_ci[1],
-            "human_human_alpha": human_mean,
-            "human_ci_low": human_ci[0],
-            "human_ci_high": human_ci[1],
-            "difference_ci_low": difference[0],
-            "difference_ci_high": difference[1],
-            "intervals_overlap": bool(judge_ci[0] <= human_ci[1] and human_ci[0] <= judge_ci[1]),
-            "anchored_share": layout[judge]["anchored_share"],
-            "all_answers": layout[judge]["all_answers"],
-            "n_annotators_tested": len(main.annotators) if main else 0,
-            "rho": main.rho if main else np.nan,
+            **_coverage_summary(block, answered, min_items_per_annotator),
+            **_alpha_summary(table, result, mine),
+            "anchored_share": layout[judge].anchored_share,
+            "all_answers": layout[judge].all_answers,
+            **_alt_test_summary(tests, epsilons),
         }
-        for eps, test in tests.items():
-            summary[f"omega_{eps:g}"] = test.omega
-            summary[f"passes_{eps:g}"] = test.passed
         pairs_table = table.loc[mine]
         out.append(
             JudgeCalibration(

@@ -83,11 +83,34 @@ def pair_alphas(
     """
     codes = np.asarray(codes, dtype=np.int64)
     n_units, n_values = codes.shape[0], len(values)
-    weights = None
+    codes, weights = _unit_types(codes, by_type)
+    matrices, n_pair_units = _pair_coincidences(codes, weights, pairs, n_values)
+    ones = np.ones(codes.shape[0]) if weights is None else weights
+    point = np.stack([(m.T @ ones).reshape(n_values, n_values) for m in matrices]) if pairs else None
+    point_values = _alphas(point, values, level) if pairs else np.array([])
+    replicates = np.full((n_boot, len(pairs)), np.nan)
+    if n_boot and pairs and n_units:
+        replicates = _replicates(matrices, weights, n_units, values, level, n_boot, seed)
+    return PairAlphas(list(pairs), point_values, n_pair_units, replicates)
+
+
+def _unit_types(codes: np.ndarray, by_type: bool | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(rows, their weights): the distinct rows (types of unit) with how many units each stands
+    for, when drawing per type (``by_type``, or by default when the types are at most a quarter of
+    the units); else the units themselves, unweighted (None)."""
+    n_units = codes.shape[0]
     if n_units and (by_type is None or by_type):
         types, inverse, type_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
         if by_type or len(types) * 4 <= n_units:
-            codes, weights = types, type_counts.astype(np.float64)
+            return types, type_counts.astype(np.float64)
+    return codes, None
+
+
+def _pair_coincidences(
+    codes: np.ndarray, weights: np.ndarray | None, pairs: Sequence[tuple[int, int]], n_values: int
+) -> tuple[list[sparse.csr_matrix], np.ndarray]:
+    """Per pair, a rows x (V x V) sparse matrix of each row's coincidences (both orders), and the
+    units the pair shares (weighted by type)."""
     n_rows = codes.shape[0]
     width = n_values * n_values
     matrices, n_pair_units = [], np.zeros(len(pairs), dtype=np.int64)
@@ -103,27 +126,39 @@ def pair_alphas(
                 (data, (np.concatenate([rows, rows]), np.concatenate([forward, backward]))), shape=(n_rows, width)
             )
         )
-    ones = np.ones(n_rows) if weights is None else weights
-    point = np.stack([(m.T @ ones).reshape(n_values, n_values) for m in matrices]) if pairs else None
-    point_values = _alphas(point, values, level) if pairs else np.array([])
-    replicates = np.full((n_boot, len(pairs)), np.nan)
-    if n_boot and pairs and n_units:
-        rng = np.random.default_rng(seed)
-        draws = None if weights is not None else rng.integers(0, n_units, size=(n_boot, n_units))
-        block = max(1, MAX_BLOCK_CELLS // n_rows)
-        stacked = sparse.hstack(matrices).tocsc()  # rows x (pairs * V^2)
-        for start in range(0, n_boot, block):
-            size = min(block, n_boot - start)
-            if weights is not None:  # units of each type in the replicate
-                counts_t = rng.multinomial(n_units, weights / n_units, size=size).T.astype(np.float64)
-            else:  # draw counts laid out units x replicates (contiguous for the product)
-                flat = (draws[start : start + size] * size + np.arange(size)[:, None]).reshape(-1)
-                counts_t = np.bincount(flat, minlength=n_units * size).astype(np.float64).reshape(n_units, size)
-            coincidences = np.asarray((stacked.T @ counts_t).T)  # size x (pairs * V^2)
-            coincidences = coincidences.reshape(size, len(pairs), n_values, n_values)
-            for p in range(len(pairs)):
-                replicates[start : start + size, p] = _alphas(coincidences[:, p], values, level)
-    return PairAlphas(list(pairs), point_values, n_pair_units, replicates)
+    return matrices, n_pair_units
+
+
+def _replicates(
+    matrices: list[sparse.csr_matrix],
+    weights: np.ndarray | None,
+    n_units: int,
+    values: np.ndarray,
+    level: Level,
+    n_boot: int,
+    seed: int | None,
+) -> np.ndarray:
+    """``n_boot`` x pairs bootstrap alphas, every pair on the same draws of units (multinomial
+    counts per type when weighted), computed in blocks of replicates to bound memory."""
+    n_rows = matrices[0].shape[0]
+    n_values = len(values)
+    replicates = np.full((n_boot, len(matrices)), np.nan)
+    rng = np.random.default_rng(seed)
+    draws = None if weights is not None else rng.integers(0, n_units, size=(n_boot, n_units))
+    block = max(1, MAX_BLOCK_CELLS // n_rows)
+    stacked = sparse.hstack(matrices).tocsc()  # rows x (pairs * V^2)
+    for start in range(0, n_boot, block):
+        size = min(block, n_boot - start)
+        if weights is not None:  # units of each type in the replicate
+            counts_t = rng.multinomial(n_units, weights / n_units, size=size).T.astype(np.float64)
+        else:  # draw counts laid out units x replicates (contiguous for the product)
+            flat = (draws[start : start + size] * size + np.arange(size)[:, None]).reshape(-1)
+            counts_t = np.bincount(flat, minlength=n_units * size).astype(np.float64).reshape(n_units, size)
+        coincidences = np.asarray((stacked.T @ counts_t).T)  # size x (pairs * V^2)
+        coincidences = coincidences.reshape(size, len(matrices), n_values, n_values)
+        for p in range(len(matrices)):
+            replicates[start : start + size, p] = _alphas(coincidences[:, p], values, level)
+    return replicates
 
 
 def interval(replicates: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:

@@ -69,7 +69,7 @@ import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -289,31 +289,51 @@ def _score_pair(
     hypothesis = hypothesis.take(used[hypothesis.example])
     scores = {}
     credits = _credits(reference, hypothesis, variants, n_labels, self_overlap)
-    for variant, (p_credit, p_weight, r_credit, r_weight) in credits.items():
+    for variant, credit in credits.items():
         if average == "micro":
-            p_total, r_total = p_weight.sum(), r_weight.sum()
-            precision = float(p_credit.sum() / p_total) if p_total > 0 else 0.0
-            recall = float(r_credit.sum() / r_total) if r_total > 0 else 0.0
-            f1 = float(_harmonic(precision, recall))
+            precision, recall, f1 = _micro_prf(credit)
             scores[variant] = SpanScores(precision, recall, f1, int(used.sum()), n_ref_spans, n_hyp_spans)
-            continue
-        p_num = np.bincount(hypothesis.example, weights=p_credit, minlength=size)
-        p_den = np.bincount(hypothesis.example, weights=p_weight, minlength=size)
-        r_num = np.bincount(reference.example, weights=r_credit, minlength=size)
-        r_den = np.bincount(reference.example, weights=r_weight, minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            per_precision = np.where(p_den > 0, p_num / np.where(p_den > 0, p_den, 1), 0.0)[used]
-            per_recall = np.where(r_den > 0, r_num / np.where(r_den > 0, r_den, 1), 0.0)[used]
-        per_f1 = _harmonic(per_precision, per_recall)
-        scores[variant] = SpanScores(
-            float((per_precision.sum() + n_perfect) / n_used),
-            float((per_recall.sum() + n_perfect) / n_used),
-            float((per_f1.sum() + n_perfect) / n_used),
-            n_used,
-            n_ref_spans,
-            n_hyp_spans,
-        )
+        else:
+            precision, recall, f1 = _macro_prf(credit, reference, hypothesis, used, n_perfect, n_used)
+            scores[variant] = SpanScores(precision, recall, f1, n_used, n_ref_spans, n_hyp_spans)
     return scores
+
+
+def _micro_prf(credit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> tuple[float, float, float]:
+    """Precision, recall and F1 over every span at once, from the spans' (precision credit and
+    weight, recall credit and weight); 0 where nothing weighs."""
+    p_credit, p_weight, r_credit, r_weight = credit
+    p_total, r_total = p_weight.sum(), r_weight.sum()
+    precision = float(p_credit.sum() / p_total) if p_total > 0 else 0.0
+    recall = float(r_credit.sum() / r_total) if r_total > 0 else 0.0
+    return precision, recall, float(_harmonic(precision, recall))
+
+
+def _macro_prf(
+    credit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    reference: _Side,
+    hypothesis: _Side,
+    used: np.ndarray,
+    n_perfect: int,
+    n_used: int,
+) -> tuple[float, float, float]:
+    """Precision, recall and F1 per example, averaged over the ``n_used`` examples: those ``used``
+    plus ``n_perfect`` examples where neither marked a span, each scoring 1."""
+    p_credit, p_weight, r_credit, r_weight = credit
+    size = len(used)
+    p_num = np.bincount(hypothesis.example, weights=p_credit, minlength=size)
+    p_den = np.bincount(hypothesis.example, weights=p_weight, minlength=size)
+    r_num = np.bincount(reference.example, weights=r_credit, minlength=size)
+    r_den = np.bincount(reference.example, weights=r_weight, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_precision = np.where(p_den > 0, p_num / np.where(p_den > 0, p_den, 1), 0.0)[used]
+        per_recall = np.where(r_den > 0, r_num / np.where(r_den > 0, r_den, 1), 0.0)[used]
+    per_f1 = _harmonic(per_precision, per_recall)
+    return (
+        float((per_precision.sum() + n_perfect) / n_used),
+        float((per_recall.sum() + n_perfect) / n_used),
+        float((per_f1.sum() + n_perfect) / n_used),
+    )
 
 
 def span_prf(
@@ -439,12 +459,10 @@ def pairwise_span_agreement(
         ref, hyp = design.annotator_code(ref_name), design.annotator_code(hyp_name)
         flipped = (hyp, ref) in cache
         if not flipped and (ref, hyp) not in cache:
-            shared = np.flatnonzero(design.coverage[:, ref] & design.coverage[:, hyp])
-            in_shared = np.zeros(design.n_examples, dtype=bool)
-            in_shared[shared] = True
+            ref_side, hyp_side, shared = _on_shared_examples(design, sides, ref, hyp)
             cache[(ref, hyp)] = _score_pair(
-                sides[ref].take(in_shared[sides[ref].example]),
-                sides[hyp].take(in_shared[sides[hyp].example]),
+                ref_side,
+                hyp_side,
                 shared,
                 variants=variants,
                 average=average,
@@ -454,22 +472,34 @@ def pairwise_span_agreement(
             )
         for form, match in variants:
             score = _swap(cache[(hyp, ref)][(form, match)]) if flipped else cache[(ref, hyp)][(form, match)]
-            rows.append(
-                {
-                    "reference": ref_name,
-                    "hypothesis": hyp_name,
-                    "form": form,
-                    "match": match,
-                    "precision": score.precision,
-                    "recall": score.recall,
-                    "f1": score.f1,
-                    "n_examples": score.n_examples,
-                    "n_reference_spans": score.n_reference_spans,
-                    "n_hypothesis_spans": score.n_hypothesis_spans,
-                    "reason": score.reason,
-                }
-            )
+            rows.append(_pair_row(ref_name, hyp_name, form, match, score))
     return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
+
+
+def _on_shared_examples(design: SpanDesign, sides: list[_Side], ref: int, hyp: int) -> tuple[_Side, _Side, np.ndarray]:
+    """The two annotators' spans on the examples both annotated, and those examples' codes: a pair
+    is scored only where both looked."""
+    shared = np.flatnonzero(design.coverage[:, ref] & design.coverage[:, hyp])
+    in_shared = np.zeros(design.n_examples, dtype=bool)
+    in_shared[shared] = True
+    return sides[ref].take(in_shared[sides[ref].example]), sides[hyp].take(in_shared[sides[hyp].example]), shared
+
+
+def _pair_row(ref_name: Hashable, hyp_name: Hashable, form: Form, match: Match, score: SpanScores) -> dict[str, Any]:
+    """One row of :func:`pairwise_span_agreement`: a pair's score for one form and match."""
+    return {
+        "reference": ref_name,
+        "hypothesis": hyp_name,
+        "form": form,
+        "match": match,
+        "precision": score.precision,
+        "recall": score.recall,
+        "f1": score.f1,
+        "n_examples": score.n_examples,
+        "n_reference_spans": score.n_reference_spans,
+        "n_hypothesis_spans": score.n_hypothesis_spans,
+        "reason": score.reason,
+    }
 
 
 def _swap(score: SpanScores) -> SpanScores:
@@ -578,22 +608,26 @@ def span_agreement_table(
         annotator_col=annotator_col,
         labels=labels,
     )
-    rows = []
-    for name, pair_list in named.items():
-        chosen = pairwise[
-            pd.MultiIndex.from_frame(pairwise[["reference", "hypothesis"]]).isin(pair_list)
-            if pair_list
-            else np.zeros(len(pairwise), dtype=bool)
-        ]
-        means = mean_span_agreement(chosen, by=("match",)).set_index("match")
-        row: dict[str, object] = {"comparison": name}
-        reasons = []
-        for match in MATCHES:
-            for metric in ("precision", "recall", "f1"):
-                row[f"{metric}_{match}"] = float(means.at[match, metric]) if match in means.index else math.nan
-            if match in means.index and isinstance(means.at[match, "reason"], str):
-                reasons.append(f"{match}: {means.at[match, 'reason']}")
-        row["n_pairs"] = len(pair_list)
-        row["reason"] = "; ".join(reasons) if reasons else ("no pairs" if not pair_list else None)
-        rows.append(row)
+    rows = [_comparison_row(name, pair_list, pairwise) for name, pair_list in named.items()]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _comparison_row(name: str, pair_list: list[tuple[Hashable, Hashable]], pairwise: pd.DataFrame) -> dict[str, object]:
+    """One comparison's row of :func:`span_agreement_table`: the mean scores of its pairs per
+    match, and the reasons the means gave."""
+    chosen = pairwise[
+        pd.MultiIndex.from_frame(pairwise[["reference", "hypothesis"]]).isin(pair_list)
+        if pair_list
+        else np.zeros(len(pairwise), dtype=bool)
+    ]
+    means = mean_span_agreement(chosen, by=("match",)).set_index("match")
+    row: dict[str, object] = {"comparison": name}
+    reasons = []
+    for match in MATCHES:
+        for metric in ("precision", "recall", "f1"):
+            row[f"{metric}_{match}"] = float(means.at[match, metric]) if match in means.index else math.nan
+        if match in means.index and isinstance(means.at[match, "reason"], str):
+            reasons.append(f"{match}: {means.at[match, 'reason']}")
+    row["n_pairs"] = len(pair_list)
+    row["reason"] = "; ".join(reasons) if reasons else ("no pairs" if not pair_list else None)
+    return row

@@ -89,78 +89,21 @@ def span_design(
     Spans of other examples or annotators are left out. Malformed input (no key column,
     no annotator column in a non-empty table) raises ``ValueError``.
     """
-    key = list(example_key) if example_key is not None else default_example_key(spans.columns)
-    if not key and isinstance(examples, pd.DataFrame):
-        key = default_example_key(examples.columns)
-    if not key:
-        raise ValueError("spans need an example key: pass example_key= or have project/task_id columns")
-    frame = spans
-    if frame.empty:
-        frame = pd.DataFrame(columns=[*key, annotator_col, "label", "start", "end"])
-    missing = [column for column in [*key, annotator_col] if column not in frame.columns]
-    if missing:
-        raise ValueError(f"the spans table lacks column(s) {missing}")
-    frame = frame[frame[annotator_col].notna()]
-
+    key, frame = _checked_spans(spans, examples, example_key, annotator_col)
     example_table, design_pairs = _example_table(frame, examples, key, annotator_col)
     span_example = key_codes(example_table, frame[key])
-
-    if annotators is None:
-        names = set(pd.unique(frame[annotator_col].to_numpy(dtype=object)[span_example >= 0]))
-        if design_pairs is not None:
-            names |= set(pd.unique(design_pairs[annotator_col].to_numpy(dtype=object)))
-        annotator_names = np.array(sorted(names, key=str), dtype=object)
-    else:
-        annotator_names = np.array(list(dict.fromkeys(annotators)), dtype=object)
+    annotator_names = _annotator_names(frame, annotator_col, span_example, design_pairs, annotators)
     span_annotator = pd.Index(annotator_names).get_indexer(frame[annotator_col])
-
-    raw_labels = frame["label"] if "label" in frame.columns else pd.Series(NO_LABEL, index=frame.index)
-    raw_labels = raw_labels.where(raw_labels.notna() & (raw_labels.astype(str) != ""), NO_LABEL)
-    if labels is None:
-        used = raw_labels.to_numpy(dtype=object)[(span_example >= 0) & (span_annotator >= 0)]
-        label_names = np.array(sorted(pd.unique(used), key=str), dtype=object)
-    else:
-        label_names = np.array(list(dict.fromkeys(labels)), dtype=object)
-    label_names = label_names.astype(object)
-    span_label = pd.Index(label_names).get_indexer(raw_labels)
+    label_names, span_label = _label_codes(frame, span_example >= 0, span_annotator >= 0, labels)
 
     keep = (span_example >= 0) & (span_annotator >= 0) & (span_label >= 0)
     frame = frame[keep]
     span_example, span_annotator, span_label = span_example[keep], span_annotator[keep], span_label[keep]
 
-    coverage = np.zeros((len(example_table), len(annotator_names)), dtype=bool)
-    if design_pairs is None:
-        coverage[:, :] = True
-    else:
-        pair_example = key_codes(example_table, design_pairs[key])
-        pair_annotator = pd.Index(annotator_names).get_indexer(design_pairs[annotator_col])
-        ok = (pair_example >= 0) & (pair_annotator >= 0)
-        coverage[pair_example[ok], pair_annotator[ok]] = True
-    coverage[span_example, span_annotator] = True
-
-    fields = frame["field"].fillna("").astype(str) if "field" in frame.columns else pd.Series("", index=frame.index)
-    field_codes, field_names = pd.factorize(fields, sort=True)
-    n_fields = max(len(field_names), 1)
-    combined = span_example.astype(np.int64) * n_fields + field_codes
-    unique_combined, continuum_codes = np.unique(combined, return_inverse=True)
-    continua = pd.DataFrame(
-        {
-            "example": unique_combined // n_fields,
-            "field": np.asarray(field_names, dtype=object)[unique_combined % n_fields]
-            if len(field_names)
-            else np.zeros(0, dtype=object),
-        }
-    )
-
-    start = pd.to_numeric(frame["start"], errors="coerce").to_numpy(dtype=float) if "start" in frame else None
-    end = pd.to_numeric(frame["end"], errors="coerce").to_numpy(dtype=float) if "end" in frame else None
-    if start is None or end is None:
-        start = np.full(len(frame), np.nan)
-        end = np.full(len(frame), np.nan)
-    positioned = np.isfinite(start) & np.isfinite(end) & (end > start)
-    start = np.where(positioned, start, 0).astype(np.int64)
-    end = np.where(positioned, end, 0).astype(np.int64)
-
+    coverage = _coverage(example_table, annotator_names, design_pairs, key, annotator_col)
+    coverage[span_example, span_annotator] = True  # a span in an example: its annotator annotated it
+    continua, continuum_codes = _continua(frame, span_example)
+    start, end, positioned = _offsets(frame)
     return SpanDesign(
         key=key,
         examples=example_table.reset_index(drop=True),
@@ -176,6 +119,115 @@ def span_design(
         end=end,
         positioned=positioned,
     )
+
+
+def _checked_spans(
+    spans: pd.DataFrame,
+    examples: pd.DataFrame | Sequence[object] | None,
+    example_key: Sequence[str] | None,
+    annotator_col: str,
+) -> tuple[list[str], pd.DataFrame]:
+    """The example key (given, else ``project``/``task_id`` of the spans or of ``examples``) and
+    the spans that name an annotator; ``ValueError`` without a key or a needed column."""
+    key = list(example_key) if example_key is not None else default_example_key(spans.columns)
+    if not key and isinstance(examples, pd.DataFrame):
+        key = default_example_key(examples.columns)
+    if not key:
+        raise ValueError("spans need an example key: pass example_key= or have project/task_id columns")
+    frame = spans
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*key, annotator_col, "label", "start", "end"])
+    missing = [column for column in [*key, annotator_col] if column not in frame.columns]
+    if missing:
+        raise ValueError(f"the spans table lacks column(s) {missing}")
+    return key, frame[frame[annotator_col].notna()]
+
+
+def _annotator_names(
+    frame: pd.DataFrame,
+    annotator_col: str,
+    span_example: np.ndarray,
+    design_pairs: pd.DataFrame | None,
+    annotators: Sequence[Hashable] | None,
+) -> np.ndarray:
+    """The annotators in code order: those given (first occurrence), else, sorted, those with a
+    span in a compared example and those the design says annotated one."""
+    if annotators is not None:
+        return np.array(list(dict.fromkeys(annotators)), dtype=object)
+    names = set(pd.unique(frame[annotator_col].to_numpy(dtype=object)[span_example >= 0]))
+    if design_pairs is not None:
+        names |= set(pd.unique(design_pairs[annotator_col].to_numpy(dtype=object)))
+    return np.array(sorted(names, key=str), dtype=object)
+
+
+def _label_codes(
+    frame: pd.DataFrame, known_example: np.ndarray, known_annotator: np.ndarray, labels: Sequence[Hashable] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(label names in code order, each span's label code, -1 for a label outside them). A missing
+    or empty label is ``NO_LABEL``; without ``labels``, the sorted labels of the spans of compared
+    examples and annotators."""
+    raw_labels = frame["label"] if "label" in frame.columns else pd.Series(NO_LABEL, index=frame.index)
+    raw_labels = raw_labels.where(raw_labels.notna() & (raw_labels.astype(str) != ""), NO_LABEL)
+    if labels is None:
+        used = raw_labels.to_numpy(dtype=object)[known_example & known_annotator]
+        label_names = np.array(sorted(pd.unique(used), key=str), dtype=object)
+    else:
+        label_names = np.array(list(dict.fromkeys(labels)), dtype=object)
+    label_names = label_names.astype(object)
+    return label_names, pd.Index(label_names).get_indexer(raw_labels)
+
+
+def _coverage(
+    example_table: pd.DataFrame,
+    annotator_names: np.ndarray,
+    design_pairs: pd.DataFrame | None,
+    key: list[str],
+    annotator_col: str,
+) -> np.ndarray:
+    """Examples x annotators: who annotated which example by the design's (example, annotator)
+    rows, or everyone everything when there are none."""
+    coverage = np.zeros((len(example_table), len(annotator_names)), dtype=bool)
+    if design_pairs is None:
+        coverage[:, :] = True
+    else:
+        pair_example = key_codes(example_table, design_pairs[key])
+        pair_annotator = pd.Index(annotator_names).get_indexer(design_pairs[annotator_col])
+        ok = (pair_example >= 0) & (pair_annotator >= 0)
+        coverage[pair_example[ok], pair_annotator[ok]] = True
+    return coverage
+
+
+def _continua(frame: pd.DataFrame, span_example: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """The texts spans lie on, one per (example, ``field``), so that spans of different fields
+    never overlap: the table of continua (``example`` code, ``field``) and each span's continuum."""
+    fields = frame["field"].fillna("").astype(str) if "field" in frame.columns else pd.Series("", index=frame.index)
+    field_codes, field_names = pd.factorize(fields, sort=True)
+    n_fields = max(len(field_names), 1)
+    combined = span_example.astype(np.int64) * n_fields + field_codes
+    unique_combined, continuum_codes = np.unique(combined, return_inverse=True)
+    continua = pd.DataFrame(
+        {
+            "example": unique_combined // n_fields,
+            "field": np.asarray(field_names, dtype=object)[unique_combined % n_fields]
+            if len(field_names)
+            else np.zeros(0, dtype=object),
+        }
+    )
+    return continua, continuum_codes
+
+
+def _offsets(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, positioned): integer offsets, 0 where a span has none usable (missing, or
+    ``end <= start``), which ``positioned`` marks False."""
+    start = pd.to_numeric(frame["start"], errors="coerce").to_numpy(dtype=float) if "start" in frame else None
+    end = pd.to_numeric(frame["end"], errors="coerce").to_numpy(dtype=float) if "end" in frame else None
+    if start is None or end is None:
+        start = np.full(len(frame), np.nan)
+        end = np.full(len(frame), np.nan)
+    positioned = np.isfinite(start) & np.isfinite(end) & (end > start)
+    start = np.where(positioned, start, 0).astype(np.int64)
+    end = np.where(positioned, end, 0).astype(np.int64)
+    return start, end, positioned
 
 
 def key_codes(table: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:

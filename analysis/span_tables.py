@@ -440,7 +440,21 @@ def model_majority_agreement(
     human_codes = np.array([design.annotator_code(name) for name in humans], dtype=np.int64)
     n_humans = design.coverage[:, human_codes].sum(axis=1) if len(human_codes) else np.zeros(design.n_examples)
     votes, any_votes = _vote_matrices(design, human_codes)
-    decisions = np.column_stack([votes, any_votes])
+    clear, majority_error = _clear_majority(np.column_stack([votes, any_votes]), n_humans, consensus)
+    rows = []
+    for name in [*models, ALWAYS_NO_ERROR]:
+        covered, predicted = _model_decisions(design, name, clear)
+        scope = clear & covered[:, None]
+        agree = scope & (predicted == majority_error)
+        rows += _model_rows(name, design.labels, scope, agree, majority_error, predicted)
+    return pd.DataFrame(rows, columns=MAJORITY_COLUMNS)
+
+
+def _clear_majority(
+    decisions: np.ndarray, n_humans: np.ndarray, consensus: float | int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (example, decision): whether the humans' majority is clear (its side holds ``consensus``
+    of them, a share or a number, and is strict), and whether the majority says "error"."""
     majority_size = np.maximum(decisions, n_humans[:, None] - decisions)
     if isinstance(consensus, bool) or not isinstance(consensus, int | float):
         raise ValueError(f"consensus must be a share in (0.5, 1] or a number of annotators, got {consensus!r}")
@@ -450,39 +464,46 @@ def model_majority_agreement(
         clear = majority_size >= consensus * n_humans[:, None] - 1e-12
     clear &= (2 * majority_size > n_humans[:, None]) & (n_humans[:, None] > 0)
     majority_error = 2 * decisions > n_humans[:, None]
+    return clear, majority_error
 
-    n_types = len(design.labels)
-    types = slice(0, n_types)
-    rows = []
-    for name in [*models, ALWAYS_NO_ERROR]:
-        if name == ALWAYS_NO_ERROR:
-            covered = np.ones(design.n_examples, dtype=bool)
-            predicted = np.zeros_like(clear)
-        else:
-            code = design.annotator_code(name)
-            covered = design.coverage[:, code]
-            model_votes, model_any = _vote_matrices(design, np.array([code]))
-            predicted = np.column_stack([model_votes, model_any]).astype(bool)
-        scope = clear & covered[:, None]
-        agree = scope & (predicted == majority_error)
-        for column, label in enumerate(design.labels):
-            rows.append(
-                _majority_row(
-                    name, label, scope[:, column], agree[:, column], majority_error[:, column], predicted[:, column]
-                )
-            )
-        rows.append(
-            _majority_row(
-                name,
-                PER_TYPE,
-                scope[:, types].ravel(),
-                agree[:, types].ravel(),
-                majority_error[:, types].ravel(),
-                predicted[:, types].ravel(),
-            )
+
+def _model_decisions(design: SpanDesign, name: Hashable, clear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(examples the model annotated, its decisions like the humans': each type marked, any
+    marked); the always-no-error baseline annotated everything and marked nothing."""
+    if name == ALWAYS_NO_ERROR:
+        return np.ones(design.n_examples, dtype=bool), np.zeros_like(clear)
+    code = design.annotator_code(name)
+    model_votes, model_any = _vote_matrices(design, np.array([code]))
+    return design.coverage[:, code], np.column_stack([model_votes, model_any]).astype(bool)
+
+
+def _model_rows(
+    name: Hashable,
+    labels: np.ndarray,
+    scope: np.ndarray,
+    agree: np.ndarray,
+    majority_error: np.ndarray,
+    predicted: np.ndarray,
+) -> list[dict]:
+    """A model's rows: one per type, the types' decisions pooled (``PER_TYPE``), then "any error"
+    (the last decision column)."""
+    types = slice(0, len(labels))
+    rows = [
+        _majority_row(name, label, scope[:, column], agree[:, column], majority_error[:, column], predicted[:, column])
+        for column, label in enumerate(labels)
+    ]
+    rows.append(
+        _majority_row(
+            name,
+            PER_TYPE,
+            scope[:, types].ravel(),
+            agree[:, types].ravel(),
+            majority_error[:, types].ravel(),
+            predicted[:, types].ravel(),
         )
-        rows.append(_majority_row(name, ANY_LABEL, scope[:, -1], agree[:, -1], majority_error[:, -1], predicted[:, -1]))
-    return pd.DataFrame(rows, columns=MAJORITY_COLUMNS)
+    )
+    rows.append(_majority_row(name, ANY_LABEL, scope[:, -1], agree[:, -1], majority_error[:, -1], predicted[:, -1]))
+    return rows
 
 
 def _majority_row(

@@ -363,6 +363,93 @@ def warn_inferred_kinds(resolved: Mapping[str, tuple[str, str]], stacklevel: int
         )
 
 
+def _as_numbers(values: np.ndarray, rated: np.ndarray, numeric: bool) -> np.ndarray:
+    """The answers as floats, NaN where unrated: the values themselves when they are numbers, else
+    category codes (every nominal coefficient is unchanged by relabelling)."""
+    if numeric:
+        return np.where(rated, values, np.nan).astype(np.float64)
+    data = value_codes(values).codes.astype(np.float64)
+    data[~rated] = np.nan
+    return data
+
+
+_NOT_NUMERIC = AgreementResult(float("nan"), 0, "the item has values that are not numbers")
+
+
+def _every_kind_coefficients(
+    values: np.ndarray, data: np.ndarray, categories: np.ndarray | None, cohen: AgreementResult
+) -> dict[str, AgreementResult]:
+    """The coefficients every kind of item has, in the output's column order, with NaN in the
+    places of the ordinal ones and of alpha (not numbers, until computed)."""
+    nan = AgreementResult(float("nan"), 0)
+    return {
+        "adjacent_agreement": nan,
+        "cohen_kappa": cohen,
+        "cohen_kappa_linear": nan,
+        "cohen_kappa_quadratic": nan,
+        "light_kappa": light_kappa(data),
+        "light_kappa_quadratic": nan,
+        "fleiss_kappa": fleiss_kappa(values),
+        "scott_pi": scott_pi(data),
+        "bennett_s": bennett_s(data, categories=categories),
+        "gwet_ac1": gwet_ac1(data, categories=categories),
+        "gwet_ac2": nan,
+        "krippendorff_alpha": _NOT_NUMERIC,
+    }
+
+
+def _ordinal_coefficients(
+    data: np.ndarray, rated: np.ndarray, numeric: bool, categories: np.ndarray | None, cohen_units: int
+) -> dict[str, AgreementResult]:
+    """The coefficients only ordinal items have: adjacent agreement, Gwet's AC2, the quadratic
+    Light's kappa and the weighted Cohen's kappas of the two annotators who share the tasks; NaN
+    with a reason when the answers are not numbers or there is no such pair."""
+    results = dict.fromkeys(["adjacent_agreement", "gwet_ac2"], _NOT_NUMERIC)
+    if numeric:
+        results["adjacent_agreement"] = adjacent_agreement(data)
+        results["gwet_ac2"] = gwet_ac2(data, "ordinal", categories=categories)
+        results["light_kappa_quadratic"] = light_kappa(data, "quadratic")
+    pair = _shared_pair(rated)
+    for weights in ("linear", "quadratic"):
+        if isinstance(pair, str):
+            results[f"cohen_kappa_{weights}"] = AgreementResult(float("nan"), cohen_units, pair)
+        elif numeric:
+            results[f"cohen_kappa_{weights}"] = weighted_cohen_kappa(
+                data[:, pair[0]], data[:, pair[1]], weights, categories=categories
+            )
+        else:
+            results[f"cohen_kappa_{weights}"] = _NOT_NUMERIC
+    return results
+
+
+def _pair_units(rated: np.ndarray) -> tuple[int, int]:
+    """(pairs of annotators who share a task, the fewest tasks such a pair shares; 0 without one)."""
+    shared = rated.T.astype(np.int64) @ rated.astype(np.int64)
+    pair_units = shared[np.triu_indices(shared.shape[0], k=1)]
+    pair_units = pair_units[pair_units > 0]
+    return int(len(pair_units)), int(pair_units.min()) if len(pair_units) else 0
+
+
+def _alpha_level(alpha_level: str | None, ordinal: bool) -> str:
+    """The level alpha is computed at: the one asked for, else ordinal for a rating scale and
+    nominal for the rest; ``ValueError`` for an unknown level."""
+    level = alpha_level or ("ordinal" if ordinal else "nominal")
+    if level not in LEVELS:
+        raise ValueError(f"unknown alpha level {level!r} for an item; use one of {', '.join(LEVELS)}")
+    return level
+
+
+def _alpha_interval(
+    alpha: AgreementResult, data: np.ndarray, rated: np.ndarray, level: str, n_boot: int, ci_level: float, seed: int
+) -> tuple[float, float]:
+    """Alpha's percentile bootstrap interval over the tasks rated twice or more; NaN without
+    replicates or without an alpha."""
+    if n_boot > 0 and alpha.is_defined:
+        pairable = rated.sum(axis=1) >= 2
+        return bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
+    return float("nan"), float("nan")
+
+
 def item_agreement(
     matrix: pd.DataFrame,
     kind: str = "nominal",
@@ -394,63 +481,23 @@ def item_agreement(
     rated = ~pd.isna(values)
     numeric = pd.api.types.infer_dtype(values[rated], skipna=False) in NUMERIC_INFERRED_TYPES
     ordinal = kind == "ordinal"
-    level = alpha_level or ("ordinal" if ordinal else "nominal")
-    if level not in LEVELS:
-        raise ValueError(f"unknown alpha level {level!r} for an item; use one of {', '.join(LEVELS)}")
-    if numeric:
-        data = np.where(rated, values, np.nan).astype(np.float64)
-    else:  # category codes: every nominal coefficient is unchanged by relabelling
-        data = value_codes(values).codes.astype(np.float64)
-        data[~rated] = np.nan
+    level = _alpha_level(alpha_level, ordinal)
+    data = _as_numbers(values, rated, numeric)
     categories = _scale_categories(scale, data) if ordinal and numeric else None
-    nan = AgreementResult(float("nan"), 0)
-    not_numeric = AgreementResult(float("nan"), 0, "the item has values that are not numbers")
 
     exact = exact_agreement(values)
     cohen = _cohen_on_shared_units(matrix, rated)
-    results: dict[str, AgreementResult] = {
-        "adjacent_agreement": nan,
-        "cohen_kappa": cohen,
-        "cohen_kappa_linear": nan,
-        "cohen_kappa_quadratic": nan,
-        "light_kappa": light_kappa(data),
-        "light_kappa_quadratic": nan,
-        "fleiss_kappa": fleiss_kappa(values),
-        "scott_pi": scott_pi(data),
-        "bennett_s": bennett_s(data, categories=categories),
-        "gwet_ac1": gwet_ac1(data, categories=categories),
-        "gwet_ac2": nan,
-        "krippendorff_alpha": not_numeric,
-    }
+    results = _every_kind_coefficients(values, data, categories, cohen)
     if ordinal:
-        results |= dict.fromkeys(["adjacent_agreement", "gwet_ac2"], not_numeric)
-        if numeric:
-            results["adjacent_agreement"] = adjacent_agreement(data)
-            results["gwet_ac2"] = gwet_ac2(data, "ordinal", categories=categories)
-            results["light_kappa_quadratic"] = light_kappa(data, "quadratic")
-        pair = _shared_pair(rated)
-        for weights in ("linear", "quadratic"):
-            if isinstance(pair, str):
-                results[f"cohen_kappa_{weights}"] = AgreementResult(float("nan"), cohen.n_units, pair)
-            elif numeric:
-                results[f"cohen_kappa_{weights}"] = weighted_cohen_kappa(
-                    data[:, pair[0]], data[:, pair[1]], weights, categories=categories
-                )
-            else:
-                results[f"cohen_kappa_{weights}"] = not_numeric
+        results.update(_ordinal_coefficients(data, rated, numeric, categories, cohen.n_units))
     if numeric or level == "nominal":
         results["krippendorff_alpha"] = krippendorff_alpha(data, level)
-    low = high = float("nan")
     alpha = results["krippendorff_alpha"]
-    if n_boot > 0 and alpha.is_defined:
-        pairable = rated.sum(axis=1) >= 2
-        low, high = bootstrap_alpha_ci(data[pairable], level, n_boot, 1.0 - ci_level, seed)
-    shared = rated.T.astype(np.int64) @ rated.astype(np.int64)
-    pair_units = shared[np.triu_indices(shared.shape[0], k=1)]
-    pair_units = pair_units[pair_units > 0]
+    low, high = _alpha_interval(alpha, data, rated, level, n_boot, ci_level, seed)
+    n_pairs, min_pair_units = _pair_units(rated)
     return {
-        "n_pairs": int(len(pair_units)),
-        "min_pair_units": int(pair_units.min()) if len(pair_units) else 0,
+        "n_pairs": n_pairs,
+        "min_pair_units": min_pair_units,
         "n_units": exact.n_units,
         "n_annotators": int(rated.any(axis=0).sum()),
         "n_annotations": int(rated.sum()),

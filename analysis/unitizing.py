@@ -45,6 +45,7 @@ import pandas as pd
 
 from judgelab.analysis.intervals import merge_intervals, overlapping_pairs
 from judgelab.analysis.span_coding import (
+    SpanDesign,
     _example_table,
     key_codes,
     span_design,
@@ -96,17 +97,7 @@ def unitizing_alpha_units(
     start = pd.to_numeric(units["start"]).to_numpy(dtype=np.int64)
     end = pd.to_numeric(units["end"]).to_numpy(dtype=np.int64)
     unit_continuum = continuum_index.get_indexer(units["continuum"])
-    begin = np.zeros(len(continuum_ids), dtype=np.int64)
-    length = np.full(len(continuum_ids), -1, dtype=np.int64)
-    if continua is not None and not continua.empty:
-        rows = continuum_index.get_indexer(continua["continuum"])
-        begin[rows] = pd.to_numeric(continua["begin"]).to_numpy(dtype=np.int64)
-        length[rows] = pd.to_numeric(continua["length"]).to_numpy(dtype=np.int64)
-    unknown = length < 0
-    if unknown.any():
-        last_end = np.zeros(len(continuum_ids), dtype=np.int64)
-        np.maximum.at(last_end, unit_continuum, end)
-        length[unknown] = np.maximum(last_end[unknown] - begin[unknown], 0)
+    begin, length = _extents(continuum_index, continua, unit_continuum, end)
 
     coded = np.zeros((len(continuum_ids), len(coder_ids)), dtype=bool)
     if coders is None:
@@ -126,6 +117,24 @@ def unitizing_alpha_units(
         coded,
         np.array(label_ids, dtype=object),
     )
+
+
+def _extents(
+    continuum_index: pd.Index, continua: pd.DataFrame | None, unit_continuum: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each continuum's (begin, length): as given, else from 0 to its last unit's end."""
+    begin = np.zeros(len(continuum_index), dtype=np.int64)
+    length = np.full(len(continuum_index), -1, dtype=np.int64)
+    if continua is not None and not continua.empty:
+        rows = continuum_index.get_indexer(continua["continuum"])
+        begin[rows] = pd.to_numeric(continua["begin"]).to_numpy(dtype=np.int64)
+        length[rows] = pd.to_numeric(continua["length"]).to_numpy(dtype=np.int64)
+    unknown = length < 0
+    if unknown.any():
+        last_end = np.zeros(len(continuum_index), dtype=np.int64)
+        np.maximum.at(last_end, unit_continuum, end)
+        length[unknown] = np.maximum(last_end[unknown] - begin[unknown], 0)
+    return begin, length
 
 
 def unitizing_alpha(
@@ -156,23 +165,7 @@ def unitizing_alpha(
     continua = design.continua.copy()
     continua["length"] = -1
     if lengths is not None:
-        length_table = _length_table(lengths, spans, design.key)
-        example_codes = key_codes(design.examples, length_table[design.key])
-        length_table = length_table.assign(example=example_codes)[example_codes >= 0]
-        if "field" in length_table.columns:
-            length_table["field"] = length_table["field"].fillna("").astype(str)
-            merged = continua.merge(length_table[["example", "field", "length"]], on=["example", "field"], how="left")
-        else:
-            merged = continua.merge(length_table[["example", "length"]], on="example", how="left")
-        continua["length"] = merged["length_y"].fillna(-1).to_numpy(dtype=np.int64)
-        known = set(continua["example"])
-        extra = length_table[~length_table["example"].isin(known)]
-        if not extra.empty:
-            fields = extra["field"] if "field" in extra.columns else ""
-            extra_continua = pd.DataFrame(
-                {"example": extra["example"].to_numpy(), "field": fields, "length": extra["length"].to_numpy()}
-            )
-            continua = pd.concat([continua, extra_continua], ignore_index=True)
+        continua = _with_lengths(continua, design, _length_table(lengths, spans, design.key))
     length = continua["length"].to_numpy(dtype=np.int64, copy=True)
     positioned = design.positioned
     unit_continuum = design.continuum[positioned]
@@ -194,6 +187,28 @@ def unitizing_alpha(
         coded,
         design.labels,
     )
+
+
+def _with_lengths(continua: pd.DataFrame, design: SpanDesign, length_table: pd.DataFrame) -> pd.DataFrame:
+    """The continua with the lengths given (-1 where none is), plus a continuum for each text of a
+    compared example that has a length but no span, so that it counts."""
+    example_codes = key_codes(design.examples, length_table[design.key])
+    length_table = length_table.assign(example=example_codes)[example_codes >= 0]
+    if "field" in length_table.columns:
+        length_table["field"] = length_table["field"].fillna("").astype(str)
+        merged = continua.merge(length_table[["example", "field", "length"]], on=["example", "field"], how="left")
+    else:
+        merged = continua.merge(length_table[["example", "length"]], on="example", how="left")
+    continua["length"] = merged["length_y"].fillna(-1).to_numpy(dtype=np.int64)
+    known = set(continua["example"])
+    extra = length_table[~length_table["example"].isin(known)]
+    if extra.empty:
+        return continua
+    fields = extra["field"] if "field" in extra.columns else ""
+    extra_continua = pd.DataFrame(
+        {"example": extra["example"].to_numpy(), "field": fields, "length": extra["length"].to_numpy()}
+    )
+    return pd.concat([continua, extra_continua], ignore_index=True)
 
 
 def _length_table(lengths: pd.DataFrame | Mapping[object, int], spans: pd.DataFrame, key: list[str]) -> pd.DataFrame:

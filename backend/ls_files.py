@@ -38,7 +38,7 @@ import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit
 
 import httpx
 
@@ -158,7 +158,21 @@ def file_url(value: str, base: LabelStudioBase, project_id: str = "", local_file
     judgelab.backend.ls_files.NotLabelStudioURL: '/data/upload/...': '.', '..', a backslash or an encoded '/' in...
     """
     what = repr(value[:200])
-    value = value.strip()
+    parts, rest = _path_under_base(value.strip(), base, what)
+    if len(rest) == 4 and rest[:2] == ["data", "upload"] and not parts.query:
+        return _upload_url(rest[2], rest[3], base, project_id, what)
+    if rest[:2] == ["data", "local-files"] and rest[2:] in ([], [""]):
+        return _local_file_url(parts.query, base, local_files, what)
+    raise NotLabelStudioURL(
+        f"{what} is not a Label Studio file ({base.prefix}/data/upload/<project>/<file name>"
+        + (f" or {base.prefix}/data/local-files/?d=<path>)" if local_files else ")")
+    )
+
+
+def _path_under_base(value: str, base: LabelStudioBase, what: str) -> tuple[SplitResult, list[str]]:
+    """``value`` split, and its path's decoded segments after ``base``'s prefix; refuses what is
+    not a plain path or a URL on ``base``'s origin (another host, a fragment, unsafe characters or
+    segments, a path outside the prefix)."""
     if not value:
         raise NotLabelStudioURL("the value is empty")
     if _UNSAFE.search(value):
@@ -180,32 +194,35 @@ def file_url(value: str, base: LabelStudioBase, project_id: str = "", local_file
     prefix = [unquote(s) for s in base.prefix.split("/")[1:]]
     if segments[: len(prefix)] != prefix:
         raise NotLabelStudioURL(f"{what} is not under Label Studio's path {base.prefix or '/'}")
-    rest = segments[len(prefix) :]
-    if len(rest) == 4 and rest[:2] == ["data", "upload"] and not parts.query:
-        project, name = rest[2], rest[3]
-        if not project.isdecimal() or not project.isascii():
-            raise NotLabelStudioURL(f"{what}: {project!r} is not a project id")
-        if project_id.isdecimal() and project != project_id:
-            raise NotLabelStudioURL(f"{what} is a file of project {project}, not of this project ({project_id})")
-        if not name:
-            raise NotLabelStudioURL(f"{what} names no file")
-        return f"{base.url}/data/upload/{project}/{quote(name, safe='')}"
-    if rest[:2] == ["data", "local-files"] and rest[2:] in ([], [""]):
-        if not local_files:
-            raise NotLabelStudioURL(
-                f"{what} is a local-storage file: fetching those is off (JUDGELAB_FETCH_LOCAL_FILES=true turns it on)"
-            )
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        if len(query) != 1 or query[0][0] != "d" or not query[0][1]:
-            raise NotLabelStudioURL(f"{what}: a local-storage URL takes one parameter, ?d=<path>")
-        path = query[0][1]
-        if path.startswith("/") or any(s in (".", "..") or _UNSAFE_DECODED.search(s) for s in path.split("/")):
-            raise NotLabelStudioURL(f"{what}: ?d= must be a relative path without '.', '..' or backslashes")
-        return f"{base.url}/data/local-files/?{urlencode({'d': path})}"
-    raise NotLabelStudioURL(
-        f"{what} is not a Label Studio file ({base.prefix}/data/upload/<project>/<file name>"
-        + (f" or {base.prefix}/data/local-files/?d=<path>)" if local_files else ")")
-    )
+    return parts, segments[len(prefix) :]
+
+
+def _upload_url(project: str, name: str, base: LabelStudioBase, project_id: str, what: str) -> str:
+    """The URL of an uploaded file, ``/data/upload/<project>/<name>``: the project an id (the
+    task's own when known), the name not empty and quoted whole."""
+    if not project.isdecimal() or not project.isascii():
+        raise NotLabelStudioURL(f"{what}: {project!r} is not a project id")
+    if project_id.isdecimal() and project != project_id:
+        raise NotLabelStudioURL(f"{what} is a file of project {project}, not of this project ({project_id})")
+    if not name:
+        raise NotLabelStudioURL(f"{what} names no file")
+    return f"{base.url}/data/upload/{project}/{quote(name, safe='')}"
+
+
+def _local_file_url(query: str, base: LabelStudioBase, local_files: bool, what: str) -> str:
+    """The URL of a local-storage file, ``/data/local-files/?d=<relative path>``, when fetching
+    those is on: one ``d`` parameter, a relative path without '.', '..' or backslashes."""
+    if not local_files:
+        raise NotLabelStudioURL(
+            f"{what} is a local-storage file: fetching those is off (JUDGELAB_FETCH_LOCAL_FILES=true turns it on)"
+        )
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if len(pairs) != 1 or pairs[0][0] != "d" or not pairs[0][1]:
+        raise NotLabelStudioURL(f"{what}: a local-storage URL takes one parameter, ?d=<path>")
+    path = pairs[0][1]
+    if path.startswith("/") or any(s in (".", "..") or _UNSAFE_DECODED.search(s) for s in path.split("/")):
+        raise NotLabelStudioURL(f"{what}: ?d= must be a relative path without '.', '..' or backslashes")
+    return f"{base.url}/data/local-files/?{urlencode({'d': path})}"
 
 
 @dataclass(frozen=True)

@@ -45,14 +45,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from judgelab.configs.schema import all_schemas
+from judgelab.configs.schema import Schema, all_schemas
 from judgelab.sync import table_store
 from judgelab.sync.client import SyncError
 from judgelab.sync.ls_api import as_api
@@ -339,6 +340,113 @@ def _prediction_rows(project_id: int, task_id: int, predictions: list[dict[str, 
     ]
 
 
+def _begin_run(db: sqlite3.Connection, project_id: int, schema_name: str, schema: Schema | None, plan: Plan) -> None:
+    """Mark the project's state incomplete until the run ends (a run killed mid-way is then seen
+    as incomplete), add the schema's task columns when tasks will be written, and drop the tasks
+    gone from Label Studio."""
+    with db:  # from here until the end of the run the state is "incomplete"
+        if schema is not None and plan.batches:
+            table_store.ensure_task_columns(db, [*schema.data_fields, *(schema.meta.get("derived_fields") or {})])
+        db.execute(
+            "INSERT INTO sync_state (project, schema, last_sync_started_at, complete, mode) VALUES (?, ?, ?, 0, ?) "
+            "ON CONFLICT(project) DO UPDATE SET schema=excluded.schema, "
+            "last_sync_started_at=excluded.last_sync_started_at, complete=0, mode=excluded.mode",
+            (project_id, schema_name, _now(), plan.mode),
+        )
+    if plan.gone:
+        with db:
+            _drop_tasks(db, project_id, plan.gone)
+            _tables_changed(db)
+
+
+def _exported_batches(
+    client: Any, project_id: int, plan: Plan, predictions: PredictionReader
+) -> Iterator[tuple[list[int], list[dict[str, Any]], float]]:
+    """Each planned batch's ids, its exported tasks and the seconds spent waiting for them.
+
+    One request to Label Studio at a time, queued on one thread: the project's predictions (when
+    read at once), then each batch's export while the caller turns the previous batch into rows.
+    Close the generator (``contextlib.closing``) so that a failing caller still waits for the
+    export under way."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-export") as pool:
+        preload = pool.submit(predictions.preload) if plan.batches and predictions.bulk else None
+        pending = pool.submit(export_tasks, client, project_id, plan.batches[0]) if plan.batches else None
+        for index, batch in enumerate(plan.batches):
+            t0 = time.perf_counter()
+            if preload is not None:
+                preload.result()
+                preload = None
+            exported = pending.result()
+            waited = time.perf_counter() - t0
+            following = plan.batches[index + 1] if index + 1 < len(plan.batches) else None
+            pending = pool.submit(export_tasks, client, project_id, following) if following else None
+            yield batch, exported, waited
+
+
+def _batch_rows(
+    project_id: int,
+    schema_name: str,
+    schema: Schema | None,
+    exported: list[dict[str, Any]],
+    users: dict[int, str],
+    settings: dict[str, Any] | None,
+    predictions: PredictionReader,
+) -> dict[str, list[dict[str, Any]]]:
+    """A batch's rows of the four tables. The export names predictions by id: each task gets its
+    predictions' bodies first, so that the judgments and spans of models are rows too."""
+    pred_rows: list[dict[str, Any]] = []
+    predictions.load_batch([int(t["id"]) for t in exported if t.get("predictions")])
+    for task in exported:
+        full = predictions.for_task(int(task["id"]), _ids(task.get("predictions")))
+        task["predictions"] = full
+        pred_rows.extend(_prediction_rows(project_id, int(task["id"]), full))
+    task_rows, judgment_rows, span_rows = tidy_rows_from_export(
+        project_id, schema_name, schema, exported, users, settings
+    )
+    return {"tasks": task_rows, "judgments": judgment_rows, "spans": span_rows, "predictions": pred_rows}
+
+
+def _store_batch(
+    db: sqlite3.Connection,
+    project_id: int,
+    batch: list[int],
+    exported: list[dict[str, Any]],
+    rows: dict[str, list[dict[str, Any]]],
+    stored: dict[int, str],
+) -> int:
+    """Write a batch's rows and signatures in one transaction, and drop the stored tasks that were
+    asked for but not exported (deleted meanwhile). Returns how many were dropped."""
+    present = [int(task["id"]) for task in exported]
+    # asked for but not exported: deleted meanwhile (or, in "ranges" mode, never a task here)
+    vanished = sorted((set(batch) - set(present)) & set(stored))
+    with db:  # one transaction: the batch's rows and signatures together
+        _drop_tasks(db, project_id, vanished)
+        # delete-then-insert whatever the state read at the start said: redoing a batch
+        # (a run killed after it, a state that changed meanwhile) can never double rows
+        table_store.replace_tasks(db, project_id, present, rows)
+        db.executemany(
+            "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
+            [(project_id, int(task["id"]), _signature(task)) for task in exported],
+        )
+        _tables_changed(db)
+    return len(vanished)
+
+
+def _finish_run(db: sqlite3.Connection, project_id: int, settings: dict[str, Any] | None) -> None:
+    """Keep the project's columns (its title may have changed) and mark the state complete, with
+    the watermark of every stored task's signature."""
+    if settings is not None:  # a renamed project, or a store made before the title was kept
+        with db:
+            if table_store.set_project_columns(db, project_id, settings):
+                _tables_changed(db)
+    signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
+    with db:
+        db.execute(
+            "UPDATE sync_state SET last_sync_finished_at=?, runs=runs+1, complete=1, watermark=? WHERE project=?",
+            (_now(), _watermark(signatures), project_id),
+        )
+
+
 def sync_project(
     client: Any,
     db: sqlite3.Connection,
@@ -351,6 +459,9 @@ def sync_project(
     warm: bool = False,
     info: ProjectInfo | None = None,
 ) -> ProjectReport:
+    """Bring one project's rows in the state up to date with Label Studio: plan what changed
+    (:func:`plan_project`), export it in batches, each batch's rows and signatures written in one
+    transaction, and mark the project's state complete at the end."""
     report = ProjectReport(project=project_id, schema=schema_name)
     settings = info.task_columns() if info is not None else None
     started = time.perf_counter()
@@ -370,62 +481,17 @@ def sync_project(
         len(plan.batches),
         time.perf_counter() - started,
     )
-    with db:  # from here until the end of the run the state is "incomplete"
-        if schema is not None and plan.batches:
-            table_store.ensure_task_columns(db, [*schema.data_fields, *(schema.meta.get("derived_fields") or {})])
-        db.execute(
-            "INSERT INTO sync_state (project, schema, last_sync_started_at, complete, mode) VALUES (?, ?, ?, 0, ?) "
-            "ON CONFLICT(project) DO UPDATE SET schema=excluded.schema, "
-            "last_sync_started_at=excluded.last_sync_started_at, complete=0, mode=excluded.mode",
-            (project_id, schema_name, _now(), plan.mode),
-        )
+    _begin_run(db, project_id, schema_name, schema, plan)
     report.tasks_listed = plan.listed
-    if plan.gone:
-        with db:
-            _drop_tasks(db, project_id, plan.gone)
-            _tables_changed(db)
-        report.tasks_deleted = len(plan.gone)
+    report.tasks_deleted = len(plan.gone)
 
     predictions = PredictionReader(client, project_id, plan.with_predictions, plan.project_predictions)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-export") as pool:
-        # One request to Label Studio at a time, queued on one thread: the project's predictions
-        # (when read at once), then each batch's export while the previous batch becomes rows.
-        preload = pool.submit(predictions.preload) if plan.batches and predictions.bulk else None
-        pending = pool.submit(export_tasks, client, project_id, plan.batches[0]) if plan.batches else None
-        waited = 0.0
-        for index, batch in enumerate(plan.batches):
-            t0 = time.perf_counter()
-            if preload is not None:
-                preload.result()
-                preload = None
-            exported = pending.result()
-            waited += time.perf_counter() - t0
-            following = plan.batches[index + 1] if index + 1 < len(plan.batches) else None
-            pending = pool.submit(export_tasks, client, project_id, following) if following else None
-            pred_rows: list[dict[str, Any]] = []
-            predictions.load_batch([int(t["id"]) for t in exported if t.get("predictions")])
-            for task in exported:
-                full = predictions.for_task(int(task["id"]), _ids(task.get("predictions")))
-                task["predictions"] = full
-                pred_rows.extend(_prediction_rows(project_id, int(task["id"]), full))
-            task_rows, judgment_rows, span_rows = tidy_rows_from_export(
-                project_id, schema_name, schema, exported, users, settings
-            )
-            rows = {"tasks": task_rows, "judgments": judgment_rows, "spans": span_rows, "predictions": pred_rows}
-            present = [int(task["id"]) for task in exported]
-            # asked for but not exported: deleted meanwhile (or, in "ranges" mode, never a task here)
-            vanished = sorted((set(batch) - set(present)) & set(stored))
-            with db:  # one transaction: the batch's rows and signatures together
-                _drop_tasks(db, project_id, vanished)
-                # delete-then-insert whatever the state read at the start said: redoing a batch
-                # (a run killed after it, a state that changed meanwhile) can never double rows
-                table_store.replace_tasks(db, project_id, present, rows)
-                db.executemany(
-                    "INSERT OR REPLACE INTO sync_tasks (project, task_id, signature) VALUES (?, ?, ?)",
-                    [(project_id, int(task["id"]), _signature(task)) for task in exported],
-                )
-                _tables_changed(db)
-                report.tasks_deleted += len(vanished)
+    waited = 0.0
+    with closing(_exported_batches(client, project_id, plan, predictions)) as batches:
+        for batch, exported, wait in batches:
+            waited += wait
+            rows = _batch_rows(project_id, schema_name, schema, exported, users, settings, predictions)
+            report.tasks_deleted += _store_batch(db, project_id, batch, exported, rows, stored)
             report.tasks_exported += len(exported)
             report.batches += 1
             if on_batch:
@@ -434,28 +500,22 @@ def sync_project(
                 time.sleep(pause)
     report.prediction_requests = predictions.requests
     if plan.batches:
-        log.info(
-            "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; "
-            "%d prediction reads (%.1f s)",
-            project_id,
-            report.tasks_exported,
-            time.perf_counter() - started,
-            waited,
-            predictions.requests,
-            predictions.seconds,
-        )
-
-    if settings is not None:  # a renamed project, or a store made before the title was kept
-        with db:
-            if table_store.set_project_columns(db, project_id, settings):
-                _tables_changed(db)
-    signatures = [sig for (sig,) in db.execute("SELECT signature FROM sync_tasks WHERE project=?", (project_id,))]
-    with db:
-        db.execute(
-            "UPDATE sync_state SET last_sync_finished_at=?, runs=runs+1, complete=1, watermark=? WHERE project=?",
-            (_now(), _watermark(signatures), project_id),
-        )
+        _log_export(report, time.perf_counter() - started, waited, predictions)
+    _finish_run(db, project_id, settings)
     return report
+
+
+def _log_export(report: ProjectReport, seconds: float, waited: float, predictions: PredictionReader) -> None:
+    """How long the export took, how much of it was waiting for Label Studio, and the prediction reads."""
+    log.info(
+        "project %s: %d tasks exported in %.1f s, %.1f s of it waiting for Label Studio; %d prediction reads (%.1f s)",
+        report.project,
+        report.tasks_exported,
+        seconds,
+        waited,
+        predictions.requests,
+        predictions.seconds,
+    )
 
 
 _warming = threading.Lock()

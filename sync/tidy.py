@@ -162,33 +162,9 @@ def tidy_rows_from_export(
     task_rows, judgment_rows, span_rows = [], [], []
     for task in exported:
         task_id = task.get("id")
-        meta = task.get("meta") or {}
-        row = {"project": project_id, "task_id": task_id, "schema": schema_name, "key": meta.get("judgelab_key")}
-        row.update(sample_columns(meta))
-        row.update(settings)
-        clashing = {}  # data fields named like a fixed column: kept apart, not dropped
-        for k, v in (task.get("data") or {}).items():
-            if k in row or k == TASK_EXTRA_COLUMN:
-                clashing[k] = _cell(v)
-            else:
-                row[k] = _cell(v)
-        if clashing:
-            row[TASK_EXTRA_COLUMN] = clashing
-        task_rows.append(row)
+        task_rows.append(_task_row(project_id, schema_name, task, settings))
         for ann in task.get("annotations") or []:
-            base = {
-                "project": project_id,
-                "task_id": task_id,
-                "annotation_id": str(ann.get("id")),
-                "annotator": _user_label(ann.get("completed_by"), users),
-                "source": "human",
-                "created_at": ann.get("created_at"),
-                "updated_at": ann.get("updated_at"),
-                "lead_time": ann.get("lead_time"),
-                "was_cancelled": bool(ann.get("was_cancelled")),
-                "ground_truth": bool(ann.get("ground_truth")),
-                "parent_prediction": _prediction_id(ann.get("parent_prediction")),
-            }
+            base = _annotation_base(project_id, task_id, ann, users)
             j, s = _result_rows(ann.get("result") or [], base, name_item)
             if not j and not s:  # a skipped (cancelled) or empty annotation still counts as one
                 j = [{**base, "item": None, "value": None}] if base["was_cancelled"] else []
@@ -197,23 +173,64 @@ def tidy_rows_from_export(
         for pred in task.get("predictions") or []:
             if not isinstance(pred, dict):
                 continue
-            version = str(pred.get("model_version") or "unknown")
-            base = {
-                "project": project_id,
-                "task_id": task_id,
-                "annotation_id": prediction_annotation_id(pred.get("id")),
-                "annotator": version,
-                "source": f"model:{version}",
-                "created_at": pred.get("created_at"),
-                "updated_at": pred.get("updated_at"),
-                "lead_time": None,
-                "was_cancelled": False,
-                "ground_truth": False,
-            }
-            j, s = _result_rows(pred.get("result") or [], base, name_item)
+            j, s = _result_rows(pred.get("result") or [], _prediction_base(project_id, task_id, pred), name_item)
             judgment_rows.extend(j)
             span_rows.extend({k: v for k, v in r.items() if k in SPAN_COLUMNS} for r in s)
     return task_rows, judgment_rows, span_rows
+
+
+def _task_row(project_id: int, schema_name: str, task: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """A task's row: its key and the project's settings, then its data fields; a data field named
+    like one of those columns is kept apart in ``TASK_EXTRA_COLUMN``, not dropped."""
+    meta = task.get("meta") or {}
+    row = {"project": project_id, "task_id": task.get("id"), "schema": schema_name, "key": meta.get("judgelab_key")}
+    row.update(sample_columns(meta))
+    row.update(settings)
+    clashing = {}  # data fields named like a fixed column: kept apart, not dropped
+    for k, v in (task.get("data") or {}).items():
+        if k in row or k == TASK_EXTRA_COLUMN:
+            clashing[k] = _cell(v)
+        else:
+            row[k] = _cell(v)
+    if clashing:
+        row[TASK_EXTRA_COLUMN] = clashing
+    return row
+
+
+def _annotation_base(project_id: int, task_id: Any, ann: dict[str, Any], users: dict[int, str]) -> dict[str, Any]:
+    """The columns every row of a human annotation shares: who, when, cancelled, ground truth and
+    the prediction it started from."""
+    return {
+        "project": project_id,
+        "task_id": task_id,
+        "annotation_id": str(ann.get("id")),
+        "annotator": _user_label(ann.get("completed_by"), users),
+        "source": "human",
+        "created_at": ann.get("created_at"),
+        "updated_at": ann.get("updated_at"),
+        "lead_time": ann.get("lead_time"),
+        "was_cancelled": bool(ann.get("was_cancelled")),
+        "ground_truth": bool(ann.get("ground_truth")),
+        "parent_prediction": _prediction_id(ann.get("parent_prediction")),
+    }
+
+
+def _prediction_base(project_id: int, task_id: Any, pred: dict[str, Any]) -> dict[str, Any]:
+    """The columns every row of a prediction shares: the model version is its annotator and its
+    source (``model:<version>``)."""
+    version = str(pred.get("model_version") or "unknown")
+    return {
+        "project": project_id,
+        "task_id": task_id,
+        "annotation_id": prediction_annotation_id(pred.get("id")),
+        "annotator": version,
+        "source": f"model:{version}",
+        "created_at": pred.get("created_at"),
+        "updated_at": pred.get("updated_at"),
+        "lead_time": None,
+        "was_cancelled": False,
+        "ground_truth": False,
+    }
 
 
 def tidy_from_export(

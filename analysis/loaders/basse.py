@@ -148,24 +148,7 @@ def _add_summary(
     if not isinstance(entry, dict):
         out.problem(path, line_number, task_id, "bad_summary", "model summary is not an object; skipped")
         return
-    family, _, variant = name.partition("-")
-    out.tasks.append(
-        {
-            "project": project,
-            "task_id": task_id,
-            "schema": SCHEMA,
-            "key": task_id,
-            "title": None,
-            "article": document.get("original_document"),
-            "summary": entry.get("summ"),
-            "system": name,
-            "model": family,
-            "prompt": variant or None,
-            "language": language,
-            "round": document.get("round"),
-            "doc_idx": document.get("idx"),
-        }
-    )
+    out.tasks.append(_summary_task(project, task_id, language, document, name, entry))
     anns = entry.get("anns") or {}
     if not isinstance(anns, dict):
         out.problem(path, line_number, task_id, "bad_ratings", "anns is not an object; skipped")
@@ -177,31 +160,71 @@ def _add_summary(
             continue
         if not isinstance(ratings, list):
             ratings = [ratings]
-        missing = imputed = 0
-        for rater, rating in enumerate(ratings):
-            if is_missing(rating) and nan == "as-authors" and not name.startswith("llama"):
-                rating, imputed = 3, imputed + 1
-            if is_missing(rating):
-                missing += 1
-                continue
-            base = judgment_base(project, task_id, f"{project}:{task_id}:rater_{rater}", f"rater_{rater}", HUMAN)
-            out.judgment(base, item, rating_text(rating))
-        if imputed:
-            out.problem(
-                path,
-                line_number,
-                task_id,
-                "imputed_rating",
-                f"{item}: {imputed} of {len(ratings)} ratings missing (NaN), imputed as 3 as BASSE's authors do",
-            )
-        if missing:
-            out.problem(
-                path,
-                line_number,
-                task_id,
-                "missing_rating",
-                f"{item}: {missing} of {len(ratings)} ratings missing (NaN)",
-            )
+        _add_ratings(out, path, line_number, project, task_id, name, item, ratings, nan)
+
+
+def _summary_task(
+    project: str, task_id: str, language: str | None, document: dict[str, Any], name: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """The task of one summary of a document: the article, the summary, and the system that wrote
+    it as model family and prompt variant (``gpt4o-5w1h``: ``gpt4o``, ``5w1h``)."""
+    family, _, variant = name.partition("-")
+    return {
+        "project": project,
+        "task_id": task_id,
+        "schema": SCHEMA,
+        "key": task_id,
+        "title": None,
+        "article": document.get("original_document"),
+        "summary": entry.get("summ"),
+        "system": name,
+        "model": family,
+        "prompt": variant or None,
+        "language": language,
+        "round": document.get("round"),
+        "doc_idx": document.get("idx"),
+    }
+
+
+def _add_ratings(
+    out: Collector,
+    path: Path,
+    line_number: int,
+    project: str,
+    task_id: str,
+    name: str,
+    item: str,
+    ratings: list[Any],
+    nan: str,
+) -> None:
+    """One criterion's ratings of a summary, one judgment per rater (``rater_<k>`` by position). A
+    NaN rating is left out, or with ``nan="as-authors"`` imputed as 3 except on llama summaries
+    (BASSE's notebook); either is reported as a problem."""
+    missing = imputed = 0
+    for rater, rating in enumerate(ratings):
+        if is_missing(rating) and nan == "as-authors" and not name.startswith("llama"):
+            rating, imputed = 3, imputed + 1
+        if is_missing(rating):
+            missing += 1
+            continue
+        base = judgment_base(project, task_id, f"{project}:{task_id}:rater_{rater}", f"rater_{rater}", HUMAN)
+        out.judgment(base, item, rating_text(rating))
+    if imputed:
+        out.problem(
+            path,
+            line_number,
+            task_id,
+            "imputed_rating",
+            f"{item}: {imputed} of {len(ratings)} ratings missing (NaN), imputed as 3 as BASSE's authors do",
+        )
+    if missing:
+        out.problem(
+            path,
+            line_number,
+            task_id,
+            "missing_rating",
+            f"{item}: {missing} of {len(ratings)} ratings missing (NaN)",
+        )
 
 
 @DATA_SETS.register(

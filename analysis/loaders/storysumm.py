@@ -117,26 +117,7 @@ def _add_storysumm_item(out: Collector, path: Path, project: str, task_id: str, 
     lines, how = line_texts(item.get("summary"))
     if lines is None:
         out.problem(path, None, task_id, "bad_summary", f"summary: {how}; line labels skipped", warn=True)
-    out.tasks.append(
-        {
-            "project": project,
-            "task_id": task_id,
-            "schema": SCHEMA,
-            "key": task_id,
-            "title": f"story {item.get('story-id')}" if item.get("story-id") is not None else None,
-            "story": item.get("story"),
-            "lines": json.dumps(lines, ensure_ascii=False) if lines is not None else None,
-            "n_lines": len(lines) if lines is not None else None,
-            "model": item.get("model"),
-            "split": item.get("split"),
-            "difficulty": item.get("difficulty"),
-            "story_id": item.get("story-id"),
-            "label": _binary(item.get("label")),
-            "explanations": json.dumps(item.get("explanations"), ensure_ascii=False)
-            if item.get("explanations") is not None
-            else None,
-        }
-    )
+    out.tasks.append(_storysumm_task(project, task_id, item, lines))
     base = judgment_base(project, task_id, f"gold:{task_id}", GOLD, GOLD)
     label = _binary(item.get("label"))
     if label is None:
@@ -159,6 +140,36 @@ def _add_storysumm_item(out: Collector, path: Path, project: str, task_id: str, 
             warn=True,
         )
         return
+    _add_line_labels(out, path, task_id, base, errors, label)
+
+
+def _storysumm_task(project: str, task_id: str, item: Mapping[str, Any], lines: list[str] | None) -> dict[str, Any]:
+    """The task of one StorySumm item: its story, its summary's lines (JSON) and the item's fields."""
+    return {
+        "project": project,
+        "task_id": task_id,
+        "schema": SCHEMA,
+        "key": task_id,
+        "title": f"story {item.get('story-id')}" if item.get("story-id") is not None else None,
+        "story": item.get("story"),
+        "lines": json.dumps(lines, ensure_ascii=False) if lines is not None else None,
+        "n_lines": len(lines) if lines is not None else None,
+        "model": item.get("model"),
+        "split": item.get("split"),
+        "difficulty": item.get("difficulty"),
+        "story_id": item.get("story-id"),
+        "label": _binary(item.get("label")),
+        "explanations": json.dumps(item.get("explanations"), ensure_ascii=False)
+        if item.get("explanations") is not None
+        else None,
+    }
+
+
+def _add_line_labels(
+    out: Collector, path: Path, task_id: str, base: dict[str, Any], errors: list[Any], label: int | None
+) -> None:
+    """The gold verdict of each line (1 consistent, 0 inconsistent; anything else a problem), and a
+    problem when the summary label contradicts the lines (kept as given)."""
     verdicts = [_binary(e) for e in errors]
     for index, verdict in enumerate(verdicts):
         if verdict is None:

@@ -564,6 +564,34 @@ def annotator_drift_by_group(
     if ratings.empty:
         return [pd.DataFrame(columns=DRIFT_COLUMNS) for _ in range(n_groups)]
     keys = group_keys(groups)
+    ratings, annotations = _in_blocks(ratings, keys, size)
+    blocks = (
+        annotations.groupby([*keys, "annotator", "block"])
+        .agg(
+            first_annotation=("_time", "min"),
+            last_annotation=("_time", "max"),
+            n_annotations=("annotation_id", "size"),
+        )
+        .reset_index()
+    )
+    result = blocks.merge(_block_means(ratings, keys), on=[*keys, "annotator", "block"])
+    codes = _group_codes(result, groups)
+    annotator_names, block_numbers = result["annotator"].to_numpy(dtype=object), result["block"].to_numpy()
+    order = sorted(range(len(result)), key=lambda i: (codes[i], natural_key(annotator_names[i]), block_numbers[i]))
+    result = result.iloc[order].reset_index(drop=True)
+    if groups is None:
+        return [result[DRIFT_COLUMNS]]
+    present = set(np.unique(codes).tolist())
+    return [
+        part[DRIFT_COLUMNS] if group in present else pd.DataFrame(columns=DRIFT_COLUMNS)
+        for group, part in enumerate(split_groups(result, n_groups, keep_index=False))
+    ]
+
+
+def _in_blocks(ratings: pd.DataFrame, keys: list[str], size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each annotator's annotations in the order they were made (creation time, then table order;
+    no time last), cut into blocks of ``size``: the ratings with their annotation's ``block`` and
+    ``_time``, and one row per annotation."""
     ratings = ratings.reset_index(drop=True)
     ratings["_order"] = np.arange(len(ratings))
     created = ratings["created_at"] if "created_at" in ratings else pd.Series(None, index=ratings.index)
@@ -578,30 +606,15 @@ def annotator_drift_by_group(
     ratings = ratings.drop(columns=["_time"]).merge(
         annotations[[*keys, "annotation_id", "annotator", "block", "_time"]], on=[*keys, "annotator", "annotation_id"]
     )
-    blocks = (
-        annotations.groupby([*keys, "annotator", "block"])
-        .agg(
-            first_annotation=("_time", "min"),
-            last_annotation=("_time", "max"),
-            n_annotations=("annotation_id", "size"),
-        )
-        .reset_index()
-    )
+    return ratings, annotations
+
+
+def _block_means(ratings: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Each annotator's mean score per block and item, and its change from their first block."""
     means = (
         ratings.groupby([*keys, "annotator", "block", "item"])["score"].agg(n_ratings="size", mean="mean").reset_index()
     )
     first = means[means["block"] == 0][[*keys, "annotator", "item", "mean"]].rename(columns={"mean": "_first"})
     means = means.merge(first, on=[*keys, "annotator", "item"], how="left")
     means["change_vs_first_block"] = means["mean"] - means["_first"]
-    result = blocks.merge(means.drop(columns=["_first"]), on=[*keys, "annotator", "block"])
-    codes = _group_codes(result, groups)
-    annotator_names, block_numbers = result["annotator"].to_numpy(dtype=object), result["block"].to_numpy()
-    order = sorted(range(len(result)), key=lambda i: (codes[i], natural_key(annotator_names[i]), block_numbers[i]))
-    result = result.iloc[order].reset_index(drop=True)
-    if groups is None:
-        return [result[DRIFT_COLUMNS]]
-    present = set(np.unique(codes).tolist())
-    return [
-        part[DRIFT_COLUMNS] if group in present else pd.DataFrame(columns=DRIFT_COLUMNS)
-        for group, part in enumerate(split_groups(result, n_groups, keep_index=False))
-    ]
+    return means.drop(columns=["_first"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,15 +73,7 @@ def annotation_table(
     An annotation is anything with a judgment row or a span; cancelled annotations (and
     their spans) are left out.
     """
-    base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
-    judgment_rows = _ensure(judgments, base_columns)
-    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
-    if source is not None:
-        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
-        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
-    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
-    judgment_rows = judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)]
-    span_rows = span_rows[~span_rows["annotation_id"].isin(cancelled)]
+    judgment_rows, span_rows = _kept_rows(judgments, spans, source)
     ids = pd.concat(
         [judgment_rows[[*KEYS, "annotator"]], span_rows[[*KEYS, "annotator"]]], ignore_index=True
     ).drop_duplicates(subset=KEYS)
@@ -97,21 +90,8 @@ def annotation_table(
                 "created_at",
             ]
         )
-    labels = span_rows["label"].fillna("(no label)").astype(str)
-    per_label = (
-        span_rows.assign(label=labels).groupby([*KEYS, "label"]).size().unstack("label", fill_value=0)
-        if not span_rows.empty
-        else pd.DataFrame()
-    )
     table = ids.set_index(KEYS)
-    table["n_spans"] = per_label.sum(axis=1) if not per_label.empty else 0
-    table["n_spans"] = table["n_spans"].fillna(0).astype(int)
-    for label in sorted(per_label.columns, key=natural_key):
-        table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
-    used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
-    table["labels"] = (
-        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
-    )
+    _add_span_counts(table, span_rows)
     box = judgment_rows[(judgment_rows["item"] == no_errors_item) & judgment_rows["value"].map(_box_ticked)]
     table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
     impressions = judgment_rows[judgment_rows["item"] == impression_item]
@@ -124,6 +104,43 @@ def annotation_table(
     table["lead_time"] = times["lead_time"].reindex(table.index)
     table["created_at"] = times["created_at"].reindex(table.index)
     return table.reset_index()
+
+
+def _kept_rows(
+    judgments: pd.DataFrame, spans: pd.DataFrame | None, source: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The judgment and span rows of ``source`` (every source with None), without those of
+    cancelled annotations."""
+    base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
+    judgment_rows = _ensure(judgments, base_columns)
+    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
+    if source is not None:
+        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
+        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
+    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
+    return (
+        judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)],
+        span_rows[~span_rows["annotation_id"].isin(cancelled)],
+    )
+
+
+def _add_span_counts(table: pd.DataFrame, span_rows: pd.DataFrame) -> None:
+    """Each annotation's (``table``'s index) ``n_spans``, ``n_<label>`` per label (in natural
+    order) and ``labels``, the labels it used joined with ``; ``."""
+    labels = span_rows["label"].fillna("(no label)").astype(str)
+    per_label = (
+        span_rows.assign(label=labels).groupby([*KEYS, "label"]).size().unstack("label", fill_value=0)
+        if not span_rows.empty
+        else pd.DataFrame()
+    )
+    table["n_spans"] = per_label.sum(axis=1) if not per_label.empty else 0
+    table["n_spans"] = table["n_spans"].fillna(0).astype(int)
+    for label in sorted(per_label.columns, key=natural_key):
+        table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
+    used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
+    table["labels"] = (
+        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
+    )
 
 
 def _box_ticked(value: object) -> bool:
@@ -262,62 +279,15 @@ def qualification_scores(
     the no-errors checkbox" as: half of an example's point rests on using the box
     consistently, so answering "no errors" everywhere cannot reach the pass mark.
     """
-    columns = [
-        qualification_column,
-        check_column,
-        "reference_start",
-        "reference_end",
-        "reference_text",
-        "reference_label",
-        "summary",
-    ]
-    meta = _task_meta(tasks, columns)
-    if task_ids is not None:
-        meta = meta[meta["task_id"].isin(list(task_ids))]
-    else:
-        meta = meta[meta[qualification_column].map(_truthy)]
+    meta = _qualification_examples(tasks, task_ids, qualification_column, check_column)
     annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
     span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
     by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
     records = []
     for row in annotations.itertuples(index=False):
-        data = row._asdict()
         row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
-        error_free = data.get(check_column) == ERROR_FREE
-        if error_free:
-            correct = row.n_spans == 0
-        else:
-            label = data.get("reference_label")
-            if not isinstance(label, str) or not label:
-                label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
-            correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
-        consistent = bool(row.no_errors_box) == (row.n_spans == 0)
-        points = (1.0 if consistent else partial_credit) if correct else 0.0
-        records.append(
-            {
-                "annotator": row.annotator,
-                "project": row.project,
-                "task_id": row.task_id,
-                "annotation_id": row.annotation_id,
-                "error_free_example": error_free,
-                "correct": correct,
-                "consistent_box": consistent,
-                "points": points,
-            }
-        )
-    per_example = pd.DataFrame(
-        records,
-        columns=[
-            "annotator",
-            "project",
-            "task_id",
-            "annotation_id",
-            "error_free_example",
-            "correct",
-            "consistent_box",
-            "points",
-        ],
-    )
+        records.append(_example_points(row, row_spans, check_column, partial_credit))
+    per_example = pd.DataFrame(records, columns=_PER_EXAMPLE_COLUMNS)
     # one answer per (annotator, example): the last one in table order
     per_example = per_example.drop_duplicates(subset=["annotator", "project", "task_id"], keep="last")
     max_score = float(len(meta))
@@ -329,6 +299,64 @@ def qualification_scores(
     return QualificationScores(
         per_example=per_example.reset_index(drop=True), per_annotator=per_annotator, pass_mark=pass_mark
     )
+
+
+_PER_EXAMPLE_COLUMNS = [
+    "annotator",
+    "project",
+    "task_id",
+    "annotation_id",
+    "error_free_example",
+    "correct",
+    "consistent_box",
+    "points",
+]
+
+
+def _qualification_examples(
+    tasks: pd.DataFrame, task_ids: Sequence[object] | None, qualification_column: str, check_column: str
+) -> pd.DataFrame:
+    """The qualification examples' task columns (check, reference error, summary): the tasks
+    ``task_ids`` names, else those whose ``qualification_column`` is truthy."""
+    columns = [
+        qualification_column,
+        check_column,
+        "reference_start",
+        "reference_end",
+        "reference_text",
+        "reference_label",
+        "summary",
+    ]
+    meta = _task_meta(tasks, columns)
+    if task_ids is not None:
+        return meta[meta["task_id"].isin(list(task_ids))]
+    return meta[meta[qualification_column].map(_truthy)]
+
+
+def _example_points(row: Any, row_spans: pd.DataFrame, check_column: str, partial_credit: float) -> dict[str, Any]:
+    """One annotation of a qualification example scored (see :func:`qualification_scores`): whether
+    it is correct, whether its no-errors box agrees with its spans, and its points."""
+    data = row._asdict()
+    error_free = data.get(check_column) == ERROR_FREE
+    if error_free:
+        correct = row.n_spans == 0
+    else:
+        label = data.get("reference_label")
+        if not isinstance(label, str) or not label:
+            label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
+        correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
+    consistent = bool(row.no_errors_box) == (row.n_spans == 0)
+    points = (1.0 if consistent else partial_credit) if correct else 0.0
+    return {
+        "annotator": row.annotator,
+        "project": row.project,
+        "task_id": row.task_id,
+        "annotation_id": row.annotation_id,
+        "error_free_example": error_free,
+        "correct": correct,
+        "consistent_box": consistent,
+        "points": points,
+    }
 
 
 @dataclass(frozen=True)

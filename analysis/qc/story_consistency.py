@@ -244,16 +244,7 @@ def judges_vs_gold(
     judges = frame[frame["source"] != gold_source]
     rows = []
     for level in levels:
-        gold_labels = _labels(gold, level)
-        duplicated = gold_labels.duplicated(subset=["task_id", "item"], keep=False)
-        if duplicated.any():
-            clashing = gold_labels[duplicated].groupby(["task_id", "item"])["positive"].nunique()
-            if (clashing > 1).any():
-                raise ValueError(
-                    f"gold labels disagree for {int((clashing > 1).sum())} {level} units across projects; "
-                    "pass gold_project to pick one"
-                )
-            gold_labels = gold_labels.drop_duplicates(subset=["task_id", "item"])
+        gold_labels = _gold_labels(gold, level)
         judge_labels = _labels(judges, level)
         if level == "summary" and derive_summary_from_lines:
             judge_labels = _add_derived(judges, judge_labels)
@@ -264,7 +255,27 @@ def judges_vs_gold(
             groups = task_groups if level == "summary" else None
             rows.append({"level": level, "source": source, "annotator": annotator, **_binary_scores(merged, groups)})
     extra = sorted({key for row in rows for key in row if key.startswith("flagged_")}, key=natural_key)
-    table = pd.DataFrame(rows, columns=[*JUDGE_COLUMNS, *extra])
+    return _judges_in_order(pd.DataFrame(rows, columns=[*JUDGE_COLUMNS, *extra]))
+
+
+def _gold_labels(gold: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The gold labels of one level, one per unit: the same unit labelled in several projects
+    counts once, and ``ValueError`` when those labels disagree."""
+    gold_labels = _labels(gold, level)
+    duplicated = gold_labels.duplicated(subset=["task_id", "item"], keep=False)
+    if not duplicated.any():
+        return gold_labels
+    clashing = gold_labels[duplicated].groupby(["task_id", "item"])["positive"].nunique()
+    if (clashing > 1).any():
+        raise ValueError(
+            f"gold labels disagree for {int((clashing > 1).sum())} {level} units across projects; "
+            "pass gold_project to pick one"
+        )
+    return gold_labels.drop_duplicates(subset=["task_id", "item"])
+
+
+def _judges_in_order(table: pd.DataFrame) -> pd.DataFrame:
+    """The judges table with summary level first, then by source and annotator in natural order."""
     order = sorted(
         range(len(table)),
         key=lambda i: (

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -264,6 +264,83 @@ class _Candidate:
     score: float = 1.0
 
 
+_Token = tuple[int, int, str]  # start, end and text of a token of the normalised text
+_Anchor = tuple[int, int, int, str]  # occurrences in the text, minus its length, position in the span, key
+
+
+def _anchors(
+    ntoks: list[str], tokens: list[_Token], index: dict[str, list[int]]
+) -> tuple[list[_Anchor], dict[str, list[int]]]:
+    """The span's tokens that occur in the text, rarest first (longer first on ties), and where
+    each occurs (token positions by key). With no token in common, the 3-letter prefixes of the
+    span's tokens of 4 letters or more stand in (a model's misspelling)."""
+    present = sorted(
+        {(len(index[t]), -len(t), j, t) for j, t in enumerate(ntoks) if t in index},
+    )
+    if present:
+        return present, index
+    prefixes: dict[str, list[int]] = {}
+    for k, (_s, _e, tok) in enumerate(tokens):
+        if len(tok) >= 4:
+            prefixes.setdefault(tok[:3], []).append(k)
+    present = sorted(
+        {(len(prefixes[t[:3]]), -len(t), j, t[:3]) for j, t in enumerate(ntoks) if len(t) >= 4 and t[:3] in prefixes}
+    )
+    return present, prefixes
+
+
+def _fuzzy_places(present: list[_Anchor], positions: dict[str, list[int]]) -> list[int]:
+    """Token positions where the rarest ``ANCHORS`` anchors say the span would start; places more
+    anchors agree on first, at most ``MAX_FUZZY_PLACES``."""
+    hits: Counter = Counter()
+    for _count, _neglen, j, key in present[:ANCHORS]:
+        for t in positions[key][:MAX_OCCURRENCES]:
+            hits[t - j] += 1
+    best_hits = max(hits.values(), default=0)
+    places = sorted((b for b in hits if hits[b] >= best_hits - 1), key=lambda b: (-hits[b], b))
+    return places[:MAX_FUZZY_PLACES]
+
+
+def _window_shortlist(places: list[int], tokens: list[_Token], ntoks: list[str]) -> list[tuple[int, int]]:
+    """The windows (first and last token) worth the real measure: windows of whole tokens around
+    each place, a token shorter to two longer than the span, ranked by a cheap bag-of-word-starts
+    Dice (robust to typos and endings); within 0.2 of the best, ``FUZZY_WINDOWS_PER_PLACE`` per
+    place and ``MAX_FUZZY_RATIOS`` in all."""
+    m = len(ntoks)
+    needle_bag = Counter(t[:4] for t in ntoks)
+    windows = []
+    for base in places:
+        for s in (base, base - 1, base + 1):
+            for length in (m, m - 1, m + 1, m - 2, m + 2):
+                e = s + length - 1
+                if length >= 1 and s >= 0 and e < len(tokens):
+                    bag = Counter(tok[:4] for _a, _b, tok in tokens[s : e + 1])
+                    dice = 2 * sum((bag & needle_bag).values()) / (length + m)
+                    windows.append((dice, -abs(length - m), s, e, base))
+    windows.sort(reverse=True)
+    best_dice = windows[0][0] if windows else 0.0
+    per_place: Counter = Counter()
+    shortlist = []
+    for dice, _dl, s, e, base in windows:
+        if dice < best_dice - 0.2 or len(shortlist) >= MAX_FUZZY_RATIOS:
+            break
+        if per_place[base] < FUZZY_WINDOWS_PER_PLACE:
+            per_place[base] += 1
+            shortlist.append((s, e))
+    return shortlist
+
+
+def _best_per_place(scored: list[_Candidate]) -> list[_Candidate]:
+    """One candidate per place: the best-scoring window among overlapping ones (earlier, then
+    shorter, on ties)."""
+    scored.sort(key=lambda c: (-c.score, c.start, c.end - c.start))
+    chosen: list[_Candidate] = []
+    for c in scored:
+        if all(c.end <= o.start or c.start >= o.end for o in chosen):
+            chosen.append(c)
+    return chosen
+
+
 class _Aligner:
     def __init__(self, text: str, overlap: str, fuzzy_threshold: float, snap_words: bool) -> None:
         self.text = text
@@ -335,58 +412,10 @@ class _Aligner:
         index = self._token_index or {}
         if not tokens:
             return []
-        # anchors: the rarest span tokens present in the text, longer ones first on ties
-        present = sorted(
-            {(len(index[t]), -len(t), j, t) for j, t in enumerate(ntoks) if t in index},
-        )
-        if not present:
-            # no token in common: try tokens sharing a prefix (a model's misspelling)
-            prefixes: dict[str, list[int]] = {}
-            for k, (_s, _e, tok) in enumerate(tokens):
-                if len(tok) >= 4:
-                    prefixes.setdefault(tok[:3], []).append(k)
-            present = sorted(
-                {
-                    (len(prefixes[t[:3]]), -len(t), j, t[:3])
-                    for j, t in enumerate(ntoks)
-                    if len(t) >= 4 and t[:3] in prefixes
-                }
-            )
-            positions_of: Callable[[str], list[int]] = lambda key: prefixes[key]  # noqa: E731
-        else:
-            positions_of = lambda key: index[key]  # noqa: E731
-        m = len(ntoks)
+        present, positions = _anchors(ntoks, tokens, index)
+        places = _fuzzy_places(present, positions)
+        shortlist = _window_shortlist(places, tokens, ntoks)
         norm = self.norm_view.text
-        # candidate places: where the anchors say the span would start; more anchors agreeing first
-        hits: Counter = Counter()
-        for _count, _neglen, j, key in present[:ANCHORS]:
-            for t in positions_of(key)[:MAX_OCCURRENCES]:
-                hits[t - j] += 1
-        best_hits = max(hits.values(), default=0)
-        places = sorted((b for b in hits if hits[b] >= best_hits - 1), key=lambda b: (-hits[b], b))
-        places = places[:MAX_FUZZY_PLACES]
-        # windows of whole tokens around each place, ranked by a cheap bag-of-word-starts Dice
-        # (robust to typos and endings); the real measure is computed for the best few only
-        needle_bag = Counter(t[:4] for t in ntoks)
-        windows = []
-        for base in places:
-            for s in (base, base - 1, base + 1):
-                for length in (m, m - 1, m + 1, m - 2, m + 2):
-                    e = s + length - 1
-                    if length >= 1 and s >= 0 and e < len(tokens):
-                        bag = Counter(tok[:4] for _a, _b, tok in tokens[s : e + 1])
-                        dice = 2 * sum((bag & needle_bag).values()) / (length + m)
-                        windows.append((dice, -abs(length - m), s, e, base))
-        windows.sort(reverse=True)
-        best_dice = windows[0][0] if windows else 0.0
-        per_place: Counter = Counter()
-        shortlist = []
-        for dice, _dl, s, e, base in windows:
-            if dice < best_dice - 0.2 or len(shortlist) >= MAX_FUZZY_RATIOS:
-                break
-            if per_place[base] < FUZZY_WINDOWS_PER_PLACE:
-                per_place[base] += 1
-                shortlist.append((s, e))
         # the measure: on characters; on tokens for long spans, where the character-level
         # measure is slow and a one-word change barely moves it anyway
         long_needle = len(needle) > LONG_NEEDLE
@@ -403,13 +432,7 @@ class _Aligner:
                 start, end = _trim(self.text, start, end)
                 if start < end:
                     scored.append(_Candidate(start, end, "fuzzy", ratio))
-        # one candidate per place: the best window among overlapping ones
-        scored.sort(key=lambda c: (-c.score, c.start, c.end - c.start))
-        chosen: list[_Candidate] = []
-        for c in scored:
-            if all(c.end <= o.start or c.start >= o.end for o in chosen):
-                chosen.append(c)
-        return chosen
+        return _best_per_place(scored)
 
     # placement ------------------------------------------------------------------------
     def overlaps(self, start: int, end: int) -> bool:

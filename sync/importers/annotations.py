@@ -166,45 +166,9 @@ def read_annotations(path: Path, schema: Schema, *, skip_bad: bool = False) -> A
             errors.append(f"{where}: expected an object, got {type(record).__name__}")
             continue
         if isinstance(record.get("annotations"), list):  # Label Studio export task
-            meta = record.get("meta") if isinstance(record.get("meta"), Mapping) else {}
-            data = record.get("data") if isinstance(record.get("data"), Mapping) else {}
-            ref = meta.get(KEY_FIELD) or data.get("id") or record.get("id")
-            for annotation in record["annotations"]:
-                who = _export_annotator(annotation) if isinstance(annotation, Mapping) else None
-                if ref is None or who is None or not isinstance(annotation.get("result"), list):
-                    errors.append(f"{where}: annotation without task reference, annotator or result")
-                    continue
-                completed = {"email": who} if isinstance(who, str) else who
-                out.by_task.setdefault(str(ref), []).append(
-                    {
-                        "completed_by": completed,
-                        "result": annotation["result"],
-                        "was_cancelled": bool(annotation.get("was_cancelled", False)),
-                        "ground_truth": bool(annotation.get("ground_truth", False)),
-                    }
-                )
-                out.where.setdefault(str(ref), where)
-            continue
-        ref = next((record[k] for k in ("task", "task_id", "key", "id") if record.get(k) not in (None, "")), None)
-        who, item, value = record.get("annotator"), record.get("item"), record.get("value")
-        if ref is None or who in (None, "") or item in (None, ""):
-            errors.append(f"{where}: needs task (or task_id/key/id), annotator and item")
-            continue
-        if value is None or value == "":
-            continue  # a missing judgment: nothing to record
-        control = controls.get(str(item)) or _repeated(controls, str(item))
-        if control is None:
-            errors.append(f"{where}: item {item!r} is not a control of schema {schema.name}")
-            continue
-        try:
-            result = control_result(control, value)
-        except ValueError as exc:
-            errors.append(f"{where}: {exc}")
-            continue
-        result["from_name"] = str(item)
-        key = (str(ref), annotator_email(str(who)))
-        grouped.setdefault(key, []).append(result)
-        out.where.setdefault(str(ref), where)
+            _add_export_task(out, where, record, errors)
+        else:
+            _add_judgment_row(out, grouped, where, record, controls, schema.name, errors)
     if errors and not skip_bad:
         shown = "\n  ".join(errors[:10])
         raise SyncError(f"{len(errors)} bad annotation row(s) in {path.name}; nothing was imported:\n  {shown}")
@@ -212,6 +176,62 @@ def read_annotations(path: Path, schema: Schema, *, skip_bad: bool = False) -> A
     for (ref, email), results in grouped.items():
         out.by_task.setdefault(ref, []).append(make_annotation(email, results))
     return out
+
+
+def _add_export_task(out: AnnotationSet, where: str, record: Mapping[str, Any], errors: list[str]) -> None:
+    """A Label Studio export task's annotations, under the task's key (else its data's or own id);
+    an annotation without a reference, an annotator or a result is an error."""
+    meta = record.get("meta") if isinstance(record.get("meta"), Mapping) else {}
+    data = record.get("data") if isinstance(record.get("data"), Mapping) else {}
+    ref = meta.get(KEY_FIELD) or data.get("id") or record.get("id")
+    for annotation in record["annotations"]:
+        who = _export_annotator(annotation) if isinstance(annotation, Mapping) else None
+        if ref is None or who is None or not isinstance(annotation.get("result"), list):
+            errors.append(f"{where}: annotation without task reference, annotator or result")
+            continue
+        completed = {"email": who} if isinstance(who, str) else who
+        out.by_task.setdefault(str(ref), []).append(
+            {
+                "completed_by": completed,
+                "result": annotation["result"],
+                "was_cancelled": bool(annotation.get("was_cancelled", False)),
+                "ground_truth": bool(annotation.get("ground_truth", False)),
+            }
+        )
+        out.where.setdefault(str(ref), where)
+
+
+def _add_judgment_row(
+    out: AnnotationSet,
+    grouped: dict[tuple[str, str], list[dict[str, Any]]],
+    where: str,
+    record: Mapping[str, Any],
+    controls: Mapping[str, Control],
+    schema_name: str,
+    errors: list[str],
+) -> None:
+    """One judgments-file row as a result of its control, grouped by (task, annotator); a row
+    without a value records nothing, an unknown item or a value the control refuses is an error."""
+    ref = next((record[k] for k in ("task", "task_id", "key", "id") if record.get(k) not in (None, "")), None)
+    who, item, value = record.get("annotator"), record.get("item"), record.get("value")
+    if ref is None or who in (None, "") or item in (None, ""):
+        errors.append(f"{where}: needs task (or task_id/key/id), annotator and item")
+        return
+    if value is None or value == "":
+        return  # a missing judgment: nothing to record
+    control = controls.get(str(item)) or _repeated(controls, str(item))
+    if control is None:
+        errors.append(f"{where}: item {item!r} is not a control of schema {schema_name}")
+        return
+    try:
+        result = control_result(control, value)
+    except ValueError as exc:
+        errors.append(f"{where}: {exc}")
+        return
+    result["from_name"] = str(item)
+    key = (str(ref), annotator_email(str(who)))
+    grouped.setdefault(key, []).append(result)
+    out.where.setdefault(str(ref), where)
 
 
 def _repeated(controls: Mapping[str, Control], item: str) -> Control | None:

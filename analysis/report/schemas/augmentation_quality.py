@@ -106,21 +106,7 @@ def pilot_section(data: ProjectData) -> Section | None:
     if table.empty:
         return None
     first, second = pilot.annotators
-    rows = []
     records = table.to_dict("records")  # read once, for the table and the sentences
-    for record in records:
-        for column, name in MEASURES.items():
-            rows.append(
-                {
-                    "item": record["item"],
-                    "measure": name,
-                    "n_units": record["n_units"],
-                    "value": record[column],
-                    "target": f"more than {record[column + '_target']:.2f}",
-                    "result": "pass" if record[column + "_passed"] else "fail",
-                }
-            )
-    shown = pd.DataFrame(rows)
     size = table["pilot_size"].iloc[0]
     n_shared = len(pilot.units)
     size_text = ""
@@ -137,33 +123,55 @@ def pilot_section(data: ProjectData) -> Section | None:
         Table(
             "pilot_agreement",
             "Pilot agreement against the guideline's targets",
-            shown,
+            _pilot_rows(records),
             data=with_project(table, data.project),
         ),  # fmt: skip
     ]
-    for record in records:
-        verdicts = [
-            f"{name} {number(record[column])} ({'pass' if record[column + '_passed'] else 'fail'})"
-            for column, name in MEASURES.items()
-        ]
-        overall = "passes all three targets" if record["passed"] else "misses at least one target"
-        blocks.append(
-            Paragraph(f"{record['item']}, on {record['n_units']} tasks: {'; '.join(verdicts)}; it {overall}.")
-        )
+    blocks += [_pilot_item_sentence(record) for record in records]
     blocks.append(Paragraph(f"Overall the pilot {'passes' if pilot.passed else 'fails'}: every item must pass."))
-    glance = [
-        Glance(
-            "Targets",
-            f"pilot: {record['item']}",
-            ("passes" if record["passed"] else "misses a target")
-            + ": "
-            + ", ".join(f"{name} {number(record[column], 2)}" for column, name in MEASURES.items())
-            + f"; {plural(int(record['n_units']), 'task')}",
-            1.0 if record["passed"] else 0.0,
-        )
-        for record in records
-    ]
+    glance = [_pilot_glance(record) for record in records]
     return Section("Pilot agreement against the targets", blocks, glance=glance)
+
+
+def _pilot_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The shown table: one row per item and measure, with its target and pass or fail."""
+    rows = []
+    for record in records:
+        for column, name in MEASURES.items():
+            rows.append(
+                {
+                    "item": record["item"],
+                    "measure": name,
+                    "n_units": record["n_units"],
+                    "value": record[column],
+                    "target": f"more than {record[column + '_target']:.2f}",
+                    "result": "pass" if record[column + "_passed"] else "fail",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _pilot_item_sentence(record: dict[str, Any]) -> Paragraph:
+    """One item's measures against their targets, and whether it passes all of them."""
+    verdicts = [
+        f"{name} {number(record[column])} ({'pass' if record[column + '_passed'] else 'fail'})"
+        for column, name in MEASURES.items()
+    ]
+    overall = "passes all three targets" if record["passed"] else "misses at least one target"
+    return Paragraph(f"{record['item']}, on {record['n_units']} tasks: {'; '.join(verdicts)}; it {overall}.")
+
+
+def _pilot_glance(record: dict[str, Any]) -> Glance:
+    """The front page's finding for one item of the pilot: pass or not, and its measures."""
+    return Glance(
+        "Targets",
+        f"pilot: {record['item']}",
+        ("passes" if record["passed"] else "misses a target")
+        + ": "
+        + ", ".join(f"{name} {number(record[column], 2)}" for column, name in MEASURES.items())
+        + f"; {plural(int(record['n_units']), 'task')}",
+        1.0 if record["passed"] else 0.0,
+    )
 
 
 def calibration_section(data: ProjectData) -> Section | None:

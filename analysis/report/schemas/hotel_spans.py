@@ -216,28 +216,7 @@ def impression_section(data: ProjectData) -> Section | None:
         ),  # fmt: skip
     ]
     if not result.by_type.empty:
-        blocks.append(
-            Paragraph(
-                "Per error type: the annotations with at least one span of the type (n), their mean impression, "
-                "the drop from the no-error mean, and Welch's t against the no-error annotations."
-            )
-        )
-        blocks.append(Table("impression_by_error_type", "Impression per error type", result.by_type,
-                            data=with_project(result.by_type, data.project)))  # fmt: skip
-        worst = result.by_type.dropna(subset=["drop"])
-        worst = worst[worst["drop"] > 0]
-        if worst.empty:
-            blocks.append(
-                Paragraph("No error type lowers the mean impression below that of the error-free annotations.")
-            )
-        else:
-            top = worst.loc[worst["drop"].idxmax()]
-            blocks.append(
-                Paragraph(
-                    f"{top['label']} costs the most: mean {number(top['mean'], 2)}, {number(top['drop'], 2)} points "
-                    f"below the no-error mean, over {plural(int(top['n']), 'annotation')}."
-                )
-            )
+        blocks += _impression_by_type(data, result.by_type)
     correlation = result.correlation
     blocks.append(
         Paragraph(
@@ -250,3 +229,28 @@ def impression_section(data: ProjectData) -> Section | None:
     blocks.append(Table("impression_by_error_count", "Impression per number of errors", result.by_count,
                         data=with_project(result.by_count, data.project)))  # fmt: skip
     return Section("Impression against errors", blocks)
+
+
+def _impression_by_type(data: ProjectData, by_type: pd.DataFrame) -> list[Block]:
+    """The impression per error type, and the type that lowers it most (or that none does)."""
+    blocks: list[Block] = [
+        Paragraph(
+            "Per error type: the annotations with at least one span of the type (n), their mean impression, "
+            "the drop from the no-error mean, and Welch's t against the no-error annotations."
+        ),
+        Table("impression_by_error_type", "Impression per error type", by_type,
+              data=with_project(by_type, data.project)),
+    ]  # fmt: skip
+    worst = by_type.dropna(subset=["drop"])
+    worst = worst[worst["drop"] > 0]
+    if worst.empty:
+        blocks.append(Paragraph("No error type lowers the mean impression below that of the error-free annotations."))
+        return blocks
+    top = worst.loc[worst["drop"].idxmax()]
+    blocks.append(
+        Paragraph(
+            f"{top['label']} costs the most: mean {number(top['mean'], 2)}, {number(top['drop'], 2)} points "
+            f"below the no-error mean, over {plural(int(top['n']), 'annotation')}."
+        )
+    )
+    return blocks

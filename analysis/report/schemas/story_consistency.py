@@ -11,6 +11,7 @@ for the evaluation-interface annotators).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pandas as pd
 
@@ -172,19 +173,7 @@ def line_agreement_section(data: ProjectData) -> Section | None:
     rows = line_rows(data.judgments, source=HUMAN_SOURCE, project=data.project)
     if rows.empty:
         return None
-    table = line_agreement(data.judgments, project=data.project)
-    tasks_per_annotator = rows.groupby("annotator")["task_id"].nunique()
-    main = sorted(tasks_per_annotator[tasks_per_annotator >= MIN_MAIN_TASKS].index, key=str)
-    main_note = ""
-    if 2 <= len(main) < len(tasks_per_annotator):
-        restricted = line_agreement(data.judgments, project=data.project, annotators=main)
-        restricted["scheme"] = restricted["scheme"] + " (main annotators)"
-        table = pd.concat([table, restricted], ignore_index=True)
-        main_note = (
-            f" Rows marked 'main annotators' keep only the {len(main)} annotators who judged at least "
-            f"{MIN_MAIN_TASKS} summaries, leaving out {len(tasks_per_annotator) - len(main)} who judged only a few "
-            "(a pilot crowd): their handful of lines would otherwise weigh in the pairwise mean."
-        )
+    table, main_note = _with_main_annotators(data, rows, line_agreement(data.judgments, project=data.project))
     blocks: list[Block] = [
         Paragraph(
             "One row per way of reading the verdicts: 'three verdicts' compares Consistent, Inconsistent and "
@@ -200,44 +189,8 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             data=with_project(table, data.project),
         ),
     ]
-    for row in table.itertuples():
-        if not row.n_units:
-            blocks.append(Paragraph(f"{row.scheme}: no line was rated twice ({row.reason})."))
-            continue
-        text = (
-            f"{row.scheme}: {row.n_units} lines were judged by two or more of the {row.n_annotators} annotators; "
-            f"Krippendorff's nominal alpha is {number(row.krippendorff_alpha)} ({alpha_label(row.krippendorff_alpha)}) "
-            f"and every annotator gave the same verdict on {percent(row.share_all_agree)} of them; "
-            f"{percent(row.exact_agreement)} of the pairs of verdicts on a line are identical "
-            f"(exact agreement {number(row.exact_agreement)}), Fleiss' kappa is {number(row.fleiss_kappa)} "
-            f"({kappa_label(row.fleiss_kappa)})"
-        )
-        if not is_nan(row.cohen_kappa):
-            text += f", Cohen's kappa {number(row.cohen_kappa)}"
-        if not is_nan(row.mean_pairwise_cohen_kappa):
-            text += f" and the mean pairwise Cohen's kappa {number(row.mean_pairwise_cohen_kappa)}"
-        text += "." + fragile(int(row.n_units), "shared line")
-        if not is_nan(row.mean_pairwise_cohen_kappa) and 0 < row.min_pair_units < MIN_PAIR_UNITS_TRUSTED:
-            text += (
-                f" Caution: the mean pairwise kappa averages pairs of annotators of whom some share as few as "
-                f"{plural(int(row.min_pair_units), 'line')}; each pair weighs the same however little it shares, so "
-                "read alpha and Fleiss' kappa, which pool the lines, instead."
-            )
-        blocks.append(Paragraph(text))
-    pairs = pairwise_line_kappa(line_matrix(rows))
-    if len(pairs) > 1:
-        kept = pairs[pairs["n_units"] >= MIN_PAIR_UNITS].sort_values("n_units", ascending=False)
-        blocks.append(
-            Paragraph(
-                f"Cohen's kappa of each pair of annotators on the lines both judged (n_units); the "
-                f"{plural(len(kept), 'pair')} sharing at least {MIN_PAIR_UNITS} lines are shown, all "
-                f"{len(pairs)} pairs are in line_pairwise_kappa.csv."
-            )
-        )
-        blocks += short_table(
-            "line_pairwise_kappa", "Cohen's kappa per pair of annotators (lines)", kept, data.options.max_rows,
-            data=with_project(pairs, data.project),
-        )  # fmt: skip
+    blocks += [_line_scheme_sentence(row) for row in table.itertuples()]
+    blocks += _pairwise_line_blocks(data, rows)
     glance = []
     for row in table[table["scheme"] == "three verdicts"].itertuples():
         if not row.n_units or is_nan(row.krippendorff_alpha):
@@ -247,6 +200,72 @@ def line_agreement_section(data: ProjectData) -> Section | None:
             lines = plural(int(row.n_units), "line")
             glance.append(Glance("Agreement", "line verdicts", f"{words}; {lines}", float(row.krippendorff_alpha)))
     return Section("Line-level agreement", blocks, glance=glance)
+
+
+def _with_main_annotators(data: ProjectData, rows: pd.DataFrame, table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The line agreement table, plus rows for the main annotators alone (those who judged at
+    least ``MIN_MAIN_TASKS`` summaries) when a pilot crowd judged only a few, and the sentence
+    saying so (empty without them)."""
+    tasks_per_annotator = rows.groupby("annotator")["task_id"].nunique()
+    main = sorted(tasks_per_annotator[tasks_per_annotator >= MIN_MAIN_TASKS].index, key=str)
+    if not 2 <= len(main) < len(tasks_per_annotator):
+        return table, ""
+    restricted = line_agreement(data.judgments, project=data.project, annotators=main)
+    restricted["scheme"] = restricted["scheme"] + " (main annotators)"
+    note = (
+        f" Rows marked 'main annotators' keep only the {len(main)} annotators who judged at least "
+        f"{MIN_MAIN_TASKS} summaries, leaving out {len(tasks_per_annotator) - len(main)} who judged only a few "
+        "(a pilot crowd): their handful of lines would otherwise weigh in the pairwise mean."
+    )
+    return pd.concat([table, restricted], ignore_index=True), note
+
+
+def _line_scheme_sentence(row: Any) -> Paragraph:
+    """One way of reading the verdicts in words: its lines, alpha, unanimity, exact agreement and
+    kappas, with a caution when the pairwise mean rests on pairs that share few lines."""
+    if not row.n_units:
+        return Paragraph(f"{row.scheme}: no line was rated twice ({row.reason}).")
+    text = (
+        f"{row.scheme}: {row.n_units} lines were judged by two or more of the {row.n_annotators} annotators; "
+        f"Krippendorff's nominal alpha is {number(row.krippendorff_alpha)} ({alpha_label(row.krippendorff_alpha)}) "
+        f"and every annotator gave the same verdict on {percent(row.share_all_agree)} of them; "
+        f"{percent(row.exact_agreement)} of the pairs of verdicts on a line are identical "
+        f"(exact agreement {number(row.exact_agreement)}), Fleiss' kappa is {number(row.fleiss_kappa)} "
+        f"({kappa_label(row.fleiss_kappa)})"
+    )
+    if not is_nan(row.cohen_kappa):
+        text += f", Cohen's kappa {number(row.cohen_kappa)}"
+    if not is_nan(row.mean_pairwise_cohen_kappa):
+        text += f" and the mean pairwise Cohen's kappa {number(row.mean_pairwise_cohen_kappa)}"
+    text += "." + fragile(int(row.n_units), "shared line")
+    if not is_nan(row.mean_pairwise_cohen_kappa) and 0 < row.min_pair_units < MIN_PAIR_UNITS_TRUSTED:
+        text += (
+            f" Caution: the mean pairwise kappa averages pairs of annotators of whom some share as few as "
+            f"{plural(int(row.min_pair_units), 'line')}; each pair weighs the same however little it shares, so "
+            "read alpha and Fleiss' kappa, which pool the lines, instead."
+        )
+    return Paragraph(text)
+
+
+def _pairwise_line_blocks(data: ProjectData, rows: pd.DataFrame) -> list[Block]:
+    """Cohen's kappa of each pair of annotators on the lines both judged (pairs sharing at least
+    ``MIN_PAIR_UNITS`` lines shown, all in the CSV); nothing with a single pair."""
+    pairs = pairwise_line_kappa(line_matrix(rows))
+    if len(pairs) <= 1:
+        return []
+    kept = pairs[pairs["n_units"] >= MIN_PAIR_UNITS].sort_values("n_units", ascending=False)
+    blocks: list[Block] = [
+        Paragraph(
+            f"Cohen's kappa of each pair of annotators on the lines both judged (n_units); the "
+            f"{plural(len(kept), 'pair')} sharing at least {MIN_PAIR_UNITS} lines are shown, all "
+            f"{len(pairs)} pairs are in line_pairwise_kappa.csv."
+        )
+    ]
+    blocks += short_table(
+        "line_pairwise_kappa", "Cohen's kappa per pair of annotators (lines)", kept, data.options.max_rows,
+        data=with_project(pairs, data.project),
+    )  # fmt: skip
+    return blocks
 
 
 LINE_NAMES = {
@@ -281,7 +300,36 @@ def derived_summary_section(data: ProjectData) -> Section | None:
     derived = derived[derived["project"] == data.project] if not derived.empty else derived
     if derived.empty:
         return None
-    # one annotation per judge and summary: the latest (a main annotator may have answered a task twice)
+    merged = _derived_and_stated(data, derived)
+    per_judge = _derived_per_judge(merged)
+    blocks: list[Block] = [
+        Paragraph(
+            "A summary's verdict can be derived from its lines: Unfaithful as soon as one line is Inconsistent, "
+            "Faithful otherwise. One row per judge (human annotator, model or gold): n_summaries with line "
+            "verdicts, how many of them the lines make Unfaithful, how many also carry the judge's own summary "
+            "verdict, and the share of those where the derived and the stated verdicts match."
+        )
+    ]
+    shown = per_judge[per_judge["n_summaries"] >= MIN_JUDGE_UNITS]
+    blocks += [_derived_sentence(row) for row in shown.head(6).itertuples() if row.n_with_stated_verdict]
+    if len(shown) < len(per_judge):
+        blocks.append(
+            Paragraph(
+                f"{plural(len(per_judge) - len(shown), 'judge')} with fewer than {MIN_JUDGE_UNITS} summaries (such as "
+                "pilot annotators) are only in derived_summary_verdicts.csv."
+            )
+        )
+    blocks += short_table(
+        "derived_summary_verdicts", "Summary verdicts derived from the lines", shown, data.options.max_rows,
+        data=with_project(per_judge, data.project),
+    )  # fmt: skip
+    blocks += _derived_agreement(merged)
+    return Section("Summary verdict derived from the lines", blocks)
+
+
+def _derived_and_stated(data: ProjectData, derived: pd.DataFrame) -> pd.DataFrame:
+    """Each judge's latest derived verdict per summary (a main annotator may have answered a task
+    twice) beside the judge's own summary verdict (``stated``, when given) and whether they match."""
     judge = derived["source"].astype(str) + "\x00" + derived["annotator"].astype(str)
     latest = latest_annotations(derived.assign(annotator=judge))
     derived = derived[derived["annotation_id"].isin(set(latest["annotation_id"]))]
@@ -289,6 +337,12 @@ def derived_summary_section(data: ProjectData) -> Section | None:
     stated = usable[usable["item"] == SUMMARY_ITEM][["annotation_id", "value"]].rename(columns={"value": "stated"})
     merged = derived.merge(stated.drop_duplicates("annotation_id"), on="annotation_id", how="left")
     merged["matches"] = merged["stated"].astype(str).str.strip() == merged["value"]
+    return merged
+
+
+def _derived_per_judge(merged: pd.DataFrame) -> pd.DataFrame:
+    """Per judge, most summaries first: summaries with line verdicts, those the lines make
+    Unfaithful, those with a stated verdict too, and the share where derived and stated match."""
     per_judge = (
         merged.groupby(["source", "annotator"], sort=False)
         .agg(
@@ -302,60 +356,45 @@ def derived_summary_section(data: ProjectData) -> Section | None:
     per_judge["share_matching"] = per_judge["n_matching"] / per_judge["n_with_stated_verdict"].where(
         per_judge["n_with_stated_verdict"] > 0
     )
-    per_judge = per_judge.sort_values("n_summaries", ascending=False, kind="stable")
-    blocks: list[Block] = [
+    return per_judge.sort_values("n_summaries", ascending=False, kind="stable")
+
+
+def _derived_sentence(row: Any) -> Paragraph:
+    """One judge's derived verdicts in words, and how often they match its stated ones."""
+    who = "the gold labels" if row.source == GOLD_SOURCE else f"{row.annotator} ({row.source})"
+    own = "the gold summary label" if row.source == GOLD_SOURCE else "the judge's own summary verdict"
+    mismatches = row.n_with_stated_verdict - row.n_matching
+    return Paragraph(
+        f"{who}: the lines make {row.n_derived_unfaithful} of {row.n_summaries} summaries Unfaithful; the "
+        f"derived verdict matches {own} on {percent(row.share_matching)} of the "
+        f"{plural(row.n_with_stated_verdict, 'summary', 'summaries')} that have both "
+        f"({plural(int(mismatches), 'mismatch', 'mismatches')})."
+    )
+
+
+def _derived_agreement(merged: pd.DataFrame) -> list[Block]:
+    """The human annotators' agreement on the derived verdicts (exact, Fleiss' kappa, alpha), when
+    two or more of them share a summary."""
+    human = merged[merged["source"] == HUMAN_SOURCE]
+    if human["annotator"].nunique() < 2:
+        return []
+    latest = latest_annotations(human)
+    kept = human[human["annotation_id"].isin(set(latest["annotation_id"]))]
+    matrix = kept.pivot_table(index="task_id", columns="annotator", values="value", aggfunc="last")
+    values = matrix.astype(object).where(matrix.notna(), None).to_numpy()
+    exact, fleiss = exact_agreement(values), fleiss_kappa(values)
+    alpha = krippendorff_alpha(values, "nominal")
+    if not exact.n_units:
+        return []
+    return [
         Paragraph(
-            "A summary's verdict can be derived from its lines: Unfaithful as soon as one line is Inconsistent, "
-            "Faithful otherwise. One row per judge (human annotator, model or gold): n_summaries with line "
-            "verdicts, how many of them the lines make Unfaithful, how many also carry the judge's own summary "
-            "verdict, and the share of those where the derived and the stated verdicts match."
+            f"On the derived verdicts, {exact.n_units} summaries have two or more human annotators: "
+            f"{percent(exact.value)} of the pairs of derived verdicts agree (exact agreement "
+            f"{number(exact.value)}), Fleiss' kappa is {number(fleiss.value)} "
+            f"({kappa_label(fleiss.value)}) and Krippendorff's nominal alpha {number(alpha.value)}."
+            + fragile(exact.n_units, "shared summary", "shared summaries")
         )
     ]
-    shown = per_judge[per_judge["n_summaries"] >= MIN_JUDGE_UNITS]
-    for row in shown.head(6).itertuples():
-        if not row.n_with_stated_verdict:
-            continue
-        who = "the gold labels" if row.source == GOLD_SOURCE else f"{row.annotator} ({row.source})"
-        own = "the gold summary label" if row.source == GOLD_SOURCE else "the judge's own summary verdict"
-        mismatches = row.n_with_stated_verdict - row.n_matching
-        blocks.append(
-            Paragraph(
-                f"{who}: the lines make {row.n_derived_unfaithful} of {row.n_summaries} summaries Unfaithful; the "
-                f"derived verdict matches {own} on {percent(row.share_matching)} of the "
-                f"{plural(row.n_with_stated_verdict, 'summary', 'summaries')} that have both "
-                f"({plural(int(mismatches), 'mismatch', 'mismatches')})."
-            )
-        )
-    if len(shown) < len(per_judge):
-        blocks.append(
-            Paragraph(
-                f"{plural(len(per_judge) - len(shown), 'judge')} with fewer than {MIN_JUDGE_UNITS} summaries (such as "
-                "pilot annotators) are only in derived_summary_verdicts.csv."
-            )
-        )
-    blocks += short_table(
-        "derived_summary_verdicts", "Summary verdicts derived from the lines", shown, data.options.max_rows,
-        data=with_project(per_judge, data.project),
-    )  # fmt: skip
-    human = merged[merged["source"] == HUMAN_SOURCE]
-    if human["annotator"].nunique() >= 2:
-        latest = latest_annotations(human)
-        kept = human[human["annotation_id"].isin(set(latest["annotation_id"]))]
-        matrix = kept.pivot_table(index="task_id", columns="annotator", values="value", aggfunc="last")
-        values = matrix.astype(object).where(matrix.notna(), None).to_numpy()
-        exact, fleiss = exact_agreement(values), fleiss_kappa(values)
-        alpha = krippendorff_alpha(values, "nominal")
-        if exact.n_units:
-            blocks.append(
-                Paragraph(
-                    f"On the derived verdicts, {exact.n_units} summaries have two or more human annotators: "
-                    f"{percent(exact.value)} of the pairs of derived verdicts agree (exact agreement "
-                    f"{number(exact.value)}), Fleiss' kappa is {number(fleiss.value)} "
-                    f"({kappa_label(fleiss.value)}) and Krippendorff's nominal alpha {number(alpha.value)}."
-                    + fragile(exact.n_units, "shared summary", "shared summaries")
-                )
-            )
-    return Section("Summary verdict derived from the lines", blocks)
 
 
 GOLD_ANNOTATIONS_COLUMN = "gold_annotations"  # evaluation_interface's combined.json: the gold's own raters
@@ -526,6 +565,99 @@ def score_thresholds(data: ProjectData) -> tuple[dict, str]:
     return data.all_cells.cached("score_thresholds", compute)
 
 
+def _judges_intro(flagged: list[str]) -> Paragraph:
+    """What the judges table's columns mean; the ``flagged_`` ones (StorySumm's '% easy' and
+    '% hard') only when the table has them."""
+    return Paragraph(
+        "Each judge's verdicts against the gold labels, at summary level (Faithful / Unfaithful; a judge "
+        "without its own summary verdict gets the one derived from its lines) and at line level "
+        "(Inconsistent against the rest). Precision (P) and recall (R) are given for both classes, named: "
+        "'P faithful' is the share of the judge's Faithful calls that gold agrees with, 'R faithful' the share "
+        "of gold's faithful units the judge calls Faithful (StorySumm's tables use this class); 'P unfaithful' "
+        "and 'R unfaithful' the same for the problem class. 'judged faithful' is the share of units the judge "
+        "calls Faithful, balanced accuracy the mean of the two recalls (0.5 is guessing), kappa Cohen's kappa "
+        "between judge and gold, 'units' the summaries or lines judged by both. 'human majority' is the answer "
+        "most annotators gave (ties left out)."
+        + (
+            " " + ", ".join(f"'{c.removeprefix('flagged_')} caught'" for c in flagged) + " give the share of "
+            "gold-unfaithful summaries of that difficulty the judge calls Unfaithful (StorySumm's '% easy' and "
+            "'% hard')."
+            if flagged
+            else ""
+        )
+    )
+
+
+def _thresholds_note(thresholds: dict, tuned_on: str) -> Paragraph:
+    """How score judges got their verdicts: each one's threshold and the split it was tuned on."""
+    chosen = "; ".join(f"{t.source} {t.threshold:.4f}" for t in thresholds.values())
+    return Paragraph(
+        f"Judges that give a score (no verdict) are turned into verdicts with a threshold chosen on the tasks "
+        f"with {tuned_on} only: the first of 150 evenly spaced values from 0 to 1 that maximises balanced "
+        f"accuracy there (as StorySumm does), then a summary scoring above it is Faithful. The same threshold "
+        f"is used on every other split, so those rows are a fair test: {chosen}."
+    )
+
+
+def _best_judge_sentences(shown: pd.DataFrame) -> list[Paragraph]:
+    """Per level, the first judge of the ranked table (the best balanced accuracy) in one sentence."""
+    sentences = []
+    for level in ("summary", "line"):
+        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"])
+        if rows.empty:
+            continue
+        best = rows.iloc[0]
+        units = (
+            plural(int(best["n_units"]), "summary", "summaries")
+            if level == "summary"
+            else plural(int(best["n_units"]), "line")
+        )
+        sentences.append(
+            Paragraph(
+                f"At {level} level the best judge is {best['judge']}: balanced accuracy "
+                f"{number(best['balanced_accuracy'])} on {units}, catching "
+                f"{percent(best['recall_unfaithful'])} of the {best['n_gold_positive']} gold problems with "
+                f"precision {number(best['precision_unfaithful'])} (faithful class: precision "
+                f"{number(best['precision_faithful'])}, recall {number(best['recall_faithful'])})."
+            )
+        )
+    return sentences
+
+
+def _ranking_blocks(data: ProjectData, frame: pd.DataFrame) -> list[Block]:
+    """Score judges ranked without a threshold (AUC against gold), signed confidences included;
+    nothing when no judge gives a score."""
+    auc = judge_scores_vs_gold(pd.concat([frame, _signed_rows(data)], ignore_index=True))
+    if auc.empty:
+        return []
+    return [
+        Paragraph(
+            "Score judges ranked without a threshold: auc_faithful is the chance that a summary gold calls "
+            "faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a perfect ranking), "
+            "over n_units summaries of which n_unfaithful are unfaithful. A judge's confidence in its own verdict "
+            "(GPT-4's probs) is not a faithfulness score: it appears here only signed by the verdict "
+            f"('{SIGNED}': the confidence for a Faithful verdict, one minus it for an Unfaithful one)."
+        ),
+        Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
+              data=with_project(auc, data.project)),
+    ]  # fmt: skip
+
+
+def _judges_glance(ranked: pd.DataFrame) -> list[Glance]:
+    """The front page's findings: the three best judges of each level by balanced accuracy."""
+    glance = []
+    for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
+        rows = ranked[(ranked["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
+        for row in rows.to_dict("records"):
+            answer = (
+                f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
+                f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
+            )
+            judge = str(row["judge"]).removeprefix("model:")
+            glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
+    return glance
+
+
 def judges_section(data: ProjectData) -> Section | None:
     """Every judge (annotators, their majority, models; score judges at a threshold tuned on one
     split) against the gold labels."""
@@ -547,36 +679,9 @@ def judges_section(data: ProjectData) -> Section | None:
         return None
     flagged = [column for column in table.columns if column.startswith("flagged_")]
     blocks: list[Block] = [Paragraph(note) for note in notes]
-    blocks.append(
-        Paragraph(
-            "Each judge's verdicts against the gold labels, at summary level (Faithful / Unfaithful; a judge "
-            "without its own summary verdict gets the one derived from its lines) and at line level "
-            "(Inconsistent against the rest). Precision (P) and recall (R) are given for both classes, named: "
-            "'P faithful' is the share of the judge's Faithful calls that gold agrees with, 'R faithful' the share "
-            "of gold's faithful units the judge calls Faithful (StorySumm's tables use this class); 'P unfaithful' "
-            "and 'R unfaithful' the same for the problem class. 'judged faithful' is the share of units the judge "
-            "calls Faithful, balanced accuracy the mean of the two recalls (0.5 is guessing), kappa Cohen's kappa "
-            "between judge and gold, 'units' the summaries or lines judged by both. 'human majority' is the answer "
-            "most annotators gave (ties left out)."
-            + (
-                " " + ", ".join(f"'{c.removeprefix('flagged_')} caught'" for c in flagged) + " give the share of "
-                "gold-unfaithful summaries of that difficulty the judge calls Unfaithful (StorySumm's '% easy' and "
-                "'% hard')."
-                if flagged
-                else ""
-            )
-        )
-    )
+    blocks.append(_judges_intro(flagged))
     if thresholds:
-        chosen = "; ".join(f"{t.source} {t.threshold:.4f}" for t in thresholds.values())
-        blocks.append(
-            Paragraph(
-                f"Judges that give a score (no verdict) are turned into verdicts with a threshold chosen on the tasks "
-                f"with {tuned_on} only: the first of 150 evenly spaced values from 0 to 1 that maximises balanced "
-                f"accuracy there (as StorySumm does), then a summary scoring above it is Faithful. The same threshold "
-                f"is used on every other split, so those rows are a fair test: {chosen}."
-            )
-        )
+        blocks.append(_thresholds_note(thresholds, tuned_on))
     shown = table[table["n_units"] >= MIN_JUDGE_UNITS]
     if len(shown) < len(table):
         blocks.append(
@@ -595,49 +700,9 @@ def judges_section(data: ProjectData) -> Section | None:
         max(data.options.max_rows, 40),
         data=with_project(table, data.project),
     )  # fmt: skip
-    for level in ("summary", "line"):
-        rows = shown[(shown["level"] == level)].dropna(subset=["balanced_accuracy"])
-        if rows.empty:
-            continue
-        best = rows.iloc[0]
-        units = (
-            plural(int(best["n_units"]), "summary", "summaries")
-            if level == "summary"
-            else plural(int(best["n_units"]), "line")
-        )
-        blocks.append(
-            Paragraph(
-                f"At {level} level the best judge is {best['judge']}: balanced accuracy "
-                f"{number(best['balanced_accuracy'])} on {units}, catching "
-                f"{percent(best['recall_unfaithful'])} of the {best['n_gold_positive']} gold problems with "
-                f"precision {number(best['precision_unfaithful'])} (faithful class: precision "
-                f"{number(best['precision_faithful'])}, recall {number(best['recall_faithful'])})."
-            )
-        )
-    auc = judge_scores_vs_gold(pd.concat([frame, _signed_rows(data)], ignore_index=True))
-    if not auc.empty:
-        blocks.append(
-            Paragraph(
-                "Score judges ranked without a threshold: auc_faithful is the chance that a summary gold calls "
-                "faithful gets a higher score than one gold calls unfaithful (0.5 is guessing, 1 a perfect ranking), "
-                "over n_units summaries of which n_unfaithful are unfaithful. A judge's confidence in its own verdict "
-                "(GPT-4's probs) is not a faithfulness score: it appears here only signed by the verdict "
-                f"('{SIGNED}': the confidence for a Faithful verdict, one minus it for an Unfaithful one)."
-            )
-        )
-        blocks.append(Table("judge_scores_vs_gold", "Score judges against the gold labels (ranking)", auc,
-                            data=with_project(auc, data.project)))  # fmt: skip
-    glance = []
-    for level, noun, nouns in (("summary", "summary", "summaries"), ("line", "line", "lines")):
-        rows = ranked[(ranked["level"] == level)].dropna(subset=["balanced_accuracy"]).head(3)
-        for row in rows.to_dict("records"):
-            answer = (
-                f"{level} level: balanced accuracy {number(row['balanced_accuracy'])} on "
-                f"{plural(int(row['n_units']), noun, nouns)}, {percent(row['recall_unfaithful'])} of the gold problems"
-            )
-            judge = str(row["judge"]).removeprefix("model:")
-            glance.append(Glance("Judges against gold", judge, answer, float(row["balanced_accuracy"])))
-    return Section("Judges against the gold labels", blocks, glance=glance)
+    blocks += _best_judge_sentences(shown)
+    blocks += _ranking_blocks(data, frame)
+    return Section("Judges against the gold labels", blocks, glance=_judges_glance(ranked))
 
 
 def _signed_rows(data: ProjectData) -> pd.DataFrame:

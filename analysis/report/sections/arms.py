@@ -130,28 +130,33 @@ def arms_section(data: ProjectData) -> Section | None:
         for _, row in comparison.comparisons.iterrows():
             blocks.append(Paragraph(_sentence(row)))
     if not comparison.agreement.empty:
-        agreement = comparison.agreement
-        shown = pd.DataFrame(
-            {
-                "group": agreement["group"],
-                "arm": agreement["arm"],
-                "alpha [95% CI]": [
-                    f"{number(a, 2)} [{number(lo, 2)}, {number(hi, 2)}]"
-                    for a, lo, hi in zip(agreement["alpha"], agreement["ci_low"], agreement["ci_high"], strict=True)
-                ],
-                "n_units": agreement["n_units"],
-            }
-        )
-        blocks.append(
-            Paragraph(
-                "Agreement between annotators within each arm: Krippendorff's alpha (nominal or ordinal) of two "
-                "annotators, averaged over the pairs, with a bootstrap interval over units. Suggestions usually raise "
-                "it: annotators who start from the same suggestion agree more, whether or not the suggestion is right."
-            )
-        )
-        blocks.append(Table("arm_agreement", "Agreement between annotators per arm", shown,
-                            data=with_project(agreement, data.project)))  # fmt: skip
+        blocks += _agreement_per_arm(data, comparison.agreement)
     return Section("Anchoring: did the suggestions bias the annotators?", blocks)
+
+
+def _agreement_per_arm(data: ProjectData, agreement: pd.DataFrame) -> list[Block]:
+    """The annotators' agreement within each arm (alpha with its interval), and why suggestions
+    usually raise it."""
+    shown = pd.DataFrame(
+        {
+            "group": agreement["group"],
+            "arm": agreement["arm"],
+            "alpha [95% CI]": [
+                f"{number(a, 2)} [{number(lo, 2)}, {number(hi, 2)}]"
+                for a, lo, hi in zip(agreement["alpha"], agreement["ci_low"], agreement["ci_high"], strict=True)
+            ],
+            "n_units": agreement["n_units"],
+        }
+    )
+    return [
+        Paragraph(
+            "Agreement between annotators within each arm: Krippendorff's alpha (nominal or ordinal) of two "
+            "annotators, averaged over the pairs, with a bootstrap interval over units. Suggestions usually raise "
+            "it: annotators who start from the same suggestion agree more, whether or not the suggestion is right."
+        ),
+        Table("arm_agreement", "Agreement between annotators per arm", shown,
+              data=with_project(agreement, data.project)),
+    ]  # fmt: skip
 
 
 __all__ = ["arms_section", "project_arms"]

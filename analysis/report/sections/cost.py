@@ -27,63 +27,16 @@ def cost_section(data: ProjectData) -> Section | None:
     per_version = cost_per_model_version(usage)
     per_task = cost_per_task(usage)
     tasks = int(per_task["task_id"].nunique())
-    requests, cached = int(per_version["requests"].sum()), int(per_version["cached"].sum())
-    prompt, completion = int(per_version["prompt_tokens"].sum()), int(per_version["completion_tokens"].sum())
-    text = (
-        f"The LLM pre-annotation of {tasks} task(s) sent {requests} request(s) using {prompt:,} prompt and "
-        f"{completion:,} completion tokens; {cached} answer(s) came from the response cache (or from an identical "
-        "task of the same batch) and cost nothing."
-    )
+    requests = int(per_version["requests"].sum())
+    tokens = int(per_version["prompt_tokens"].sum()) + int(per_version["completion_tokens"].sum())
     unreported = int(per_version["unreported"].sum())
     priced = per_task["cost"].dropna()
-    if not priced.empty:
-        text += (
-            f" At the prices given (--price-in/--price-out) it cost {'an estimated ' if unreported else ''}"
-            f"{money(priced.sum())} in all: {money(priced.median())} for the median task, "
-            f"{money(priced.max())} for the dearest."
-        )
-    else:
-        text += " No prices were given (--price-in/--price-out), so no cost is shown."
-    notes = []
-    if unreported:
-        estimated_tokens = int(per_version["estimated_tokens"].sum())
-        estimated_cost = per_version["estimated_cost"].sum(min_count=1)
-        of_cost = "" if pd.isna(estimated_cost) else f" and {money(estimated_cost)} of the cost"
-        notes.append(
-            f"{unreported} request(s) came from a server that reported no token usage: their tokens and cost are "
-            f"estimated from the length of their prompt and answer ({estimated_tokens:,} of the tokens{of_cost}; "
-            "the columns estimated_tokens and estimated_cost), so the totals are estimates."
-        )
-    unpriced = int(per_version["unpriced"].sum())
-    if unpriced:
-        notes.append(f"{unpriced} request(s) had tokens but no price: their cost is missing from the totals.")
-    columns = ["model_version", "model", "tasks", "requests", "answers", "cached", "unreported", "unpriced"]
-    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task", "estimated_tokens", "estimated_cost"]
-    if (per_version["answers"] == per_version["requests"]).all():
-        columns.remove("answers")  # one answer per request: no samples asked with n
-    optional = ("unreported", "unpriced", "estimated_tokens", "estimated_cost")
-    columns = [c for c in columns if c not in optional or per_version[c].fillna(0).any()]
+    columns = _shown_columns(per_version)
     shown = per_version.assign(**{c: per_version[c].map(money) for c in ("cost", "cost_per_task", "estimated_cost")})
     shown = shown[columns]
     blocks = [
-        Paragraph(text + (" " + " ".join(notes) if notes else "")),
-        Paragraph(
-            "One row per model version (each judge, and each setting of samples, is its own version). tasks: "
-            "tasks it answered; requests: HTTP requests that carried their tokens; "
-            + (
-                "answers: answers those requests gave (several per request when samples were asked with n); "
-                if "answers" in columns
-                else ""
-            )
-            + "cached: answers that cost nothing; cost_per_task: cost divided by tasks"
-            + (
-                "; unreported: requests whose server reported no token usage, whose tokens and cost are estimated "
-                "(estimated_tokens, estimated_cost: the estimated part of the tokens and of the cost)"
-                if unreported
-                else ""
-            )
-            + ". cost_per_task.csv has every task."
-        ),
+        Paragraph(" ".join([_usage_text(per_version, tasks, priced), *_estimate_notes(per_version)])),
+        _columns_note(columns, unreported),
         Table(
             "cost_by_model_version",
             "LLM tokens and cost per model version",
@@ -98,5 +51,77 @@ def cost_section(data: ProjectData) -> Section | None:
         )
         glance = [Glance("Cost", "LLM", answer, float(priced.sum()))]
     else:
-        glance = [Glance("Cost", "LLM", f"no prices given; {requests} request(s), {prompt + completion:,} tokens")]
+        glance = [Glance("Cost", "LLM", f"no prices given; {requests} request(s), {tokens:,} tokens")]
     return Section("Cost", blocks, glance=glance)
+
+
+def _usage_text(per_version: pd.DataFrame, tasks: int, priced: pd.Series) -> str:
+    """The usage in one sentence (tasks, requests, tokens, cache hits), then the cost in all, for
+    the median and the dearest task at the prices given (an estimate when some usage was)."""
+    requests, cached = int(per_version["requests"].sum()), int(per_version["cached"].sum())
+    prompt, completion = int(per_version["prompt_tokens"].sum()), int(per_version["completion_tokens"].sum())
+    text = (
+        f"The LLM pre-annotation of {tasks} task(s) sent {requests} request(s) using {prompt:,} prompt and "
+        f"{completion:,} completion tokens; {cached} answer(s) came from the response cache (or from an identical "
+        "task of the same batch) and cost nothing."
+    )
+    if priced.empty:
+        return text + " No prices were given (--price-in/--price-out), so no cost is shown."
+    unreported = int(per_version["unreported"].sum())
+    return text + (
+        f" At the prices given (--price-in/--price-out) it cost {'an estimated ' if unreported else ''}"
+        f"{money(priced.sum())} in all: {money(priced.median())} for the median task, "
+        f"{money(priced.max())} for the dearest."
+    )
+
+
+def _estimate_notes(per_version: pd.DataFrame) -> list[str]:
+    """What the totals lack: the estimated part of requests whose server reported no usage, and
+    requests with tokens but no price."""
+    notes = []
+    unreported = int(per_version["unreported"].sum())
+    if unreported:
+        estimated_tokens = int(per_version["estimated_tokens"].sum())
+        estimated_cost = per_version["estimated_cost"].sum(min_count=1)
+        of_cost = "" if pd.isna(estimated_cost) else f" and {money(estimated_cost)} of the cost"
+        notes.append(
+            f"{unreported} request(s) came from a server that reported no token usage: their tokens and cost are "
+            f"estimated from the length of their prompt and answer ({estimated_tokens:,} of the tokens{of_cost}; "
+            "the columns estimated_tokens and estimated_cost), so the totals are estimates."
+        )
+    unpriced = int(per_version["unpriced"].sum())
+    if unpriced:
+        notes.append(f"{unpriced} request(s) had tokens but no price: their cost is missing from the totals.")
+    return notes
+
+
+def _shown_columns(per_version: pd.DataFrame) -> list[str]:
+    """The table's columns: ``answers`` only when a request gave several, and the unreported,
+    unpriced and estimated columns only when some row has them."""
+    columns = ["model_version", "model", "tasks", "requests", "answers", "cached", "unreported", "unpriced"]
+    columns += ["prompt_tokens", "completion_tokens", "cost", "cost_per_task", "estimated_tokens", "estimated_cost"]
+    if (per_version["answers"] == per_version["requests"]).all():
+        columns.remove("answers")  # one answer per request: no samples asked with n
+    optional = ("unreported", "unpriced", "estimated_tokens", "estimated_cost")
+    return [c for c in columns if c not in optional or per_version[c].fillna(0).any()]
+
+
+def _columns_note(columns: list[str], unreported: int) -> Paragraph:
+    """What the table's columns count, those it shows only."""
+    return Paragraph(
+        "One row per model version (each judge, and each setting of samples, is its own version). tasks: "
+        "tasks it answered; requests: HTTP requests that carried their tokens; "
+        + (
+            "answers: answers those requests gave (several per request when samples were asked with n); "
+            if "answers" in columns
+            else ""
+        )
+        + "cached: answers that cost nothing; cost_per_task: cost divided by tasks"
+        + (
+            "; unreported: requests whose server reported no token usage, whose tokens and cost are estimated "
+            "(estimated_tokens, estimated_cost: the estimated part of the tokens and of the cost)"
+            if unreported
+            else ""
+        )
+        + ". cost_per_task.csv has every task."
+    )

@@ -8,8 +8,11 @@ for a reader who has never seen an agreement coefficient.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from judgelab.analysis.counts import (
@@ -302,41 +305,10 @@ def agreement_section(data: ProjectData) -> Section | None:
     )
     scales = data.meta.get("scales") or {}
     is_ordinal = (shown_rows["kind"] == "ordinal").to_numpy(dtype=bool)
-    nominal = shown_rows[~is_ordinal]
     ordinal = shown_rows[is_ordinal]
     records = list(shown_rows.itertuples())  # the rows as attributes, read once for the notes and sentences
-    if not nominal.empty:
-        shown = nominal.assign(
-            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
-        )
-        shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
-        blocks.append(
-            Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
-        )
-    if not ordinal.empty:
-        shown = ordinal.assign(
-            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
-            scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
-        )
-        shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
-        data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
-        blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
-    if shown_rows["krippendorff_alpha"].notna().any():
-        plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
-        blocks.append(
-            Figure(
-                "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
-                render=lambda: alpha_ci_png(plotted),
-                combine=alpha_ci_cells_png,
-                payload=plotted,
-            )
-        )
-        blocks.append(
-            Paragraph(
-                "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
-                "tell on which side of it the item's reliability lies."
-            )
-        )
+    blocks += _agreement_tables(agreement, shown_rows, records, is_ordinal, scales)
+    blocks += _alpha_plot(shown_rows)
     if not ordinal.empty and bool(ordinal["weighted_kappa_pairs"].any()):
         blocks.append(
             Paragraph(
@@ -357,17 +329,75 @@ def agreement_section(data: ProjectData) -> Section | None:
         for index, row in enumerate(records)
     ]
     glance = [_agreement_glance(row) for row in records if row.item != "n_spans"]
-    paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
-    if not paradox.empty:
-        blocks.append(
-            Paragraph(
-                f"{', '.join(map(str, paradox['item']))}: high exact agreement with a low alpha or kappa is no "
-                "contradiction. When nearly every answer is the same value, chance alone already makes most pairs "
-                "agree, so the chance-corrected coefficients have little room and drop with a few disagreements; "
-                "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
-            )
-        )
+    blocks += _paradox_note(shown_rows)
     return Section("Agreement per item", blocks, glance=glance)
+
+
+def _agreement_tables(
+    agreement: pd.DataFrame,
+    shown_rows: pd.DataFrame,
+    records: list[Any],
+    is_ordinal: np.ndarray,
+    scales: Mapping[str, Any],
+) -> list[Block]:
+    """One table for choices and tick boxes, one for rating scales (with each item's scale), each
+    with the coefficients that suit its kind; ``agreement.csv`` (every row) goes with the first."""
+    nominal = shown_rows[~is_ordinal]
+    ordinal = shown_rows[is_ordinal]
+    blocks: list[Block] = []
+    if not nominal.empty:
+        shown = nominal.assign(
+            note=[_note(row, "nominal") for row, o in zip(records, is_ordinal, strict=True) if not o]
+        )
+        shown = _without_empty_notes(shown[list(NOMINAL_COLUMNS)].rename(columns=NOMINAL_COLUMNS))
+        blocks.append(
+            Table("agreement", "Agreement on choices and tick boxes (human annotators)", shown, data=agreement)
+        )
+    if not ordinal.empty:
+        shown = ordinal.assign(
+            note=[_note(row, "ordinal") for row, o in zip(records, is_ordinal, strict=True) if o],
+            scale=[_scale_text(scales.get(item)) for item in ordinal["item"]],
+        )
+        shown = _without_empty_notes(shown[list(ORDINAL_COLUMNS)].rename(columns=ORDINAL_COLUMNS))
+        data_table = agreement if nominal.empty else agreement.iloc[0:0]  # one agreement.csv with every item
+        blocks.append(Table("agreement", "Agreement on rating scales (human annotators)", shown, data=data_table))
+    return blocks
+
+
+def _alpha_plot(shown_rows: pd.DataFrame) -> list[Block]:
+    """The plot of each item's alpha with its bootstrap interval, and how to read it; nothing when
+    no alpha was computed."""
+    if not shown_rows["krippendorff_alpha"].notna().any():
+        return []
+    plotted = shown_rows[["item", "krippendorff_alpha", "alpha_ci_low", "alpha_ci_high", "alpha_level"]]
+    return [
+        Figure(
+            "Krippendorff's alpha per item (dot) with its 95% bootstrap interval (bar)",
+            render=lambda: alpha_ci_png(plotted),
+            combine=alpha_ci_cells_png,
+            payload=plotted,
+        ),
+        Paragraph(
+            "The dashed lines of the plot mark 0.667 and 0.800; a bar crossing a line means the data cannot "
+            "tell on which side of it the item's reliability lies."
+        ),
+    ]
+
+
+def _paradox_note(shown_rows: pd.DataFrame) -> list[Block]:
+    """Why items with high exact agreement can have a low alpha (lopsided answers), naming them;
+    nothing when there are none."""
+    paradox = shown_rows[(shown_rows["exact_agreement"] >= 0.8) & (shown_rows["krippendorff_alpha"] < 0.5)]
+    if paradox.empty:
+        return []
+    return [
+        Paragraph(
+            f"{', '.join(map(str, paradox['item']))}: high exact agreement with a low alpha or kappa is no "
+            "contradiction. When nearly every answer is the same value, chance alone already makes most pairs "
+            "agree, so the chance-corrected coefficients have little room and drop with a few disagreements; "
+            "Gwet's AC1/AC2 are built to be less affected by such lopsided answers."
+        )
+    ]
 
 
 def _agreement_glance(row: object) -> Glance:
@@ -469,11 +499,7 @@ def _note(row: object, kind: str) -> str:
 
 def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str:
     """One item's numbers in words; ``explain`` adds what each coefficient means (first item only)."""
-    kind_text = {"ordinal": "rating scale", "nominal": "choice", "flag": "tick box"}.get(row.kind, row.kind)
-    if row.kind == "ordinal" and str(row.item).startswith("n_") and isinstance(scale, dict) and scale.get("inferred"):
-        kind_text = "count"
-    scale_text = _scale_text(scale)
-    item = f"{row.item} ({kind_text}{' ' + scale_text if scale_text else ''})"
+    item = _item_heading(row, scale)
     if row.n_units == 0:
         return f"{item}: no agreement can be measured yet: {row.reason}."
     parts = [
@@ -481,47 +507,9 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
         f"({row.n_annotations} answers); {percent(row.exact_agreement)} of the pairs of answers on the "
         f"same task are identical (exact agreement {number(row.exact_agreement)})."
     ]
-    if row.kind == "ordinal":
-        if not is_nan(row.adjacent_agreement):
-            parts.append(
-                f"{percent(row.adjacent_agreement)} are at most one point apart "
-                f"(adjacent agreement {number(row.adjacent_agreement)})."
-            )
-        if not is_nan(row.weighted_kappa):
-            who = "averaged over every pair of annotators" if row.weighted_kappa_pairs else "between the two annotators"
-            meaning = ": agreement beyond chance, with near misses counted as partly agreeing" if explain else ""
-            parts.append(
-                f"The quadratic weighted kappa, {who}, is {number(row.weighted_kappa)} "
-                f"({kappa_label(row.weighted_kappa)}){meaning}."
-            )
-    elif not is_nan(row.kappa):
-        if row.kappa_kind == "Cohen":
-            meaning = (
-                ": the agreement left after removing what the two annotators' habits would give by chance"
-                if explain
-                else ""
-            )
-            parts.append(f"Cohen's kappa is {number(row.kappa)} ({kappa_label(row.kappa)}){meaning}.")
-        else:
-            parts.append(
-                f"Light's kappa, Cohen's kappa averaged over every pair of annotators, is {number(row.kappa)} "
-                f"({kappa_label(row.kappa)})."
-            )
-    if row.kind != "ordinal" and not is_nan(row.fleiss_kappa) and row.n_annotators > 2:
-        parts.append(
-            f"Fleiss' kappa over all annotators is {number(row.fleiss_kappa)} ({kappa_label(row.fleiss_kappa)})."
-        )
+    parts += _ordinal_parts(row, explain) if row.kind == "ordinal" else _kappa_parts(row, explain)
     if not is_nan(row.krippendorff_alpha):
-        interval = ""
-        if row.alpha_ci != "n/a":
-            low, high = number(row.alpha_ci_low), number(row.alpha_ci_high)
-            interval = f", 95% interval {low} to {high}" + (
-                f" from resampling the {row.n_units} tasks" if explain else ""
-            )
-        parts.append(
-            f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
-            f"{alpha_label(row.krippendorff_alpha)}."
-        )
+        parts.append(_alpha_part(row, explain))
     if _few_shared(row):
         parts.append(
             f"Caution: that kappa is a mean over {row.n_pairs} pairs of annotators, some sharing only "
@@ -535,6 +523,69 @@ def _agreement_sentence(row: object, scale: object, explain: bool = True) -> str
         parts.append(f"The chance-corrected coefficients cannot be computed: {row.reason}.")
     parts.append(fragile(int(row.n_units)).strip())
     return " ".join(part for part in parts if part)
+
+
+def _item_heading(row: object, scale: object) -> str:
+    """The item's name with its kind (a rating scale of counts is a count) and scale."""
+    kind_text = {"ordinal": "rating scale", "nominal": "choice", "flag": "tick box"}.get(row.kind, row.kind)
+    if row.kind == "ordinal" and str(row.item).startswith("n_") and isinstance(scale, dict) and scale.get("inferred"):
+        kind_text = "count"
+    scale_text = _scale_text(scale)
+    return f"{row.item} ({kind_text}{' ' + scale_text if scale_text else ''})"
+
+
+def _ordinal_parts(row: object, explain: bool) -> list[str]:
+    """A rating scale's adjacent agreement and quadratic weighted kappa, those computed."""
+    parts = []
+    if not is_nan(row.adjacent_agreement):
+        parts.append(
+            f"{percent(row.adjacent_agreement)} are at most one point apart "
+            f"(adjacent agreement {number(row.adjacent_agreement)})."
+        )
+    if not is_nan(row.weighted_kappa):
+        who = "averaged over every pair of annotators" if row.weighted_kappa_pairs else "between the two annotators"
+        meaning = ": agreement beyond chance, with near misses counted as partly agreeing" if explain else ""
+        parts.append(
+            f"The quadratic weighted kappa, {who}, is {number(row.weighted_kappa)} "
+            f"({kappa_label(row.weighted_kappa)}){meaning}."
+        )
+    return parts
+
+
+def _kappa_parts(row: object, explain: bool) -> list[str]:
+    """A choice's or tick box's kappa (Cohen's with two annotators, else Light's) and, with more
+    than two annotators, Fleiss' kappa; those computed."""
+    parts = []
+    if not is_nan(row.kappa):
+        if row.kappa_kind == "Cohen":
+            meaning = (
+                ": the agreement left after removing what the two annotators' habits would give by chance"
+                if explain
+                else ""
+            )
+            parts.append(f"Cohen's kappa is {number(row.kappa)} ({kappa_label(row.kappa)}){meaning}.")
+        else:
+            parts.append(
+                f"Light's kappa, Cohen's kappa averaged over every pair of annotators, is {number(row.kappa)} "
+                f"({kappa_label(row.kappa)})."
+            )
+    if not is_nan(row.fleiss_kappa) and row.n_annotators > 2:
+        parts.append(
+            f"Fleiss' kappa over all annotators is {number(row.fleiss_kappa)} ({kappa_label(row.fleiss_kappa)})."
+        )
+    return parts
+
+
+def _alpha_part(row: object, explain: bool) -> str:
+    """Krippendorff's alpha with its bootstrap interval (when there is one) and its label."""
+    interval = ""
+    if row.alpha_ci != "n/a":
+        low, high = number(row.alpha_ci_low), number(row.alpha_ci_high)
+        interval = f", 95% interval {low} to {high}" + (f" from resampling the {row.n_units} tasks" if explain else "")
+    return (
+        f"Krippendorff's {row.alpha_level} alpha is {number(row.krippendorff_alpha)}{interval}: "
+        f"{alpha_label(row.krippendorff_alpha)}."
+    )
 
 
 def rating_distribution_section(data: ProjectData) -> Section | None:

@@ -16,6 +16,7 @@ cancelled, so a text an annotator read and found nothing in still counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -220,46 +221,58 @@ def f1_section(data: ProjectData) -> Section | None:
         ),
         Table("span_agreement", "Span agreement (mean over pairs)", table, data=with_project(table, data.project)),
     ]
+    records = table.to_dict("records")
     glance = [
-        Glance(
-            "Span agreement",
-            "annotators",
-            f"F1 {number(row['F1 soft'], 2)} ignoring labels, {number(row['F1 hard'], 2)} with labels; "
-            f"{plural(int(row['n_pairs']), 'pair')}",
-            float(row["F1 soft"]),
-        )
-        for row in table.to_dict("records")
+        _f1_glance(row)
+        for row in records
         if row["comparison"] == "human – human" and row["form"] == "per span" and not is_nan(row["F1 soft"])
     ]
-    for row in table.to_dict("records"):
-        f1_hard, f1_soft = row["F1 hard"], row["F1 soft"]
-        gap = ""
-        if not (is_nan(f1_hard) or is_nan(f1_soft)):
-            gap = f"; the gap of {f1_soft - f1_hard:.2f} is disagreement about the label rather than the place"
-        texts = "" if is_nan(row["examples_per_pair"]) else f" ({row['examples_per_pair']:.1f} texts per pair)"
-        blocks.append(
-            Paragraph(
-                f"{row['comparison']}, {row['form']} form: F1 {number(f1_hard, 2)} hard and {number(f1_soft, 2)} "
-                f"soft, the mean over {plural(row['n_pairs'], 'pair')} of raters{texts}{gap}."
-            )
-        )
+    blocks += [_f1_sentence(row) for row in records]
+    blocks += _pairwise_scores(data)
+    return Section("Span F1 between annotators", blocks, glance=glance)
+
+
+def _f1_glance(row: dict[str, Any]) -> Glance:
+    """The front page's finding for the human pairs' span F1, with and without labels."""
+    return Glance(
+        "Span agreement",
+        "annotators",
+        f"F1 {number(row['F1 soft'], 2)} ignoring labels, {number(row['F1 hard'], 2)} with labels; "
+        f"{plural(int(row['n_pairs']), 'pair')}",
+        float(row["F1 soft"]),
+    )
+
+
+def _f1_sentence(row: dict[str, Any]) -> Paragraph:
+    """One comparison and form in words: hard and soft F1, over how many pairs and texts, and the
+    gap between them (disagreement about the label)."""
+    f1_hard, f1_soft = row["F1 hard"], row["F1 soft"]
+    gap = ""
+    if not (is_nan(f1_hard) or is_nan(f1_soft)):
+        gap = f"; the gap of {f1_soft - f1_hard:.2f} is disagreement about the label rather than the place"
+    texts = "" if is_nan(row["examples_per_pair"]) else f" ({row['examples_per_pair']:.1f} texts per pair)"
+    return Paragraph(
+        f"{row['comparison']}, {row['form']} form: F1 {number(f1_hard, 2)} hard and {number(f1_soft, 2)} "
+        f"soft, the mean over {plural(row['n_pairs'], 'pair')} of raters{texts}{gap}."
+    )
+
+
+def _pairwise_scores(data: ProjectData) -> list[Block]:
+    """Every pair's own scores, as a CSV only, and the sentence pointing to it."""
     pairwise = span_pairwise(data)
-    blocks.append(
+    return [
         Paragraph(
             f"Every pair's own scores (both forms, hard and soft) are in span_agreement_pairs.csv "
             f"({plural(len(pairwise), 'row')})."
-        )  # fmt: skip
-    )
-    blocks.append(
+        ),
         Table(
             "span_agreement_pairs",
             "Pairwise span scores",
             pairwise,
             data=with_project(pairwise, data.project),
             csv_only=True,
-        )  # fmt: skip
-    )
-    return Section("Span F1 between annotators", blocks, glance=glance)
+        ),
+    ]
 
 
 def _text_lengths(data: ProjectData, spans: pd.DataFrame) -> pd.DataFrame | None:
@@ -425,19 +438,7 @@ def votes_section(data: ProjectData) -> Section | None:
     n_examples = int(sizes.max())
     any_block = block[block["label"] == ANY_LABEL].set_index("votes")["share"]
     blocks: list[Block] = [
-        Paragraph(
-            f"As in HotelCheckSpan Table 5: row E = k counts the texts where exactly k annotators marked at least "
-            f"one span of the column's label ('(any)': any label at all), with the share of texts in brackets. "
-            f"Texts are grouped by how many annotators annotated them; the table shows the largest group, "
-            f"{plural(n_examples, 'text')} annotated by {plural(n_annotators, 'annotator')} "
-            f"(example_votes.csv has every group of annotated texts).{empty_rows}"
-            + (
-                f" {plural(n_unannotated, 'text')} nobody has annotated yet {'is' if n_unannotated == 1 else 'are'} "
-                "left out."
-                if n_unannotated
-                else ""
-            )
-        ),
+        _votes_intro(n_examples, n_annotators, empty_rows, n_unannotated),
         Paragraph(
             f"{percent(any_block.get(0, 0.0))} of these texts got no error from anyone and "
             f"{percent(any_block.get(n_annotators, 0.0))} were flagged by "
@@ -451,18 +452,45 @@ def votes_section(data: ProjectData) -> Section | None:
             data=with_project(table, data.project),
         ),  # fmt: skip
     ]
-    png = vote_table_png(block)
-    if png is not None:
-        if n_annotators > MAX_VOTE_ROWS:
-            blocks.append(
-                Paragraph(
-                    "In the plot each dot is a group of texts: its position is the share of the annotators who "
-                    "marked the label on them, its size (and number) how many texts. Dots at 0% or 100% are "
-                    "consensus; dots in the middle are texts the annotators split on."
-                )
-            )
-        blocks.append(Figure("Texts by the share of annotators marking each label", png))
+    blocks += _votes_plot(block, n_annotators)
     return Section("Example-level votes", blocks)
+
+
+def _votes_intro(n_examples: int, n_annotators: int, empty_rows: str, n_unannotated: int) -> Paragraph:
+    """How to read the votes table (HotelCheckSpan Table 5), which group of texts it shows, and
+    the texts left out (rows no text reaches, texts nobody annotated)."""
+    return Paragraph(
+        f"As in HotelCheckSpan Table 5: row E = k counts the texts where exactly k annotators marked at least "
+        f"one span of the column's label ('(any)': any label at all), with the share of texts in brackets. "
+        f"Texts are grouped by how many annotators annotated them; the table shows the largest group, "
+        f"{plural(n_examples, 'text')} annotated by {plural(n_annotators, 'annotator')} "
+        f"(example_votes.csv has every group of annotated texts).{empty_rows}"
+        + (
+            f" {plural(n_unannotated, 'text')} nobody has annotated yet {'is' if n_unannotated == 1 else 'are'} "
+            "left out."
+            if n_unannotated
+            else ""
+        )
+    )
+
+
+def _votes_plot(block: pd.DataFrame, n_annotators: int) -> list[Block]:
+    """The votes of the shown group as a plot (read as shares when there are too many annotators
+    for one row per count); nothing when there is nothing to draw."""
+    png = vote_table_png(block)
+    if png is None:
+        return []
+    blocks: list[Block] = []
+    if n_annotators > MAX_VOTE_ROWS:
+        blocks.append(
+            Paragraph(
+                "In the plot each dot is a group of texts: its position is the share of the annotators who "
+                "marked the label on them, its size (and number) how many texts. Dots at 0% or 100% are "
+                "consensus; dots in the middle are texts the annotators split on."
+            )
+        )
+    blocks.append(Figure("Texts by the share of annotators marking each label", png))
+    return blocks
 
 
 def campaign_frame(data: ProjectData, inputs: SpanInputs) -> tuple[pd.DataFrame, pd.DataFrame]:

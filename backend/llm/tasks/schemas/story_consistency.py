@@ -152,8 +152,15 @@ class StoryConsistencyTask(SchemaTask):
         draft = Draft()
         lines = story_lines(data.get("lines"))
         alternates = task_alternates(data)
-        n = len(lines)
+        self._add_verdicts(answer, len(lines), draft, tally)
+        self._add_swaps(answer, alternates, len(lines), draft, tally)
+        self._add_ambiguous(answer, lines, draft, tally)
+        return draft
 
+    def _add_verdicts(self, answer: ParsedAnswer, n: int, draft: Draft, tally: Tally) -> None:
+        """Each line's verdict (and an Inconsistent one's explanation) into the draft; verdicts for
+        no such line, repeated or unreadable are counted and left out, and so are lines left
+        without one."""
         _, given_lines = lookup(answer.fields, "lines", "verdicts")
         for number, entry in self._entries(given_lines, "line"):
             i = list_index(number, n)
@@ -186,6 +193,12 @@ class StoryConsistencyTask(SchemaTask):
             tally.counts["missing_verdicts"] = len(missing)
             tally.problems.append("no verdict for line(s) " + ", ".join(str(i + 1) for i in missing))
 
+    def _add_swaps(
+        self, answer: ParsedAnswer, alternates: list[dict[str, Any]], n: int, draft: Draft, tally: Tally
+    ) -> None:
+        """Each alternate's swap answer (and its explanation) into the draft. An entry names its
+        alternate by number, or by the line it replaces; unknown, unreadable or repeated ones are
+        dropped, and alternates left without an answer counted."""
         _, given_swaps = lookup(answer.fields, "swaps", "swap", "alternates")
         line_to_alt = {a.get("line"): k for k, a in enumerate(alternates) if isinstance(a.get("line"), int)}
         for number, entry in self._entries(given_swaps, "alternate"):
@@ -216,10 +229,13 @@ class StoryConsistencyTask(SchemaTask):
         if missing_swaps:
             tally.counts["missing_swaps"] = missing_swaps
 
+    def _add_ambiguous(self, answer: ParsedAnswer, lines: list[dict[str, Any]], draft: Draft, tally: Tally) -> None:
+        """The ambiguous passages the model quoted, aligned on their line's text as spans; entries
+        for no such line (or not objects) are dropped."""
         _, given_ambiguous = lookup(answer.fields, "ambiguous", "ambiguities")
         by_line: dict[int, list[Any]] = {}
         for number, entry in self._entries(given_ambiguous, "line"):
-            i = list_index(number, n)
+            i = list_index(number, len(lines))
             if i is None or not isinstance(entry, dict):
                 tally.counts["dropped_items"] += 1
                 continue
@@ -230,4 +246,3 @@ class StoryConsistencyTask(SchemaTask):
                 continue
             for s in align(text, raw_spans(items, tally), "allow", tally):
                 draft.spans.append(SpanDraft(expand(AMBIGUOUS_CONTROL, i), s.start, s.end, AMBIGUOUS, note=s.reason))
-        return draft
