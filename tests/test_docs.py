@@ -96,3 +96,11 @@ def test_the_readme_starts_with_the_two_commands_and_links_into_the_manual():
         assert (ROOT / link).exists(), link
     for forbidden in ("../shared", "round 1", "round 2", "round 3"):
         assert forbidden not in text, forbidden
+
+
+def test_every_bench_is_in_the_benchmarks_page():
+    """A bench nobody can find is a figure nobody re-measures: each ``bench/*.py`` is named on the
+    benchmarks page (its command or its figures)."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    missing = sorted(p.name for p in (ROOT / "bench").glob("*.py") if f"bench/{p.name}" not in page)
+    assert not missing, f"benches missing from docs/benchmarks.md: {', '.join(missing)}"
