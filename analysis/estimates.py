@@ -82,16 +82,8 @@ UNIFORM, WEIGHTED = "uniform", "inclusion probabilities"
 MEAN, SHARE = "mean", "share"
 SPANS_PREFIX = SPANS_ANY.split(":")[0] + ": "  # ``spans: <label>``, as analysis.judges names them
 
-COLUMNS = [
-    "judge",
-    "quantity",
-    "description",
-    "item",
-    "statistic",
-    "n_tasks",
-    "n_judged",
-    "n_labeled",
-    "n_gold",
+#: the numbers of one estimate (NaN where there are too few labels for them)
+ESTIMATE_COLUMNS = [
     "human_estimate",
     "human_low",
     "human_high",
@@ -102,6 +94,18 @@ COLUMNS = [
     "ppi_high",
     "lambda",
     "worth_human_labels",
+]
+COLUMNS = [
+    "judge",
+    "quantity",
+    "description",
+    "item",
+    "statistic",
+    "n_tasks",
+    "n_judged",
+    "n_labeled",
+    "n_gold",
+    *ESTIMATE_COLUMNS,
     "weights",
     "alpha",
     "note",
@@ -611,21 +615,7 @@ def _estimate_row(
         "n_judged": len(yhat),
         "n_labeled": n,
         "n_gold": int((gold & labeled).sum()),
-        **dict.fromkeys(
-            [
-                "human_estimate",
-                "human_low",
-                "human_high",
-                "judge_estimate",
-                "judge_bias",
-                "ppi_estimate",
-                "ppi_low",
-                "ppi_high",
-                "lambda",
-                "worth_human_labels",
-            ],
-            np.nan,
-        ),
+        **dict.fromkeys(ESTIMATE_COLUMNS, np.nan),
         "weights": UNIFORM,
         "alpha": alpha,
         "note": "",
