@@ -59,12 +59,16 @@ Two methods:
   spread over the judge's predictions (Fluency at 50 labels: coverage 0.75-0.79 at weights 1-3);
   a floor scaled by the labelled slope or correlation of ``y`` on ``yhat`` (Fluency: 0.73, the
   slope measured on a sample without the tail is the bulk's); the floor ``Var_all(yhat) -
-  Var_lab(yhat)`` over the whole range (as good on Fluency, 1.12 on Consistency); a
+  Var_lab(yhat)`` over the whole range (as good on Fluency, 1.12 on Consistency); the unseen
+  spread measured from the nearest seen prediction instead of ``hbar`` (Consistency 1.03, but
+  Fluency's coverage 0.85); a pseudo-task of weight 0.25 at the ends on top of the floor
+  (Coherence 0.88 of the classical width, Consistency 1.17); ``lambda`` tuned with the judge's
+  variance over all tasks, as ``ppi_py`` does (Coherence 0.88, Fluency 0.77); a
   one-degree-of-freedom penalty for the fitted ``lambda`` (coverage moved by under 0.01) and
   two-fold cross-fitting (with the pseudo-task: +0.01 coverage, 0.91 of the human-only width on
-  Fluency instead of 0.77). Even with the population's optimal ``lambda`` and its true variance, a symmetric
-  ``+- z se`` interval covers Fluency's mean at 50 labels only 0.72 of the time (0.84 at 100):
-  a skewed rating needs an interval that widens when the tail is missing.
+  Fluency instead of 0.77). Even with the population's optimal ``lambda`` and its true
+  variance, a symmetric ``+- z se`` interval covers Fluency's mean at 50 labels only 0.72 of the
+  time (0.84 at 100): a skewed rating needs an interval that widens when the tail is missing.
 
 Variance of the adjusted estimator (superpopulation, each task labelled independently with
 probability ``pi_i``, Zrnic & Candès's ``Var(Z_i) / N`` with
@@ -103,7 +107,9 @@ class Interval:
     """An estimate with its ``(low, high)`` confidence interval and standard error.
 
     ``estimate +- quantile * se``; the adjusted method clips ``low`` and ``high`` to the scale's
-    bounds (the mean cannot leave them), so ``width`` may be less than ``2 * quantile * se``.
+    bounds (the mean cannot leave them), so ``width`` may be less than ``2 * quantile * se``. A
+    score interval (0/1 labels, see the module) is not centred on the estimate; its ``se`` is its
+    half-width over the quantile.
     """
 
     estimate: float
