@@ -191,7 +191,7 @@ def test_a_share_gets_wilson_score_intervals() -> None:
         )
         assert result.human.width > 0.05  # no spread still gets an interval
         assert result.ppi.width <= result.human.width + 1e-12
-    # a share's labels make a score interval; a rating's do not, even on a 0/1-looking judge
+    # labels all at 0 or 1 make a score interval; a fractional one (half the annotators gave the label) does not
     fit = ppi.pool_fit(
         np.array([[0.0, 1, 1], [0.0, 0.5, 1]]),
         np.ones((2, 3)),
@@ -226,7 +226,7 @@ def test_a_good_judge_narrows_a_share_and_keeps_coverage() -> None:
     truth = y.mean()
     assert np.mean((fit.ppi_low <= truth) & (truth <= fit.ppi_high)) >= 0.88
     assert np.mean((fit.human_low <= truth) & (truth <= fit.human_high)) >= 0.88
-    assert np.mean(fit.ppi_high - fit.ppi_low) < 0.85 * np.mean(fit.human_high - fit.human_low)
+    assert np.mean(fit.ppi_high - fit.ppi_low) < 0.7 * np.mean(fit.human_high - fit.human_low)
     assert np.all(fit.ppi_high - fit.ppi_low <= fit.human_high - fit.human_low + 1e-12)
 
 
