@@ -25,27 +25,50 @@ Two methods:
   falls short at 10-20 labels and on skewed ratings.
 - ``"adjusted"`` (the default): the same estimator over the pool of all tasks, with inverse
   probability weights ``1 / pi_i`` for tasks sampled with known inclusion probabilities ``pi_i``
-  (active sampling, Zrnic & Candès, ICML 2024), and three small-sample corrections that apply
-  to the human-only interval too, so the two stay comparable:
+  (active sampling, Zrnic & Candès, ICML 2024), and small-sample corrections that apply to the
+  human-only interval too, so the two stay comparable and both stay honest:
 
-  1. *pseudo-observations*, after Agresti & Coull's "add z^2/2 successes and z^2/2 failures",
-     generalised to a bounded scale ``[lo, hi]``: one pseudo-task, half with ``y = lo`` and half
-     with ``y = hi``, both with the judge's mean prediction, joins the labelled tasks
-     (``pseudo=`` sets its weight; Agresti & Coull's ``z^2`` is wider). A sample with no spread
-     (ten "faithful" labels, fifty ratings of 5) then still gets an honest interval, and a
-     sample that missed a rare tail is pulled back toward the middle;
-  2. Student's ``t`` quantile with ``n - 1`` degrees of freedom (``n`` real labels);
-  3. ``lambda`` minimises the estimated variance of the same (augmented) sample, and at
-     ``lambda = 0`` that variance is exactly the human-only one, so the prediction-powered
-     interval is never wider than the human-only interval: a useless judge costs nothing.
+  1. Student's ``t`` quantile with ``n - 1`` degrees of freedom (``n`` real labels);
+  2. ``lambda`` minimises the estimated variance, and at ``lambda = 0`` that variance is exactly
+     the human-only one, so the prediction-powered interval is never wider than the human-only
+     interval: a useless judge costs nothing;
+  3. *score intervals for a share*: when every label sits at one of the scale's ends (0/1 labels;
+     or a sample with no spread at a bound), the interval is ``{theta: (est - theta)^2 <=
+     t^2 g (theta - lo)(hi - theta) sum v_i^2 / n^2}``, the variance evaluated at the
+     hypothesised mean rather than at the sample's (``(theta - lo)(hi - theta)`` is the largest
+     variance a mean ``theta`` on ``[lo, hi]`` allows). Human only (``g = 1``) is Wilson's
+     interval; prediction-powered, ``g = Var_ppi / Var_human <= 1`` is the judge's gain (Wilson's
+     interval at ``n / g`` labels). Ten labels of one value still get an honest interval, and at
+     ``p`` near 0.6 with 10-20 labels it is narrower than the classical ``p +- z s / sqrt(n)``;
+  4. *the unseen-range floor* for ratings: the judge's spread over the tasks whose prediction lies
+     outside the range of its predictions on the labelled tasks,
+     ``D = sum_{j unseen} (yhat_j - hbar)^2 / N`` (:func:`unseen_spread`), joins the residual
+     variance as ``(1 - lambda)^2 D`` (slope one: the humans' ratings there differ from the rest
+     at least as much as the judge's do, the part of it ``lambda`` does not take over). A
+     sample of 50 that holds none of the 27 in 990 summaries rated 1 (one in four) knows of them
+     only through the judge: the human-only interval widens, and the power-tuned ``lambda``
+     moves toward the judge, whose mean over all tasks includes them. ``D = 0`` when the labelled
+     tasks span the judge's predictions.
 
   Intervals are clipped to ``[lo, hi]``. Estimating ``lambda`` on the same labels that measure the
   residuals makes the residual variance slightly optimistic; at 10-20 labels the ``t`` quantile
-  covers that. On the data of ``bench/ppi_estimates.py``, a one-degree-of-freedom penalty for
-  the fitted ``lambda`` moved coverage by under 0.01, and two-fold cross-fitting (each half's
-  residuals with the other half's ``lambda``) raised it by about 0.01 but made the interval
-  wider (Fluency at 50 labels: 0.91 of the human-only width instead of 0.77; FABLES' GPT-4 on
-  StorySumm at 10: 1.00 instead of 0.92), so neither is used.
+  covers that. Measured on ``bench/ppi_estimates.py`` (StorySumm, 8 judges, 10-40 labels; BASSE,
+  5 criteria, 50-100 labels; 1,000 draws each) and rejected: one pseudo-task split between the
+  scale's ends (coverage kept, but 1.25 times the classical width on BASSE's Consistency at 50
+  labels, a mean of 4.7 pulled toward 1, and 1.10-1.13 at 10 StorySumm labels); a pseudo-task
+  spread over the judge's predictions (Fluency at 50 labels: coverage 0.75-0.79 at weights 1-3);
+  a floor scaled by the labelled slope or correlation of ``y`` on ``yhat`` (Fluency: 0.73, the
+  slope measured on a sample without the tail is the bulk's); the floor ``Var_all(yhat) -
+  Var_lab(yhat)`` over the whole range (as good on Fluency, 1.12 on Consistency); the unseen
+  spread measured from the nearest seen prediction instead of ``hbar`` (Consistency 1.03, but
+  Fluency's coverage 0.85); a pseudo-task of weight 0.25 at the ends on top of the floor
+  (Coherence 0.88 of the classical width, Consistency 1.17); ``lambda`` tuned with the judge's
+  variance over all tasks, as ``ppi_py`` does (Coherence 0.88, Fluency 0.77); a
+  one-degree-of-freedom penalty for the fitted ``lambda`` (coverage moved by under 0.01) and
+  two-fold cross-fitting (with the pseudo-task: +0.01 coverage, 0.91 of the human-only width on
+  Fluency instead of 0.77). Even with the population's optimal ``lambda`` and its true
+  variance, a symmetric ``+- z se`` interval covers Fluency's mean at 50 labels only 0.72 of the
+  time (0.84 at 100): a skewed rating needs an interval that widens when the tail is missing.
 
 Variance of the adjusted estimator (superpopulation, each task labelled independently with
 probability ``pi_i``, Zrnic & Candès's ``Var(Z_i) / N`` with
@@ -56,8 +79,10 @@ to mean 1 over the labelled tasks and ``u_i = v_i N / n``,
 ``Var = sum_lab v_i^2 e_i^2 / (n' (n' - 1)) + lambda^2 var_all(yhat) / N
 + 2 lambda sum_lab u_i (yhat_i - mean_all(yhat)) e_i / N^2``,
 
-a quadratic ``a0 - 2 lambda a1 + lambda^2 a2`` minimised at ``lambda = a1 / a2``. With uniform
-sampling, no pseudo-tasks and ``N -> inf`` this is PPI++'s ``var(y - lambda yhat) / n``. The
+a quadratic ``a0 - 2 lambda a1 + lambda^2 a2`` minimised at ``lambda = a1 / a2`` (the floor adds
+``D sum v_i^2 / (n (n - 1))`` to each of ``a0``, ``a1``, ``a2``). With uniform sampling, no floor
+and ``N -> inf`` this is PPI++'s ``var(y - lambda yhat) / n``. Optional pseudo-tasks
+(``pseudo=``: that weight, half at each bound, joins the labelled tasks) are off by default. The
 estimate targets the mean of the process that produced the tasks; as an interval for the mean
 of the ``N`` tasks themselves it is conservative, and ``population="tasks"`` applies the
 finite-population correction instead (:func:`pool_fit`'s ``finite``).
@@ -82,7 +107,9 @@ class Interval:
     """An estimate with its ``(low, high)`` confidence interval and standard error.
 
     ``estimate +- quantile * se``; the adjusted method clips ``low`` and ``high`` to the scale's
-    bounds (the mean cannot leave them), so ``width`` may be less than ``2 * quantile * se``.
+    bounds (the mean cannot leave them), so ``width`` may be less than ``2 * quantile * se``. A
+    score interval (0/1 labels, see the module) is not centred on the estimate; its ``se`` is its
+    half-width over the quantile.
     """
 
     estimate: float
@@ -181,6 +208,59 @@ class PoolFit:
     ppi_se: np.ndarray
     ppi_df: np.ndarray
     lambda_: np.ndarray
+    human_low: np.ndarray
+    human_high: np.ndarray
+    ppi_low: np.ndarray
+    ppi_high: np.ndarray
+    score: np.ndarray  # the labels took only the scale's two ends: score (Wilson-type) intervals
+    unseen: np.ndarray  # the floor D: the judge's spread where the labelled tasks show none of its predictions
+
+
+def unseen_spread(yhat: np.ndarray, mask: np.ndarray, yhat_all: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """``D = sum_{j: yhat_j outside the labelled range} (yhat_j - centre)^2 / N`` along the last axis.
+
+    The judge's spread over the tasks whose prediction lies below the smallest or above the
+    largest prediction on a labelled task: the part of the judge's distribution the labelled
+    sample never shows (the rare tail a small sample misses).
+
+    >>> pool = np.array([1.0, 5, 5, 5, 4, 5, 5, 5, 4, 5])
+    >>> float(unseen_spread(np.array([5.0, 4, 5]), np.ones(3, bool), pool, np.array(4.8)))
+    1.444
+    """
+    m = np.asarray(mask, dtype=bool)
+    yhat = np.asarray(yhat, dtype=float)
+    pool = np.sort(np.asarray(yhat_all, dtype=float).ravel())
+    big_n = len(pool)
+    s1 = np.r_[0.0, np.cumsum(pool)]
+    s2 = np.r_[0.0, np.cumsum(pool**2)]
+    low = np.where(m, yhat, np.inf).min(-1)
+    high = np.where(m, yhat, -np.inf).max(-1)
+    below = np.searchsorted(pool, low, "left")
+    above = np.searchsorted(pool, high, "right")
+    count = below + (big_n - above)
+    first = s1[below] + (s1[-1] - s1[above])
+    second = s2[below] + (s2[-1] - s2[above])
+    return np.maximum(second - 2 * centre * first + centre**2 * count, 0.0) / big_n
+
+
+def score_interval(
+    estimate: np.ndarray, offset: np.ndarray, scale: np.ndarray, quantile: np.ndarray, bounds: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``{theta: (estimate - theta)^2 <= q^2 (offset + scale (theta - lo)(hi - theta))}``, in ``[lo, hi]``.
+
+    With ``offset = 0`` and ``scale = 1 / n`` on a 0/1 scale, Wilson's score interval.
+
+    >>> low, high = score_interval(np.array(0.0), np.array(0.0), np.array(0.1), np.array(1.6449), (0, 1))
+    >>> round(float(low), 3), round(float(high), 3)
+    (0.0, 0.213)
+    """
+    lo, hi = bounds
+    q2 = np.asarray(quantile, dtype=float) ** 2
+    a = 1 + q2 * scale
+    b = -(2 * estimate + q2 * scale * (lo + hi))
+    c = estimate**2 - q2 * (offset - scale * lo * hi)
+    root = np.sqrt(np.maximum(b**2 - 4 * a * c, 0.0))
+    return np.clip((-b - root) / (2 * a), lo, hi), np.clip((-b + root) / (2 * a), lo, hi)
 
 
 def pool_fit(
@@ -194,15 +274,26 @@ def pool_fit(
     bounds: tuple[float, float],
     *,
     lambda_: float | str = "auto",
-    pseudo: float = 1.0,
+    pseudo: float = 0.0,
     finite: bool = False,
+    alpha: float = 0.1,
+    yhat_all: np.ndarray | None = None,
+    score: bool = True,
 ) -> PoolFit:
     """The adjusted estimator on labelled tasks (last axis; ``mask`` marks the real ones).
 
     ``weights`` are ``1 / pi_i`` (any positive scale); ``yhat_mean`` and ``yhat_var`` are the
     mean and variance (``ddof=1``) of the judge over all ``n_total`` tasks; ``pseudo`` is the
-    total weight of the pseudo-tasks (half at each bound). See the module
-    docstring for the variance. ``lambda_="auto"`` power-tunes; a number fixes it.
+    total weight of optional pseudo-tasks (half at each bound; none by default). See the module
+    docstring for the variance. ``lambda_="auto"`` power-tunes; a number fixes it. ``alpha``
+    sets the level of the intervals (``human_low`` ... ``ppi_high``, clipped to ``bounds``).
+
+    ``yhat_all`` (the judge's prediction on every task) turns on the *unseen-range floor*
+    (:func:`unseen_spread`): ``(1 - lambda)^2 D`` joins the residual variance, for human only
+    (``lambda = 0``) too. ``score=True`` gives a labelled sample whose labels are all at the
+    scale's ends (a 0/1 share; or no spread at a bound) score intervals instead of
+    ``estimate +- t se`` (module docstring); ``human_se`` and ``ppi_se`` are then the half-widths
+    over ``t``.
 
     With no pseudo-task the estimate is
     ``theta = lambda mean_all(yhat) + sum_lab w_i (y_i - lambda yhat_i) / sum_lab w_i``, the Hajek
@@ -250,9 +341,15 @@ def pool_fit(
         kp_sq = kp * unlabeled_share
     else:
         v2, kp_sq = v**2, kp
-    a_yy = (v2 * yt**2).sum(-1) + kp_sq * (y_lo**2 + y_hi**2)
-    a_yh = (v2 * yt * ht).sum(-1) + kp_sq * h_p * (y_lo + y_hi)
-    a_hh = (v2 * ht**2).sum(-1) + 2 * kp_sq * h_p**2
+    # the labels only at the scale's ends (a share): score intervals, with no floor (the hypothesised
+    # (theta - lo)(hi - theta) is the largest variance a mean theta on [lo, hi] allows)
+    ends = np.all(~m | (y == lo) | (y == hi), -1) if score else np.zeros(n.shape, bool)
+    floor = unseen_spread(yhat, m, yhat_all, hbar) if yhat_all is not None else np.zeros(n.shape)
+    floor = np.where(ends, 0.0, floor)
+    sum_v2 = v2.sum(-1) + 2 * kp_sq
+    a_yy = (v2 * yt**2).sum(-1) + kp_sq * (y_lo**2 + y_hi**2) + floor * sum_v2
+    a_yh = (v2 * yt * ht).sum(-1) + kp_sq * h_p * (y_lo + y_hi) + floor * sum_v2
+    a_hh = (v2 * ht**2).sum(-1) + 2 * kp_sq * h_p**2 + floor * sum_v2
     with np.errstate(invalid="ignore", divide="ignore"):
         denom = n_aug * (n_aug - 1)
         centred = np.where(m, yhat - yhat_mean, 0.0)
@@ -276,7 +373,26 @@ def pool_fit(
     human = ybar
     ppi = lam * yhat_mean + ybar - lam * hbar
     df = np.maximum(n - 1, 1)
-    return PoolFit(n, human, np.sqrt(np.maximum(a0, 0)), df, ppi, np.sqrt(np.maximum(var_ppi, 0)), df, lam)
+    q = t_quantile(alpha, df)
+    human_se, ppi_se = np.sqrt(np.maximum(a0, 0)), np.sqrt(np.maximum(var_ppi, 0))
+    human_low, human_high = np.clip(human - q * human_se, lo, hi), np.clip(human + q * human_se, lo, hi)
+    ppi_low, ppi_high = np.clip(ppi - q * ppi_se, lo, hi), np.clip(ppi + q * ppi_se, lo, hi)
+    if ends.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = sum_v2 / n_aug**2  # ddof 0, as Wilson's p (1 - p) / n
+        s_low, s_high = score_interval(human, 0.0 * a0, scale, q, (lo, hi))
+        gain = np.where(a0 > 0, var_ppi / np.where(a0 > 0, a0, 1.0), 1.0)  # <= 1: the judge's share
+        p_low, p_high = score_interval(ppi, 0.0 * a0, scale * gain, q, (lo, hi))
+        if isinstance(lambda_, str):  # the score interval of the power-tuned estimate: never wider than human only
+            wider = (p_high - p_low) > (s_high - s_low)
+            p_low, p_high = np.where(wider, s_low, p_low), np.where(wider, s_high, p_high)
+            ppi = np.where(ends & wider, human, ppi)
+            lam = np.where(ends & wider, 0.0, lam)
+        human_low, human_high = np.where(ends, s_low, human_low), np.where(ends, s_high, human_high)
+        ppi_low, ppi_high = np.where(ends, p_low, ppi_low), np.where(ends, p_high, ppi_high)
+        human_se = np.where(ends, (s_high - s_low) / (2 * q), human_se)
+        ppi_se = np.where(ends, (p_high - p_low) / (2 * q), ppi_se)
+    return PoolFit(n, human, human_se, df, ppi, ppi_se, df, lam, human_low, human_high, ppi_low, ppi_high, ends, floor)
 
 
 def t_quantile(alpha: float, df: np.ndarray | float) -> np.ndarray:
@@ -300,8 +416,10 @@ def mean_estimates(
     lambda_: float | str = "auto",
     bounds: tuple[float, float] | None = None,
     method: str = "adjusted",
-    pseudo: float = 1.0,
+    pseudo: float = 0.0,
     population: str = "process",
+    floor: bool = True,
+    score: bool = True,
 ) -> MeanEstimates:
     """Human-only, judge-only and prediction-powered estimates of a mean, at level ``1 - alpha``.
 
@@ -317,20 +435,21 @@ def mean_estimates(
     ``"tasks"`` the mean of these ``N`` tasks, with the finite-population correction
     (:func:`pool_fit`'s ``finite``): narrower when humans label a large share of the tasks.
 
-    Human only: ``ybar' = (sum_lab v_i y_i + (lo + hi) / 2) / (n + 1)`` (one pseudo-task, half at
-    each bound), ``ybar' +- t_{n-1} s / sqrt(n + 1)``; prediction-powered:
-    ``theta = lambda mean_all(yhat) + mean'(y - lambda yhat)``; worth
-    ``n * (width_human / width_ppi) ** 2`` human labels (widths before the adjusted method clips
-    the intervals to ``bounds``).
+    Human only: ``ybar +- t_{n-1} s / sqrt(n)`` (weighted), Wilson's score interval for 0/1
+    labels; prediction-powered: ``theta = lambda mean_all(yhat) + mean(y - lambda yhat)``
+    (module docstring: score intervals, the unseen-range floor; ``floor=False`` and
+    ``score=False`` turn them off); worth ``n * (width_human / width_ppi) ** 2`` human labels
+    (widths before the adjusted method clips the intervals to ``bounds``; a score interval's
+    ``se`` is its half-width over ``t``).
 
     >>> y = np.array([1.0, 1, 0, 1, 0, 1, 1, 0, 1, 1])
     >>> judge = np.array([1.0, 1, 0, 1, 0, 1, 0, 0, 1, 1])
     >>> others = np.tile([1.0, 0, 1, 1, 1], 18)
     >>> r = mean_estimates(y, judge, others)
     >>> round(r.human.estimate, 3), round(r.human.width, 3), round(r.ppi.estimate, 3), round(r.ppi.width, 3)
-    (0.682, 0.54, 0.805, 0.383)
+    (0.7, 0.471, 0.839, 0.265)
     >>> round(r.lambda_, 2), round(r.judge_bias, 2), round(r.worth_human_labels, 1)
-    (0.75, -0.1, 19.9)
+    (0.77, -0.1, 31.5)
     >>> mean_estimates(y, judge, others, lambda_=0).ppi == mean_estimates(y, judge, others).human
     True
     """
@@ -380,10 +499,12 @@ def mean_estimates(
             lambda_=lambda_,
             pseudo=pseudo,
             finite=population == "tasks",
+            alpha=alpha,
+            yhat_all=pool if floor else None,
+            score=score,
         )
-        q = float(t_quantile(alpha, fit.human_df))
-        human_i = _interval(fit.human, fit.human_se, q, (lo, hi))
-        ppi_i = _interval(fit.ppi, fit.ppi_se, q, (lo, hi))
+        human_i = Interval(float(fit.human), float(fit.human_low), float(fit.human_high), float(fit.human_se))
+        ppi_i = Interval(float(fit.ppi), float(fit.ppi_low), float(fit.ppi_high), float(fit.ppi_se))
         lam = fit.lambda_
         bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
     worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")

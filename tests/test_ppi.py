@@ -168,9 +168,103 @@ def test_labels_with_no_spread_still_get_an_interval(value: float) -> None:
 
 
 def test_intervals_stay_on_the_scale() -> None:
-    result = ppi.mean_estimates(np.array([1.0, 0]), np.array([1.0, 1]), np.ones(50))
-    assert (result.human.low, result.human.high) == (0.0, 1.0)
-    assert 2 * result.human.se * ppi.t_quantile(ALPHA, 1) > 4  # the unclipped interval is far wider
+    result = ppi.mean_estimates(np.array([1.0, 3]), np.array([1.0, 1]), np.ones(50), bounds=(1, 5))
+    assert (result.human.low, result.human.high) == (1.0, 5.0)
+    assert 2 * result.human.se * ppi.t_quantile(ALPHA, 1) > 8  # the unclipped interval is far wider
+    share = ppi.mean_estimates(np.array([1.0, 0]), np.array([1.0, 1]), np.ones(50))
+    assert 0 <= share.human.low < share.human.high <= 1 and 0 <= share.ppi.low < share.ppi.high <= 1
+
+
+def test_a_share_gets_wilson_score_intervals() -> None:
+    """0/1 labels: human only is Wilson's score interval (with the t quantile), whatever the sample."""
+    rng = np.random.default_rng(21)
+    for n, positives in ((10, 0), (10, 6), (25, 3), (40, 40)):
+        y = np.r_[np.ones(positives), np.zeros(n - positives)]
+        yhat = np.where(rng.random(n) < 0.8, y, 1 - y)
+        unlabeled = (rng.random(200) < 0.4).astype(float)
+        result = ppi.mean_estimates(y, yhat, unlabeled)
+        q, p = float(ppi.t_quantile(ALPHA, n - 1)), positives / n
+        centre = (p + q**2 / (2 * n)) / (1 + q**2 / n)
+        half = q / (1 + q**2 / n) * np.sqrt(p * (1 - p) / n + q**2 / (4 * n**2))
+        assert (result.human.low, result.human.high) == pytest.approx(
+            (max(centre - half, 0), min(centre + half, 1)), abs=1e-12
+        )
+        assert result.human.width > 0.05  # no spread still gets an interval
+        assert result.ppi.width <= result.human.width + 1e-12
+    # labels all at 0 or 1 make a score interval; a fractional one (half the annotators gave the label) does not
+    fit = ppi.pool_fit(
+        np.array([[0.0, 1, 1], [0.0, 0.5, 1]]),
+        np.ones((2, 3)),
+        np.ones((2, 3), bool),
+        np.ones((2, 3)),
+        0.5,
+        0.25,
+        20,
+        (0, 1),
+    )
+    assert fit.score.tolist() == [True, False]
+
+
+def test_a_good_judge_narrows_a_share_and_keeps_coverage() -> None:
+    """12 labels, a label on 30% of 400 tasks, a judge right 90% of the time."""
+    rng = np.random.default_rng(22)
+    big_n, n, draws = 400, 12, 2000
+    y = (rng.random(big_n) < 0.3).astype(float)
+    yhat = np.where(rng.random(big_n) < 0.9, y, 1 - y)
+    lab = np.argsort(rng.random((draws, big_n)), axis=1)[:, :n]
+    fit = ppi.pool_fit(
+        y[lab],
+        yhat[lab],
+        np.ones((draws, n), bool),
+        np.ones((draws, n)),
+        yhat.mean(),
+        yhat.var(ddof=1),
+        big_n,
+        (0, 1),
+        yhat_all=yhat,
+    )
+    truth = y.mean()
+    assert np.mean((fit.ppi_low <= truth) & (truth <= fit.ppi_high)) >= 0.88
+    assert np.mean((fit.human_low <= truth) & (truth <= fit.human_high)) >= 0.88
+    assert np.mean(fit.ppi_high - fit.ppi_low) < 0.7 * np.mean(fit.human_high - fit.human_low)
+    assert np.all(fit.ppi_high - fit.ppi_low <= fit.human_high - fit.human_low + 1e-12)
+
+
+def test_unseen_spread() -> None:
+    pool = np.array([1.0, 1, 4, 4, 5, 5, 5, 5])
+    labelled = np.array([[4.0, 5, 5], [1.0, 4, 5], [5.0, 5, 5]])
+    floor = ppi.unseen_spread(labelled, np.ones((3, 3), bool), pool, np.array([4.5, 3.0, 5.0]))
+    assert floor == pytest.approx([2 * 3.5**2 / 8, 0.0, (2 * 16 + 2 * 1) / 8])
+    masked = ppi.unseen_spread(labelled, np.array([[True, True, False]] * 3), pool, np.array([4.5, 3.0, 5.0]))
+    assert masked[1] == pytest.approx(4 * 2.0**2 / 8) and masked[0] == pytest.approx(2 * 3.5**2 / 8)  # [1, 4] seen
+
+
+def test_a_missed_tail_widens_both_intervals() -> None:
+    """Ratings of 5 and 4 with a rare tail of 1s the judge sees too: a sample of 40 often has no 1,
+    and its classical interval misses; the unseen-range floor keeps both intervals' coverage."""
+    rng = np.random.default_rng(23)
+    big_n, n, draws = 600, 40, 2000
+    y = np.where(rng.random(big_n) < 0.03, 1.0, np.where(rng.random(big_n) < 0.8, 5.0, 4.0))
+    yhat = np.where(y == 1, np.where(rng.random(big_n) < 0.85, 1.0, 3.0), np.clip(y + rng.integers(-1, 2, big_n), 1, 5))
+    lab = np.argsort(rng.random((draws, big_n)), axis=1)[:, :n]
+    truth = y.mean()
+    common = (
+        y[lab],
+        yhat[lab],
+        np.ones((draws, n), bool),
+        np.ones((draws, n)),
+        yhat.mean(),
+        yhat.var(ddof=1),
+        big_n,
+        (1, 5),
+    )
+    without, fit = ppi.pool_fit(*common), ppi.pool_fit(*common, yhat_all=yhat)
+    assert np.mean((without.human_low <= truth) & (truth <= without.human_high)) < 0.85
+    assert np.mean((fit.human_low <= truth) & (truth <= fit.human_high)) >= 0.88
+    assert np.mean((fit.ppi_low <= truth) & (truth <= fit.ppi_high)) >= 0.88
+    missed = (y[lab] == 1).sum(-1) == 0
+    assert missed.mean() > 0.2 and (fit.unseen[missed] > 0).mean() > 0.5
+    assert np.all(fit.ppi_se <= fit.human_se + 1e-12)
 
 
 def test_finite_population_correction() -> None:
@@ -320,8 +414,7 @@ def test_active_sampling_keeps_coverage() -> None:
         big_n,
         (0, 1),
     )
-    q = ppi.t_quantile(ALPHA, fit.ppi_df)
-    assert np.mean(np.abs(fit.ppi - y.mean()) <= q * fit.ppi_se) >= 0.87
+    assert np.mean((fit.ppi_low <= y.mean()) & (y.mean() <= fit.ppi_high)) >= 0.87
 
 
 def test_coverage_at_small_budgets_with_few_positives() -> None:
@@ -340,8 +433,7 @@ def test_coverage_at_small_budgets_with_few_positives() -> None:
     fit = ppi.pool_fit(
         y[lab], yhat[lab], np.ones((draws, n), bool), np.ones((draws, n)), yhat.mean(), yhat.var(ddof=1), big_n, (0, 1)
     )
-    q = ppi.t_quantile(ALPHA, fit.ppi_df)
     assert plain_coverage < 0.85
-    assert np.mean(np.abs(fit.ppi - truth) <= q * fit.ppi_se) >= 0.88
-    assert np.mean(np.abs(fit.human - truth) <= q * fit.human_se) >= 0.88
+    assert np.mean((fit.ppi_low <= truth) & (truth <= fit.ppi_high)) >= 0.88
+    assert np.mean((fit.human_low <= truth) & (truth <= fit.human_high)) >= 0.88
     assert np.all(fit.ppi_se <= fit.human_se + 1e-12)
