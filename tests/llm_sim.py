@@ -224,6 +224,12 @@ class LLMSim:
     def count(self) -> int:
         return len(self.chat_requests)
 
+    def reset_samples(self) -> None:
+        """Forget how many answers each prompt got: the next asking of a prompt is its sample 0 again
+        (so two routes asking the same prompts get the same scripted samples)."""
+        with self._lock:
+            self._samples.clear()
+
     def reset_counts(self) -> None:
         with self._lock:
             self.requests.clear()

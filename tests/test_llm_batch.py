@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import httpx
 import pytest
 from backend_process import start_backend
+from click.testing import CliRunner
 from llm_sim import LLMSim, SimCall
+from readme_commands import block_after
 
 from judgelab.configs.schema import all_schemas
+from judgelab.sync.cli import main
+from judgelab.sync.importers import rows_from_records
+from judgelab.sync.projects import ensure_project, import_rows, project_schema_name
 
 HOTEL = all_schemas()["hotel_spans"]
 MODELS = ("gpt-4o-mini", "gpt-4o")
@@ -250,3 +256,206 @@ def test_a_provider_without_a_batch_api_is_a_clear_error(tmp_path):
         refused = httpx.post(f"{backend.url}/batch/submit", json={"project": "7.0", "keys": keys})
         assert refused.status_code == 502 and "HTTP 404" in refused.json()["error"]
         assert "Batch API" in refused.json()["error"]
+
+
+# ---------------------------------------------------------------------- through the CLI, on Label Studio
+
+
+@pytest.fixture(scope="module")
+def batch_stack(live_stack, tmp_path_factory):
+    """The batch backend and a live one (each with its own cache), on one simulated server."""
+    home = tmp_path_factory.mktemp("batch")
+    with LLMSim(answer=judge_answer, models=MODELS, batch_polls=2) as sim:
+        common = {
+            "JUDGELAB_ANNOTATOR": "llm",
+            "JUDGELAB_LLM_BASE_URL": sim.url,
+            "JUDGELAB_LLM_MODEL": ",".join(MODELS),
+            "JUDGELAB_LLM_TEMPERATURE": "0.7",
+            "JUDGELAB_LLM_RETRIES": "0",
+            "JUDGELAB_PREDICT_DEADLINE": "30",
+        }
+        batch = start_backend(home / "batch.log", **common, JUDGELAB_CACHE_PATH=str(home / "batch-cache.sqlite"))
+        live = start_backend(home / "live.log", **common, JUDGELAB_CACHE_PATH=str(home / "live-cache.sqlite"))
+        env = {
+            "JUDGELAB_LS_URL": live_stack.url,
+            "JUDGELAB_LS_TOKEN": live_stack.creds.token,
+            "JUDGELAB_BACKEND_URL": batch.url,
+        }
+        try:
+            yield {"sim": sim, "batch": batch.url, "live": live.url, "client": live_stack.client, "env": env}
+        finally:
+            batch.stop()
+            live.stop()
+
+
+def judgelab(stack, command: str, expect: int = 0) -> str:
+    """Run a ``judgelab ...`` command line as a user types it; its output."""
+    args = shlex.split(command.replace("\\\n", " "))
+    assert args[0] == "judgelab", command
+    result = CliRunner().invoke(main, args[1:], env=stack["env"])
+    assert result.exit_code == expect, f"{command}\n{result.output}\n{result.exception!r}"
+    return result.output
+
+
+def new_project(client, tasks: list[dict], title: str | None = None) -> int:
+    """A hotel project with ``tasks``: titled, or the schema's default one (made anew)."""
+    if title is None:
+        for project in client.projects.list():
+            if project_schema_name(project) == HOTEL.name and "[judgelab-title:" not in (project.description or ""):
+                client.projects.delete(id=project.id)
+    project = ensure_project(client, HOTEL, title)
+    import_rows(client, project.id, rows_from_records([(f"task {i}", t) for i, t in enumerate(tasks)], HOTEL))
+    return project.id
+
+
+def predictions_by_task(client, project_id: int) -> dict[str, list[tuple]]:
+    """Per task (by its data id), its predictions as (model_version, score, result without region ids)."""
+    out = {}
+    for task in client.tasks.list(project=project_id):
+        predictions = []
+        for p in client.predictions.list(task=task.id):
+            regions = sorted(json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True) for r in p.result)
+            predictions.append((p.model_version, round(p.score or 0, 6), regions))
+        out[task.data["id"]] = sorted(predictions)
+    return out
+
+
+def batch_cost(sim: LLMSim, since: int = 0) -> float:
+    """What the batch answers' reported usage costs at half the live prices."""
+    total = 0.0
+    for answer in sim.batch_answers[since:]:
+        price_in, price_out = PRICES[answer["body"]["model"]]
+        total += answer["usage"]["prompt_tokens"] * price_in + answer["usage"]["completion_tokens"] * price_out
+    return total / 2 / 1e6
+
+
+JUDGES = (
+    "--model gpt-4o-mini --model gpt-4o --samples 2 --price-in gpt-4o-mini=0.15 --price-out gpt-4o-mini=0.60 "
+    "--price-in gpt-4o=2.50 --price-out gpt-4o=10"
+)
+
+
+def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_batch_price(batch_stack):
+    client, sim = batch_stack["client"], batch_stack["sim"]
+    tasks = dubai_tasks(4, "A")
+    project_id = new_project(client, tasks, "batch route")
+    twin_id = new_project(client, tasks, "live twin")
+    # the first task's prompts are already answered in the batch backend's cache (another project asked)
+    cached = {"tasks": [{"id": 1, "data": tasks[0]["data"]}], "project": "999.0", "label_config": HOTEL.config_xml}
+    cached["params"] = {"extra_params": {"models": list(MODELS), "samples": 2}}
+    assert "result" in httpx.post(f"{batch_stack['batch']}/predict", json=cached, timeout=60).json()["results"][0][0]
+    asked, answered = sim.count, len(sim.batch_answers)
+
+    out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch {JUDGES}")
+    batch_id = re.search(r"sent batch (\S+) of 12 request\(s\)", out)
+    assert batch_id, out
+    assert "this run added 2 predictions" in out, out  # the cached task, at once
+    assert "priced at half the live price for gpt-4o-mini, gpt-4o" in out, out
+    assert sim.count == asked  # nothing asked live
+
+    out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+    assert f"batch {batch_id.group(1)} is in_progress: 6/12 request(s) answered so far" in out, out
+    assert "1/4 tasks have a prediction" in out, out
+
+    out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+    assert f"batch {batch_id.group(1)} completed: 12 answer(s) collected" in out, out
+    assert "4/4 tasks have a prediction" in out and "this run added 6 predictions" in out, out
+    sent = sim.batch_answers[answered:]
+    assert len(sent) == 12 and not any("[A00]" in json.dumps(a["body"]) for a in sent)  # the cached task not sent
+    assert sim.count == asked
+    assert float(re.search(r"cost ([0-9.]+)", out).group(1)) == pytest.approx(batch_cost(sim, answered), abs=5e-5)
+    usage = httpx.get(f"{batch_stack['batch']}/usage", params={"project": project_id}).json()["total"]
+    assert usage["cost"] == pytest.approx(batch_cost(sim, answered)) and usage["requests"] == 12
+
+    # the live path on the twin project, from the same scripted answers: the same predictions
+    sim.reset_samples()
+    out = judgelab(
+        batch_stack, f"judgelab preannotate --project {twin_id} --push --backend-url {batch_stack['live']} {JUDGES}"
+    )
+    assert "4/4 tasks have a prediction" in out, out
+    batch_route, live_route = predictions_by_task(client, project_id), predictions_by_task(client, twin_id)
+    assert batch_route == live_route and all(len(p) == 2 for p in batch_route.values())
+
+    out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+    assert "4/4 tasks have a prediction" in out and "sent batch" not in out, out  # nothing left to send
+
+
+def test_an_expired_or_failed_batch_says_what_to_do(batch_stack):
+    client, sim = batch_stack["client"], batch_stack["sim"]
+    project_id = new_project(client, dubai_tasks(2, "E"), "expiring")
+    options = "--model gpt-4o --samples 1 --price-in 2.5 --price-out 10"
+    sim.batch_polls, sim.batch_end = 1, "expired"
+    try:
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch {options}")
+        assert "sent batch" in out and "of 2 request(s)" in out, out
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        assert "expired before the provider finished it (its completion window is 24 h): 1 answer(s) collected" in out
+        assert "run the same command again to send the 1 task(s) left in a new batch" in out, out
+        assert "1/2 tasks have a prediction" in out, out
+        sim.batch_end = "completed"
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        assert "of 1 request(s)" in out, out
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        assert "completed: 1 answer(s) collected" in out and "2/2 tasks have a prediction" in out, out
+
+        project_id = new_project(client, dubai_tasks(3, "F"), "failing")
+        sim.batch_end = "failed"
+        judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch {options}")
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        assert "failed: the provider refused it (line 1: scripted: the batch is refused); nothing was answered" in out
+        assert "run the same command again to send the 3 task(s) in a new batch" in out, out
+        sim.batch_end, sim.batch_failed_lines, sim.batch_missing_lines = "completed", (0,), (2,)
+        judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
+        assert "completed: 1 answer(s) collected; 1 request(s) failed (e.g. batch" in out, out
+        assert "HTTP 500" in out and "1 request(s) missing from its output" in out, out
+        assert "send the 2 task(s) left in a new batch" in out and "1/3 tasks have a prediction" in out, out
+    finally:
+        sim.batch_polls, sim.batch_end, sim.batch_failed_lines, sim.batch_missing_lines = 2, "completed", (), ()
+
+
+def test_the_docs_batch_api_block_runs_as_written(batch_stack, tmp_path, monkeypatch):
+    client = batch_stack["client"]
+    project_id = new_project(client, dubai_tasks(2, "D"))
+    monkeypatch.chdir(tmp_path)
+    submit, later = block_after(BATCH_MARKER)
+    out = judgelab(batch_stack, submit)
+    assert "sent batch" in out and "of 4 request(s)" in out, out  # two judges (the backend's models)
+    assert "priced at half the live price" in out
+    assert "is in_progress" in judgelab(batch_stack, later)
+    out = judgelab(batch_stack, later)
+    assert "completed: 4 answer(s) collected" in out and "2/2 tasks have a prediction" in out, out
+    assert len(predictions_by_task(client, project_id)["D00"]) == 2
+
+
+def test_the_vllm_file_route_writes_requests_and_reads_results(batch_stack, tmp_path, monkeypatch):
+    client, sim = batch_stack["client"], batch_stack["sim"]
+    tasks = dubai_tasks(3, "V")
+    project_id = new_project(client, tasks)
+    twin_id = new_project(client, tasks, "vllm twin")
+    monkeypatch.chdir(tmp_path)
+    write, run_batch, read = block_after(FILE_MARKER)
+    asked = sim.count
+    out = judgelab(batch_stack, write)
+    assert "wrote 6 request(s) to requests.jsonl" in out, out  # 3 tasks x the backend's 2 models
+    lines = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert len(lines) == 6 and all(line["url"] == "/v1/chat/completions" for line in lines)
+    assert run_batch.startswith("vllm run-batch -i requests.jsonl -o results.jsonl")
+    # what vllm run-batch writes (OpenAI's batch output format), one line left out
+    (tmp_path / "results.jsonl").write_text(_results_of(sim, lines, skip=(5,)))
+    out = judgelab(batch_stack, read)
+    assert "5 answer(s) read" in out and "2/3 tasks have a prediction" in out, out
+    assert "1 task(s) still lack an answer: --batch-file writes their requests again" in out, out
+    out = judgelab(batch_stack, write)
+    assert "wrote 1 request(s) to requests.jsonl" in out, out
+    (tmp_path / "results.jsonl").write_text(_results_of(sim, [json.loads((tmp_path / "requests.jsonl").read_text())]))
+    out = judgelab(batch_stack, read)
+    assert "1 answer(s) read" in out and "3/3 tasks have a prediction" in out, out
+    assert sim.count == asked  # nothing asked live
+    # a results file that is not one: named by line, nothing stored lost
+    (tmp_path / "results.jsonl").write_text('{"custom_id": "x"}\nnot json\n')
+    out = judgelab(batch_stack, read)
+    assert "results.jsonl line 2: not JSON" in out, out
+    sim.reset_samples()
+    judgelab(batch_stack, f"judgelab preannotate --project {twin_id} --push --backend-url {batch_stack['live']}")
+    assert predictions_by_task(client, project_id) == predictions_by_task(client, twin_id)
