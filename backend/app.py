@@ -56,6 +56,7 @@ CPU_PREDICT_THREADS = 4
 #: Threads for batch annotators (the LLM): they wait for answers, so one per concurrent request.
 WAITING_PREDICT_THREADS = 256
 SETUP_THREADS = 2
+BATCH_THREADS = 2
 #: Time kept aside per task, before the deadline, to write the answer (a placeholder and its JSON:
 #: measured 20-35 us per task on a loaded 2-core machine; 100,000 tasks keep 3 s).
 ANSWER_SECONDS_PER_TASK = 30e-6
@@ -237,6 +238,8 @@ class Backend:
         # kept for the app's life (an app may be served several times, as tests do); their threads
         # end with the process, after the work in hand, which its deadline bounds
         self.setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
+        # the batch routes wait for the LLM provider (an upload, a results file): never ahead of /setup
+        self.batch_pool = ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="judgelab-batch")
         self.metrics = Metrics(getattr(annotator, "stats", None), self.files.stats, state=self.families)
         self.batch_jobs = BatchJobs(self)
 
@@ -430,7 +433,7 @@ def _batch_work(work: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], Any]
 @routes.post("/batch/requests", openapi_extra=PREDICT_BODY)
 async def batch_requests(request: Request, backend: Served) -> Response:
     """Batch API request lines for the tasks (see :mod:`judgelab.backend.batch_jobs`)."""
-    return await answer_in(backend.setup_pool, request, _batch_work(backend.batch_jobs.requests))
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.requests))
 
 
 RESULTS_BODY = _json_body({"type": "object", "properties": {"results": {"type": "string"}}})
@@ -439,20 +442,20 @@ RESULTS_BODY = _json_body({"type": "object", "properties": {"results": {"type": 
 @routes.post("/batch/results", openapi_extra=RESULTS_BODY)
 async def batch_results(request: Request, backend: Served) -> Response:
     """A batch results file's answers kept for the ``/predict`` that uses them."""
-    return await answer_in(backend.setup_pool, request, _batch_work(backend.batch_jobs.results))
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.results))
 
 
 @routes.post("/batch/submit", openapi_extra=_json_body({"type": "object", "properties": {"keys": {"type": "array"}}}))
 async def batch_submit(request: Request, backend: Served) -> Response:
     """Kept request lines sent to the LLM provider's Batch API."""
-    return await answer_in(backend.setup_pool, request, _batch_work(backend.batch_jobs.submit))
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.submit))
 
 
 @routes.get("/batch/status")
 async def batch_status(request: Request, backend: Served, project: str | None = None) -> Response:
     """The project's batches: running ones asked about, finished ones collected."""
     work = _batch_work(lambda _: backend.batch_jobs.status(project))
-    return await asyncio.get_running_loop().run_in_executor(backend.setup_pool, answer, lambda: work(b"{}"))
+    return await asyncio.get_running_loop().run_in_executor(backend.batch_pool, answer, lambda: work(b"{}"))
 
 
 @routes.post("/train")

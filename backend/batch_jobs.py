@@ -4,7 +4,8 @@
   ``params.extra_params``): the request lines of every judge and sample the live path would ask
   for these tasks, but those the cache holds, a batch answered or a batch still running has; the
   blind arm never has any. The lines are kept, so their answers are known when they come.
-- ``POST /batch/results`` (``{"results": "<JSONL>", "source": "results.jsonl"}``): a results file
+- ``POST /batch/results`` (``{"results": "<JSONL>", "source": "results.jsonl", "first_line": 1}``):
+  a results file (or a part of it, from its line ``first_line``)
   of a batch (``vllm run-batch``'s output, or any tool's in OpenAI's format) read; its answers
   wait for the ``/predict`` that uses them. Lines it cannot use are named, by line.
 - ``POST /batch/submit`` (``{"project", "keys": [custom_id, ...]}``): those kept lines sent to
@@ -76,7 +77,10 @@ class BatchJobs:
         text, source = payload.get("results"), str(payload.get("source") or "results")
         if not isinstance(text, str):
             raise ValueError("'results' must be the results file's text (JSONL)")
-        read = read_results(text, source)
+        first = payload.get("first_line", 1)
+        if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+            raise ValueError("'first_line' must be a line number (1 or more)")
+        read = read_results(text, source, first)
         return self._keep(read, "file", known=None, source=source)
 
     def _keep(self, read: Any, batch: str, known: set[str] | None, source: str) -> dict[str, Any]:
@@ -105,7 +109,7 @@ class BatchJobs:
             "stored": stored,
             "already": already,
             "failed": len(read.failed),
-            "failures": sorted(read.failed.values())[:5],
+            "failures": list(read.failed.values())[:5],
             "problems": problems,
         }
 

@@ -204,9 +204,11 @@ class BackendClient:
         payload = json.dumps(body).encode("ascii")
         return self._batch("POST", "/batch/requests", content=payload, headers={"Content-Type": "application/json"})
 
-    def batch_results(self, text: str, source: str) -> dict[str, Any]:
-        """``/batch/results``: a results file's answers kept by the backend."""
-        return self._batch("POST", "/batch/results", json={"results": text, "source": source})
+    def batch_results(self, text: str, source: str, first_line: int = 1) -> dict[str, Any]:
+        """``/batch/results``: a results file's answers (``text``: its lines from ``first_line`` on)
+        kept by the backend."""
+        body = {"results": text, "source": source, "first_line": first_line}
+        return self._batch("POST", "/batch/results", json=body)
 
     def batch_submit(self, project_id: int, keys: list[str]) -> dict[str, Any]:
         """``/batch/submit``: the request lines of ``keys`` sent to the LLM provider's Batch API."""

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from judgelab.sync.preannotate import PreannotateOptions
 
 BATCH_MODES = ("api", "file", "results")
+RESULT_LINES_PER_REQUEST = 2000  # a results file goes to the backend in parts of this many lines
 #: What ``preannotate`` says, per provider status of a batch it collected.
 ENDED = {
     "completed": "completed",
@@ -179,7 +180,7 @@ def batch_preannotate(
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise SyncError(f"--batch-results {path}: cannot read it ({exc})") from None
-        report.results = backend.batch_results(text, str(path))
+        report.results = send_results(backend, text, str(path))
     if mode == "api":
         for job in backend.batch_status(project_id).get("batches") or []:
             (report.collected if job.get("collected") else report.running).append(job)
@@ -222,6 +223,19 @@ def batch_preannotate(
         report.batch_id = sent.get("batch")
         report.requests = int(sent.get("requests") or 0)
     return report
+
+
+def send_results(backend: BackendClient, text: str, source: str) -> dict[str, Any]:
+    """A results file sent to the backend in parts (a request body stays small); the parts' answers summed."""
+    lines = text.splitlines(keepends=True)
+    total: dict[str, Any] = {"stored": 0, "already": 0, "failed": 0, "failures": [], "problems": []}
+    for start in range(0, max(1, len(lines)), RESULT_LINES_PER_REQUEST):
+        part = backend.batch_results("".join(lines[start : start + RESULT_LINES_PER_REQUEST]), source, start + 1)
+        for name in ("stored", "already", "failed"):
+            total[name] += int(part.get(name) or 0)
+        total["failures"] = (total["failures"] + list(part.get("failures") or []))[:5]
+        total["problems"] += list(part.get("problems") or [])
+    return total
 
 
 def write_requests(path: Path, lines: list[dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ from llm_sim import LLMSim, SimCall
 from readme_commands import block_after
 
 from judgelab.configs.schema import all_schemas
+from judgelab.sync import batch_predict
 from judgelab.sync.cli import main
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows, project_schema_name
@@ -452,10 +453,11 @@ def test_the_vllm_file_route_writes_requests_and_reads_results(batch_stack, tmp_
     out = judgelab(batch_stack, read)
     assert "1 answer(s) read" in out and "3/3 tasks have a prediction" in out, out
     assert sim.count == asked  # nothing asked live
-    # a results file that is not one: named by line, nothing stored lost
-    (tmp_path / "results.jsonl").write_text('{"custom_id": "x"}\nnot json\n')
+    # a results file that is not one: named by line (sent in parts, the line numbers are the file's)
+    monkeypatch.setattr(batch_predict, "RESULT_LINES_PER_REQUEST", 1)
+    (tmp_path / "results.jsonl").write_text('{"custom_id": "x"}\n\nnot json\n')
     out = judgelab(batch_stack, read)
-    assert "results.jsonl line 2: not JSON" in out, out
+    assert "results.jsonl line 3: not JSON" in out and "results.jsonl line 1: no response" in out, out
     sim.reset_samples()
     judgelab(batch_stack, f"judgelab preannotate --project {twin_id} --push --backend-url {batch_stack['live']}")
     assert predictions_by_task(client, project_id) == predictions_by_task(client, twin_id)

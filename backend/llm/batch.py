@@ -111,11 +111,12 @@ def _error_text(record: dict[str, Any]) -> str | None:
     return None
 
 
-def read_results(text: str, source: str = "results") -> ResultsRead:
+def read_results(text: str, source: str = "results", first_line: int = 1) -> ResultsRead:
     """The answers of a batch results (or error) file: OpenAI's and ``vllm run-batch``'s format,
-    one ``{"custom_id", "response": {"status_code", "body"}, "error"}`` per line."""
+    one ``{"custom_id", "response": {"status_code", "body"}, "error"}`` per line (``text``: the
+    file from its line ``first_line`` on, for the messages)."""
     read = ResultsRead()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         where = f"{source} line {number}"
