@@ -137,6 +137,41 @@ def test_sim_batch_failed_lines_missing_lines_and_a_refused_batch():
         assert missing.status_code == 400
 
 
+# ---------------------------------------------------------------------- batch prices
+
+
+def test_batch_prices_are_the_given_ones_or_half_the_live_ones():
+    from judgelab.backend.llm.client import Usage
+    from judgelab.backend.llm.judges import JudgeError, judges_for
+    from judgelab.backend.settings import LLMSettings
+
+    settings = LLMSettings(base_url="http://127.0.0.1:1/v1", model="gpt-4o-mini", models=MODELS)
+    usage = Usage(1_000_000, 100_000)
+    [live_only] = judges_for(settings, {"models": ["gpt-4o"], "price_in": 2.5, "price_out": 10})
+    assert live_only.batch_prices == (1.25, 5.0) and live_only.batch_price_halved
+    assert live_only.batch_cost(usage) == pytest.approx(live_only.cost(usage) / 2)
+    mini, big = judges_for(
+        settings,
+        {
+            "price_in": 1,
+            "price_out": 2,
+            "price_batch_in": {"gpt-4o-mini": 0.3},
+            "price_batch_out": {"gpt-4o-mini": 0.9},
+        },
+    )
+    assert mini.batch_prices == (0.3, 0.9) and not mini.batch_price_halved
+    assert mini.batch_cost(usage) == pytest.approx(0.3 + 0.09)
+    assert big.batch_prices == (0.5, 1.0) and big.batch_price_halved  # no batch price of its own
+    [unpriced] = judges_for(settings, {"models": ["gpt-4o"]})
+    assert unpriced.batch_cost(usage) is None and not unpriced.batch_price_halved
+    with pytest.raises(JudgeError, match="price_batch_in"):
+        judges_for(settings, {"price_batch_in": -1})
+    from judgelab.sync.backend_link import judge_params
+
+    params = judge_params(price_batch_in=("gpt-4o-mini=0.3",), price_batch_out=("0.9",))
+    assert params == {"price_batch_in": {"gpt-4o-mini": 0.3}, "price_batch_out": 0.9}
+
+
 # ---------------------------------------------------------------------- the backend's batch routes
 
 
