@@ -374,6 +374,8 @@ JUDGES = (
 def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_batch_price(batch_stack):
     client, sim = batch_stack["client"], batch_stack["sim"]
     tasks = dubai_tasks(4, "A")
+    blind = dubai_tasks(5, "A")[4]
+    tasks.append({**blind, "data": {**blind["data"], "arm": "blind"}})  # the blind arm: never sent
     project_id = new_project(client, tasks, "batch route")
     twin_id = new_project(client, tasks, "live twin")
     # the first task's prompts are already answered in the batch backend's cache (another project asked)
@@ -386,18 +388,19 @@ def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_b
     batch_id = re.search(r"sent batch (\S+) of 12 request\(s\)", out)
     assert batch_id, out
     assert "this run added 2 predictions" in out, out  # the cached task, at once
+    assert "1 blind-arm task(s) left without one by design" in out, out
     assert "priced at half the live price for gpt-4o-mini, gpt-4o" in out, out
     assert sim.count == asked  # nothing asked live
 
     out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
     assert f"batch {batch_id.group(1)} is in_progress: 6/12 request(s) answered so far" in out, out
-    assert "1/4 tasks have a prediction" in out, out
+    assert "1/5 tasks have a prediction" in out, out
 
     out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
     assert f"batch {batch_id.group(1)} completed: 12 answer(s) collected" in out, out
-    assert "4/4 tasks have a prediction" in out and "this run added 6 predictions" in out, out
+    assert "4/5 tasks have a prediction" in out and "this run added 6 predictions" in out, out
     sent = sim.batch_answers[answered:]
-    assert len(sent) == 12 and not any("[A00]" in json.dumps(a["body"]) for a in sent)  # the cached task not sent
+    assert len(sent) == 12 and not any(tag in json.dumps(a["body"]) for a in sent for tag in ("[A00]", "[A04]"))
     assert sim.count == asked
     assert float(re.search(r"cost ([0-9.]+)", out).group(1)) == pytest.approx(batch_cost(sim, answered), abs=5e-5)
     usage = httpx.get(f"{batch_stack['batch']}/usage", params={"project": project_id}).json()["total"]
@@ -408,12 +411,12 @@ def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_b
     out = judgelab(
         batch_stack, f"judgelab preannotate --project {twin_id} --push --backend-url {batch_stack['live']} {JUDGES}"
     )
-    assert "4/4 tasks have a prediction" in out, out
+    assert "4/5 tasks have a prediction" in out, out
     batch_route, live_route = predictions_by_task(client, project_id), predictions_by_task(client, twin_id)
-    assert batch_route == live_route and all(len(p) == 2 for p in batch_route.values())
+    assert batch_route == live_route and sorted(len(p) for p in batch_route.values()) == [0, 2, 2, 2, 2]
 
     out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch")
-    assert "4/4 tasks have a prediction" in out and "sent batch" not in out, out  # nothing left to send
+    assert "4/5 tasks have a prediction" in out and "sent batch" not in out, out  # nothing left to send
 
 
 def test_an_expired_or_failed_batch_says_what_to_do(batch_stack):
