@@ -2,7 +2,9 @@
 deadline (:class:`BatchRun`, run on the annotator's event loop).
 
 Per judge and distinct prompt (tasks with identical messages share one), the answers are first
-looked up in the response cache, sample by sample; the missing ones are asked for in one request
+looked up in the response cache, sample by sample, then among the answers a batch API gave
+(:mod:`judgelab.backend.llm.batch`: taken, and used as a live answer is, at the batch price); with
+``ask=False`` that is all, the rest wait for a batch. The missing ones are asked for in one request
 with ``n`` = the number missing (a server that answers fewer choices, as Ollama does, is asked
 again for the rest, one request per sample, and remembered). Each answer is turned into drafts
 as soon as it arrives, and stored in the cache only when it made a usable draft (see

@@ -27,7 +27,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,22 +168,17 @@ class BatchStore:
                 "batch TEXT NOT NULL, at REAL NOT NULL)"
             )
 
-    def _write(self) -> Any:
-        store = self
-
-        class Transaction:
-            def __enter__(self) -> sqlite3.Connection:
-                store._lock.acquire()
-                store._conn.execute("BEGIN IMMEDIATE")
-                return store._conn
-
-            def __exit__(self, kind: Any, *rest: Any) -> None:
-                try:
-                    store._conn.execute("ROLLBACK" if kind else "COMMIT")
-                finally:
-                    store._lock.release()
-
-        return Transaction()
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``), this process's threads one at a time."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
