@@ -37,7 +37,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from judgelab.backend import __version__
 from judgelab.backend.annotators.registry import make_annotator
+from judgelab.backend.batch_jobs import BatchJobs
 from judgelab.backend.json_io import dumps, loads_object
+from judgelab.backend.llm.batch import BatchError
 from judgelab.backend.ls_files import LabelStudioFiles
 from judgelab.backend.metrics import CONTENT_TYPE, Metrics
 from judgelab.backend.model import Annotator, JudgelabModel
@@ -54,6 +56,7 @@ CPU_PREDICT_THREADS = 4
 #: Threads for batch annotators (the LLM): they wait for answers, so one per concurrent request.
 WAITING_PREDICT_THREADS = 256
 SETUP_THREADS = 2
+BATCH_THREADS = 2
 #: Time kept aside per task, before the deadline, to write the answer (a placeholder and its JSON:
 #: measured 20-35 us per task on a loaded 2-core machine; 100,000 tasks keep 3 s).
 ANSWER_SECONDS_PER_TASK = 30e-6
@@ -235,7 +238,10 @@ class Backend:
         # kept for the app's life (an app may be served several times, as tests do); their threads
         # end with the process, after the work in hand, which its deadline bounds
         self.setup_pool = ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="judgelab-setup")
+        # the batch routes wait for the LLM provider (an upload, a results file): never ahead of /setup
+        self.batch_pool = ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="judgelab-batch")
         self.metrics = Metrics(getattr(annotator, "stats", None), self.files.stats, state=self.families)
+        self.batch_jobs = BatchJobs(self)
 
     def _build(self, project_id: str, label_config: str) -> JudgelabModel:
         model = JudgelabModel(
@@ -286,7 +292,9 @@ class Backend:
         parsed = time.monotonic()
         # the deadline is for the answer: the time to write it is kept aside (at most a quarter)
         reserve = min(self.settings.predict_deadline / 4, len(tasks) * ANSWER_SECONDS_PER_TASK)
-        results = model.predict(tasks, params.get("context"), deadline_at=deadline_at - reserve)
+        # ``ask: false`` (judgelab's batch route): only answers already held, nothing asked live
+        ask = params.get("ask") is not False
+        results = model.predict(tasks, params.get("context"), deadline_at=deadline_at - reserve, ask=ask)
         self.metrics.count_predictions(results)
         log.debug(
             "predict of %d tasks: %.2f s left at pick-up, %.2f s reading the body, %.2f s predicting",
@@ -408,6 +416,46 @@ def usage(backend: Served, project: str | None = None, after: int = 0, per: str 
     if per is not None:
         return _error(400, "per must be 'task' (or left out)")
     return log_of.summary(project, after)
+
+
+def _batch_work(work: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], Any]:
+    """A batch route's work on its JSON body; the LLM provider's refusal is a 502 with its words."""
+
+    def run(raw: bytes) -> Any:
+        try:
+            return work(parse_json_object(raw))
+        except BatchError as exc:
+            raise RequestError(502, str(exc)) from None
+
+    return run
+
+
+@routes.post("/batch/requests", openapi_extra=PREDICT_BODY)
+async def batch_requests(request: Request, backend: Served) -> Response:
+    """Batch API request lines for the tasks (see :mod:`judgelab.backend.batch_jobs`)."""
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.requests))
+
+
+RESULTS_BODY = _json_body({"type": "object", "properties": {"results": {"type": "string"}}})
+
+
+@routes.post("/batch/results", openapi_extra=RESULTS_BODY)
+async def batch_results(request: Request, backend: Served) -> Response:
+    """A batch results file's answers kept for the ``/predict`` that uses them."""
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.results))
+
+
+@routes.post("/batch/submit", openapi_extra=_json_body({"type": "object", "properties": {"keys": {"type": "array"}}}))
+async def batch_submit(request: Request, backend: Served) -> Response:
+    """Kept request lines sent to the LLM provider's Batch API."""
+    return await answer_in(backend.batch_pool, request, _batch_work(backend.batch_jobs.submit))
+
+
+@routes.get("/batch/status")
+async def batch_status(request: Request, backend: Served, project: str | None = None) -> Response:
+    """The project's batches: running ones asked about, finished ones collected."""
+    work = _batch_work(lambda _: backend.batch_jobs.status(project))
+    return await asyncio.get_running_loop().run_in_executor(backend.batch_pool, answer, lambda: work(b"{}"))
 
 
 @routes.post("/train")

@@ -164,8 +164,11 @@ class JudgelabModel:
             ]
         return self._versions
 
-    def _batch_drafts(self, datas: list[dict[str, Any]], task_ids: list[Any], remaining: float) -> list[Any]:
-        """Per task: a draft (or None), or with several judges the list of their drafts."""
+    def _batch_drafts(
+        self, datas: list[dict[str, Any]], task_ids: list[Any], remaining: float, ask: bool = True
+    ) -> list[Any]:
+        """Per task: a draft (or None), or with several judges the list of their drafts
+        (``ask=False``: only answers already held, see :meth:`predict`)."""
         annotate_judges = getattr(self.annotator, "annotate_judges", None)
         if not self.judges or not callable(annotate_judges):
             annotator: BatchAnnotator = self.annotator  # type: ignore[assignment]
@@ -179,6 +182,7 @@ class JudgelabModel:
             project=str(self.project_id),
             task_ids=task_ids,
             model_versions=self.model_versions,
+            **({} if ask else {"ask": False}),
         )
         if len(per_judge) == 1:
             return per_judge[0]
@@ -257,7 +261,7 @@ class JudgelabModel:
             for task in tasks
         ]
 
-    def predict_batch(self, tasks: list[Any], deadline_at: float | None = None) -> list[Any]:
+    def predict_batch(self, tasks: list[Any], deadline_at: float | None = None, ask: bool = True) -> list[Any]:
         """All tasks through the annotator's ``annotate_batch``, within what is left before ``deadline_at``
         (per task a prediction, or with several judges a list of them, or a placeholder)."""
         deadline_at = time.monotonic() + self.deadline_s if deadline_at is None else deadline_at
@@ -276,7 +280,7 @@ class JudgelabModel:
         if ready:
             remaining = deadline_at - time.monotonic()
             try:
-                drafts = self._batch_drafts([data for _, data in ready], [ids[i] for i, _ in ready], remaining)
+                drafts = self._batch_drafts([data for _, data in ready], [ids[i] for i, _ in ready], remaining, ask)
                 if not isinstance(drafts, list) or len(drafts) != len(ready):
                     raise RuntimeError(f"annotator gave {type(drafts).__name__} for a batch of {len(ready)} tasks")
             except Exception as exc:  # the whole batch failed (no LLM task for this config...)
@@ -305,10 +309,16 @@ class JudgelabModel:
         return [p for p in predictions if p is not None]
 
     def predict(
-        self, tasks: list[dict[str, Any]], context: dict[str, Any] | None = None, deadline_at: float | None = None
+        self,
+        tasks: list[dict[str, Any]],
+        context: dict[str, Any] | None = None,
+        deadline_at: float | None = None,
+        ask: bool = True,
     ) -> list[Any]:
         """One prediction per task, in order, by ``deadline_at`` (``time.monotonic()``; default:
-        ``deadline_s`` from now). The server measures it from the request's arrival."""
+        ``deadline_s`` from now). The server measures it from the request's arrival.
+        ``ask=False`` (the LLM): only the answers its cache or a batch API holds; the other tasks
+        get placeholders, nothing is asked live."""
         started = time.monotonic()
         deadline_at = started + self.deadline_s if deadline_at is None else deadline_at
         # a task of the blind arm never gets a suggestion: an answer without ``result`` (Label Studio stores none)
@@ -318,7 +328,7 @@ class JudgelabModel:
             skipped = set(blind)
             tasks = [task for i, task in enumerate(tasks) if i not in skipped]
         if callable(getattr(self.annotator, "annotate_batch", None)):
-            predictions = self.predict_batch(tasks, deadline_at)
+            predictions = self.predict_batch(tasks, deadline_at, ask)
         else:
             predictions = self.predict_each(tasks, deadline_at)
         for i in blind:
@@ -331,6 +341,27 @@ class JudgelabModel:
             time.monotonic() - started,
         )
         return predictions
+
+    def batch_requests(self, tasks: list[Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The batch API request lines for these tasks (every judge and sample the live path
+        would ask, but those already answered or sent; never for the blind arm), and the counts
+        (``requests``, ``cached``, ``answered``, ``in_flight``, ``blind``, ``failed``: tasks whose
+        data or prompt cannot be made)."""
+        batch_requests = getattr(self.annotator, "batch_requests", None)
+        if not callable(batch_requests):
+            raise ValueError(f"the {self.annotator.name} annotator asks no LLM: there is nothing to send as a batch")
+        datas, blind, failed = [], 0, 0
+        for task in tasks:
+            if isinstance(task, dict) and is_blind(task.get("data")):
+                blind += 1
+                continue
+            try:
+                datas.append(self._task_data(task))
+            except Exception as exc:
+                failed += 1
+                log.warning("task %s: no batch request: %s", task.get("id") if isinstance(task, dict) else None, exc)
+        lines, counts = batch_requests(self.schema_name, self.label_config, datas, self.judges)
+        return lines, {**counts, "blind": blind, "failed": counts.get("failed", 0) + failed}
 
     def fit(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """Annotation events: counted, nothing is trained."""

@@ -1,6 +1,7 @@
 """judgelab's one client of the ML backend, at the URL *judgelab* reaches it (which need not be the
-one Label Studio has): ``/health``, ``/setup``, ``/predict`` and ``/usage``, with the backend's
-basic auth and a timeout per request.
+one Label Studio has): ``/health``, ``/setup``, ``/predict``, ``/usage`` and the batch routes
+(``/batch/requests``, ``/batch/results``, ``/batch/submit``, ``/batch/status``), with the
+backend's basic auth and a timeout per request.
 
 Every request is retried as Label Studio's reads are (:func:`judgelab.sync.http_retry.read_policy`:
 429 and 5xx answers and dropped connections a few times, a refused connection twice, with a
@@ -177,3 +178,42 @@ class BackendClient:
                 f"ML backend at {self.url} did not answer /usage: not a JSON object", "not a JSON object"
             )
         return payload
+
+    def _batch(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """A batch route's JSON answer; the backend's refusal as a :class:`BackendError` in its words."""
+        try:
+            response = self._request(method, path, self.timeout, **kwargs)
+        except httpx.HTTPError as exc:
+            raise BackendUnreachable(f"ML backend at {self.url} did not answer {path}: {exc}", str(exc)) from None
+        if response.status_code == 404:
+            raise BackendError(f"ML backend at {self.url} has no {path}: is it an older judgelab?", "404")
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if response.status_code != 200:
+            said = payload.get("error") if isinstance(payload, dict) else response.text[:300]
+            raise BackendError(f"ML backend at {self.url} refused {path}: {said}", str(said))
+        if not isinstance(payload, dict):
+            raise BackendError(f"ML backend at {self.url} did not answer {path}: not a JSON object")
+        return payload
+
+    def batch_requests(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/batch/requests`` for ``body`` (as ``/predict``'s): the batch API request lines of the
+        tasks' prompts not yet answered, and the counts."""
+        payload = json.dumps(body).encode("ascii")
+        return self._batch("POST", "/batch/requests", content=payload, headers={"Content-Type": "application/json"})
+
+    def batch_results(self, text: str, source: str, first_line: int = 1) -> dict[str, Any]:
+        """``/batch/results``: a results file's answers (``text``: its lines from ``first_line`` on)
+        kept by the backend."""
+        body = {"results": text, "source": source, "first_line": first_line}
+        return self._batch("POST", "/batch/results", json=body)
+
+    def batch_submit(self, project_id: int, keys: list[str]) -> dict[str, Any]:
+        """``/batch/submit``: the request lines of ``keys`` sent to the LLM provider's Batch API."""
+        return self._batch("POST", "/batch/submit", json={"project": f"{project_id}.0", "keys": keys})
+
+    def batch_status(self, project_id: int) -> dict[str, Any]:
+        """``/batch/status``: the project's open batches, the finished ones collected."""
+        return self._batch("GET", "/batch/status", params={"project": str(project_id)})

@@ -174,6 +174,8 @@ def judge_params(
     samples: int | None = None,
     price_in: tuple[str, ...] = (),
     price_out: tuple[str, ...] = (),
+    price_batch_in: tuple[str, ...] = (),
+    price_batch_out: tuple[str, ...] = (),
 ) -> dict[str, Any] | None:
     """The ``extra_params`` for a project's judges from the CLI's options (None: none given, keep
     what Label Studio has)."""
@@ -184,7 +186,13 @@ def judge_params(
         if samples < 1:
             raise SyncError("--samples must be at least 1")
         params["samples"] = samples
-    for key, values, option in (("price_in", price_in, "--price-in"), ("price_out", price_out, "--price-out")):
+    prices = (
+        ("price_in", price_in, "--price-in"),
+        ("price_out", price_out, "--price-out"),
+        ("price_batch_in", price_batch_in, "--price-batch-in"),
+        ("price_batch_out", price_batch_out, "--price-batch-out"),
+    )
+    for key, values, option in prices:
         price = _price_option(values, option)
         if price is not None:
             params[key] = price

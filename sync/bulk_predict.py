@@ -142,6 +142,7 @@ def push_predictions(
     extra_params: dict[str, Any] | None = None,
     budget: Budget | None = None,
     progress: Callable[[int], None] | None = None,
+    ask: bool = True,
 ) -> PushReport:
     """Send the project's unpredicted tasks to the backend and import the predictions.
 
@@ -149,7 +150,8 @@ def push_predictions(
     one per judge (all are expected per task). ``options``: the chunk size and the number of
     rounds (:class:`~judgelab.sync.preannotate.PreannotateOptions`; default 100 tasks, 3 rounds).
     ``extra_params``: the project's judges, sent along (the backend uses them even if it was
-    restarted since ``/setup``). ``budget``: stop before the run would cost more."""
+    restarted since ``/setup``). ``budget``: stop before the run would cost more. ``ask=False``:
+    only the answers the backend holds (its cache, a batch API's), nothing asked of the LLM live."""
     if isinstance(backend, str):
         with BackendClient(backend) as own:
             return push_predictions(
@@ -161,6 +163,7 @@ def push_predictions(
                 extra_params=extra_params,
                 budget=budget,
                 progress=progress,
+                ask=ask,
             )
     chunk_size = options.chunk_size if options else CHUNK_SIZE
     max_rounds = options.max_rounds if options else MAX_ROUNDS
@@ -184,7 +187,7 @@ def push_predictions(
             ids, queue = queue[:size], queue[size:]
             data = task_data(client, project_id, ids)
             chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
-            predictions = _predict_chunk(backend, project, chunk, report, extra_params)
+            predictions = _predict_chunk(backend, project, chunk, report, extra_params, ask)
             fresh = _not_yet_predicted(client, project_id, versions, predictions)
             if fresh:
                 try:
@@ -208,12 +211,12 @@ def _predict_chunk(
     chunk: list[tuple[int, dict[str, Any]]],
     report: PushReport,
     extra_params: dict[str, Any] | None = None,
+    ask: bool = True,
 ) -> list[dict[str, Any]]:
     """The predictions the backend gives for ``chunk`` (``(task id, data)`` pairs)."""
-    tasks = [{"id": task_id, "data": data, "project": project.id} for task_id, data in chunk]
-    body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
-    if extra_params is not None:
-        body["params"] = {"extra_params": extra_params}
+    body = predict_body(project, chunk, extra_params)
+    if not ask:
+        body.setdefault("params", {})["ask"] = False
     try:
         results = backend.predict(body)
     except BackendUnreachable as exc:
@@ -243,6 +246,17 @@ def _predict_chunk(
                 }
             )
     return out
+
+
+def predict_body(
+    project: Any, chunk: list[tuple[int, dict[str, Any]]], extra_params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A ``/predict`` body (as Label Studio sends it) for ``chunk``'s ``(task id, data)`` pairs."""
+    tasks = [{"id": task_id, "data": data, "project": project.id} for task_id, data in chunk]
+    body: dict[str, Any] = {"tasks": tasks, "project": f"{project.id}.0", "label_config": project.label_config}
+    if extra_params is not None:
+        body["params"] = {"extra_params": extra_params}
+    return body
 
 
 def _not_yet_predicted(

@@ -13,6 +13,8 @@ Three ways, chosen by the number of such tasks (``method="auto"``):
   :class:`~judgelab.sync.backend_client.BackendClient`).
 - ``chunks`` (more tasks, and judgelab cannot reach the backend, e.g. a Docker network only
   Label Studio is on): "Retrieve predictions" on one chunk of task ids at a time.
+- ``batch`` (``--batch``, ``--batch-file``, ``--batch-results``): through a batch API, answered
+  within a day at a lower price (:mod:`judgelab.sync.batch_predict`).
 
 Every way is resumable: only tasks still without a prediction of the version are sent, and a
 request Label Studio does not answer in time ends with a :class:`PreannotateIncomplete` that
@@ -33,6 +35,7 @@ import httpx
 
 from judgelab.sync.backend_client import BackendClient
 from judgelab.sync.backend_link import BackendUnreachable, RunUsage, backend_usage
+from judgelab.sync.batch_predict import BatchReport, batch_preannotate
 from judgelab.sync.bulk_predict import CHUNK_SIZE, MAX_ROUNDS, Budget, push_predictions, tasks_missing_version
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.prediction_status import missing_version
@@ -62,10 +65,16 @@ class PreannotateOptions:
     ls_backend_url: str | None = None
     auth: tuple[str, str] | None = None
     judges: dict[str, Any] | None = None
+    batch: str | None = None  # api, file or results (judgelab.sync.batch_predict); None: live
+    batch_path: str | None = None  # the requests file to write (file), the results file to read (results)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}")
+        if self.batch is not None and self.method == "push":
+            raise SyncError("--push and --batch/--batch-file/--batch-results are two ways: give one")
+        if self.batch is not None and self.budget is not None:
+            raise SyncError("--budget needs --push (a batch is sent whole; its answers are counted at the batch price)")
         if self.budget is not None and self.method != "push":
             raise SyncError(
                 "--budget needs --push (Label Studio's 'Retrieve predictions' is one request that cannot stop half-way)"
@@ -97,6 +106,7 @@ class PreannotateReport:
     failures: dict[str, int] = field(default_factory=dict)
     budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
     usage: RunUsage | None = None  # what the LLM used in this run (None: the backend keeps no usage)
+    batch: BatchReport | None = None  # the batch route's run (method "batch")
 
     @property
     def predicted(self) -> int:
@@ -116,6 +126,7 @@ class PreannotateReport:
             "per_version": dict(self.per_version),
             "failures": dict(self.failures),
             "budget_stopped": self.budget_stopped,
+            **({"batch": self.batch.as_json()} if self.batch is not None else {}),
         }
 
 
@@ -211,6 +222,21 @@ def preannotate_project(
     )
     report.blind = len(blind)
     before = _counts(client, project_id, versions)
+    if options.batch is not None:
+        if backend is None:
+            raise SyncError("the batch route needs the backend's URL as judgelab reaches it (--backend-url)")
+        report.method = "batch"
+        if on_plan:
+            on_plan(len(missing))
+        report.batch = batch_preannotate(
+            client, project_id, backend, versions, options, extra_params=extra_params, progress=progress
+        )
+        still, _ = _missing(client, project_id, versions)
+        report.unfinished = len(still)
+        report.per_version = _counts(client, project_id, versions)
+        report.added = sum(report.per_version.values()) - sum(before.values())
+        report.usage = spent() if usage_before is not None else None
+        return report
     if options.method == "auto":
         if len(missing) <= SINGLE_REQUEST_MAX:
             report.method = "retrieve"

@@ -21,6 +21,15 @@ records the ``tokens`` it used, reported or not), answers ``n`` choices for ``n`
     with LLMSim(answer='{"rating": 3}', latency=0.2) as sim:
         ...  # point the client at sim.url ("http://127.0.0.1:<port>/v1")
 
+It also speaks OpenAI's Batch API: ``POST /v1/files`` (a JSONL of requests, ``purpose=batch``),
+``POST /v1/batches``, ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``. A batch is
+``validating`` when created; each look at it moves it on (``in_progress`` until it has been looked at
+``batch_polls`` times), then it ends as ``batch_end`` says: ``completed`` (every line answered as a
+chat request would be, by ``answer``), ``expired`` (the first half answered, the rest in the error
+file as ``batch_expired``), ``failed`` (refused whole, with a line's error, nothing answered) or
+``cancelled``. ``batch_failed_lines`` (indices) are answered with an HTTP 500 in the error file,
+``batch_missing_lines`` are in neither file. The answered lines are in :attr:`LLMSim.batch_answers`.
+
 Run it as a separate process (for benchmarks, so it does not share the measured process):
 ``python tests/llm_sim.py --latency 0.2 --answer '{}'`` prints its URL, then serves until
 stdin closes or it is terminated.
@@ -29,6 +38,8 @@ stdin closes or it is terminated.
 from __future__ import annotations
 
 import argparse
+import email.parser
+import email.policy
 import inspect
 import json
 import sys
@@ -142,6 +153,11 @@ class LLMSim:
     report_usage: bool = True  # False: answers carry no ``usage``
     usage_every: int = 1  # k: only the 1st, (k+1)th, (2k+1)th... answer carries ``usage``
     supports_n: bool = True  # False: one choice whatever ``n`` asks
+    batch_api: bool = True  # False: no Batch API (404), as vLLM's own server
+    batch_polls: int = 2  # looks at a batch before it ends
+    batch_end: str = "completed"  # completed, expired, failed, cancelled
+    batch_failed_lines: tuple[int, ...] = ()  # line indices answered with an HTTP 500
+    batch_missing_lines: tuple[int, ...] = ()  # line indices in neither output file
     host: str = "127.0.0.1"
     port: int = 0
 
@@ -157,6 +173,9 @@ class LLMSim:
         self._thread: threading.Thread | None = None
         self._samples: dict[tuple[str, str], int] = {}  # (model, messages) -> answers given so far
         self._answers = 0  # chat answers given (for ``usage_every``)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_answers: list[dict[str, Any]] = []  # per answered batch line: custom_id, body, usage
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -204,6 +223,12 @@ class LLMSim:
     @property
     def count(self) -> int:
         return len(self.chat_requests)
+
+    def reset_samples(self) -> None:
+        """Forget how many answers each prompt got: the next asking of a prompt is its sample 0 again
+        (so two routes asking the same prompts get the same scripted samples)."""
+        with self._lock:
+            self._samples.clear()
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -277,6 +302,152 @@ class LLMSim:
         return payload, dict(usage)
 
 
+BATCH_ENDS = ("completed", "expired", "failed", "cancelled")
+
+
+def _jsonl(records: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+class _Batches:
+    """The Batch API's state changes (on the sim's lock-free paths: one handler at a time per batch)."""
+
+    def __init__(self, sim: LLMSim):
+        self.sim = sim
+
+    def upload(self, content: bytes, purpose: str) -> dict[str, Any]:
+        with self.sim._lock:
+            file_id = f"file-sim-{len(self.sim.files) + 1}"
+            self.sim.files[file_id] = content
+        return {"id": file_id, "object": "file", "bytes": len(content), "purpose": purpose, "filename": "input.jsonl"}
+
+    def create(self, body: Any) -> tuple[int, dict[str, Any]]:
+        body = body if isinstance(body, dict) else {}
+        file_id = body.get("input_file_id")
+        if file_id not in self.sim.files:
+            return 400, {"error": {"message": f"no file {file_id!r}", "type": "invalid_request_error"}}
+        if body.get("endpoint") != "/v1/chat/completions":
+            return 400, {"error": {"message": f"endpoint {body.get('endpoint')!r} is not supported"}}
+        lines = [json.loads(line) for line in self.sim.files[file_id].decode().splitlines() if line.strip()]
+        with self.sim._lock:
+            batch_id = f"batch_sim_{len(self.sim.batches) + 1}"
+            batch = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "input_file_id": file_id,
+                "completion_window": body.get("completion_window"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "errors": None,
+                "created_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+                "_lines": lines,
+                "_looks": 0,
+            }
+            self.sim.batches[batch_id] = batch
+        return 200, self.public(batch)
+
+    @staticmethod
+    def public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def look(self, batch_id: str) -> tuple[int, dict[str, Any]]:
+        batch = self.sim.batches.get(batch_id)
+        if batch is None:
+            return 404, {"error": {"message": f"no batch {batch_id!r}"}}
+        if batch["status"] in BATCH_ENDS:
+            return 200, self.public(batch)
+        batch["_looks"] += 1
+        total = len(batch["_lines"])
+        if batch["_looks"] < self.sim.batch_polls:
+            batch["status"] = "in_progress"
+            batch["request_counts"] = {"total": total, "completed": total // 2, "failed": 0}
+            return 200, self.public(batch)
+        self.finish(batch)
+        return 200, self.public(batch)
+
+    def finish(self, batch: dict[str, Any]) -> None:
+        sim, lines, end = self.sim, batch["_lines"], self.sim.batch_end
+        if end == "failed":
+            batch["status"] = "failed"
+            batch["errors"] = {
+                "object": "list",
+                "data": [{"code": "invalid_request", "message": "scripted: the batch is refused", "line": 1}],
+            }
+            return
+        answered, errors = [], []
+        for index, line in enumerate(lines):
+            custom_id, body = line.get("custom_id"), line.get("body")
+            if index in sim.batch_missing_lines:
+                continue
+            if (end in ("expired", "cancelled") and index >= len(lines) // 2) or index in sim.batch_failed_lines:
+                code = {"expired": "batch_expired", "cancelled": "batch_cancelled"}.get(end)
+                if code and index >= len(lines) // 2:
+                    errors.append(
+                        {
+                            "id": f"batch_req_{index}",
+                            "custom_id": custom_id,
+                            "response": None,
+                            "error": {"code": code, "message": "This request could not be executed in time."},
+                        }
+                    )
+                else:
+                    errors.append(
+                        {
+                            "id": f"batch_req_{index}",
+                            "custom_id": custom_id,
+                            "error": None,
+                            "response": {"status_code": 500, "body": {"error": {"message": "scripted line failure"}}},
+                        }
+                    )
+                continue
+            behaviours = sim._behaviours(body)
+            if any(isinstance(b, Failure) for b in behaviours):
+                errors.append(
+                    {
+                        "id": f"batch_req_{index}",
+                        "custom_id": custom_id,
+                        "error": None,
+                        "response": {"status_code": 500, "body": {"error": {"message": "scripted failure"}}},
+                    }
+                )
+                continue
+            payload, tokens = sim.completion_and_tokens(list(behaviours), body)  # type: ignore[arg-type]
+            with sim._lock:
+                sim.batch_answers.append(
+                    {"custom_id": custom_id, "body": body, "usage": payload.get("usage"), "tokens": tokens}
+                )
+            answered.append(
+                {
+                    "id": f"batch_req_{index}",
+                    "custom_id": custom_id,
+                    "error": None,
+                    "response": {"status_code": 200, "request_id": f"req_{index}", "body": payload},
+                }
+            )
+        if answered:
+            batch["output_file_id"] = self.upload(_jsonl(answered), "batch_output")["id"]
+        if errors:
+            batch["error_file_id"] = self.upload(_jsonl(errors), "batch_output")["id"]
+        batch["status"] = end
+        batch["request_counts"] = {"total": len(lines), "completed": len(answered), "failed": len(errors)}
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, bytes]:
+    """The parts of a multipart/form-data body, by field name."""
+    message = email.parser.BytesParser(policy=email.policy.default).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
+    parts = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        parts[str(name)] = part.get_payload(decode=True) or b""
+    return parts
+
+
 def _arity(function: Callable[..., Any]) -> int:
     try:
         return len(inspect.signature(function).parameters)
@@ -319,7 +490,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
-        if self.path.rstrip("/").endswith("/models"):
+        path = self.path.rstrip("/")
+        if "/batches/" in path:
+            self._json(*_Batches(self.sim).look(path.rsplit("/", 1)[1]))
+        elif path.endswith("/content") and "/files/" in path:
+            file_id = path.split("/files/", 1)[1].split("/")[0]
+            content = self.sim.files.get(file_id)
+            if content is None:
+                self._json(404, {"error": {"message": f"no file {file_id!r}"}})
+            else:
+                self._send(200, content, "application/octet-stream")
+        elif self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.sim.served]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -332,6 +513,20 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         request = self._record(body)
+        path = self.path.rstrip("/")
+        if not self.sim.batch_api and (path.endswith("/files") or path.endswith("/batches")):
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if path.endswith("/files"):
+            parts = _multipart(self.headers.get("Content-Type", ""), raw)
+            if "file" not in parts:
+                self._json(400, {"error": {"message": "no file part"}})
+            else:
+                self._json(200, _Batches(self.sim).upload(parts["file"], parts.get("purpose", b"").decode()))
+            return
+        if path.endswith("/batches"):
+            self._json(*_Batches(self.sim).create(body))
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return

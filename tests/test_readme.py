@@ -254,7 +254,7 @@ def _run_by_other_tests() -> set[str]:
     the judges' block (tests/test_llm_judges_e2e.py), the anchoring block (tests/test_arms.py),
     the annotators' block (tests/test_cli_people.py), the rubber-stamping block
     (tests/test_rubber_stamping.py), the adjudication block (tests/test_adjudication.py), the human
-    sample's (tests/test_design_sample.py)."""
+    sample's (tests/test_design_sample.py), the batch APIs' two blocks (tests/test_llm_batch.py)."""
     from test_backend_serve import COMMANDS as SERVE
     from test_llm_judges_e2e import readme_commands as judges_block
 
@@ -264,10 +264,11 @@ def _run_by_other_tests() -> set[str]:
     from test_arms import ARMS_MARKER
     from test_cli_people import COMMANDS as ANNOTATORS
     from test_design_sample import SAMPLE_MARKER
+    from test_llm_batch import BATCH_MARKER, FILE_MARKER
     from test_rubber_stamping import DOCS_MARKER as STAMPING_MARKER
 
     judges = {" ".join(line.split()) for line in judges_block("## Several samples and several judges")}
-    markers = (ARMS_MARKER, STAMPING_MARKER, ADJUDICATION_MARKER, SAMPLE_MARKER)
+    markers = (ARMS_MARKER, STAMPING_MARKER, ADJUDICATION_MARKER, SAMPLE_MARKER, BATCH_MARKER, FILE_MARKER)
     marked = set().union(*(block_after(marker) for marker in markers))
     return shown | judges | marked | set(ANNOTATORS)
 

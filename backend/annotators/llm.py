@@ -43,6 +43,7 @@ from typing import Any
 
 from judgelab.backend.annotators.llm_batch import BatchRefs, BatchRun
 from judgelab.backend.draft import Draft
+from judgelab.backend.llm.batch import BatchStore, open_batch_store, request_line
 from judgelab.backend.llm.cache import ResponseCache, claim_owner, open_cache
 from judgelab.backend.llm.client import ChatClient, Choice, LLMError
 from judgelab.backend.llm.contracts import LLMTask
@@ -124,6 +125,8 @@ class LLMAnnotator:
             else open_cache(settings.cache_file(), max_bytes=int(settings.cache_max_mb * 1024 * 1024))
         )
         self.usage: UsageLog = usage if usage is not None else open_usage(settings.cache_file())
+        # the answers of batch APIs waiting to be used, in the cache's file (None: no cache file)
+        self.batches: BatchStore | None = open_batch_store(settings.cache_file())
         self.token_estimates = TokenEstimator()  # for answers whose server reports no usage
         self.stats: Counter = Counter()
         self.n_supported = True  # False once the server answered fewer choices than ``n`` asked
@@ -268,14 +271,47 @@ class LLMAnnotator:
         project: str | None = None,
         task_ids: list[Any] | None = None,
         model_versions: list[str] | None = None,
+        ask: bool = True,
     ) -> list[list[Draft | None]]:
         """Per judge, drafts in the order of ``datas`` (``None``: failed or unfinished); all
         judges' requests share the concurrency bound and the deadline. ``project``, ``task_ids``
-        and the judges' ``model_versions`` name the rows of the usage log."""
+        and the judges' ``model_versions`` name the rows of the usage log. ``ask=False``: only
+        the answers the cache or a batch API holds, nothing asked live."""
         started = time.monotonic()
         task = self.task_for(schema_name, config_xml)  # the first call loads the prompt: counted
         refs = BatchRefs(project, task_ids, model_versions)
-        return self._run(task, datas, deadline_s - (time.monotonic() - started), judges, refs)[0]
+        return self._run(task, datas, deadline_s - (time.monotonic() - started), judges, refs, ask)[0]
+
+    def batch_requests(
+        self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], judges: list[Judge]
+    ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The batch API request lines of every judge and sample the live path would ask for
+        these tasks (one line per sample, ``custom_id`` its cache key), but those the cache holds,
+        a batch answered and a batch still running has; and the counts of each kind."""
+        task = self.task_for(schema_name, config_xml)
+        run = BatchRun(self, task, datas, judges, time.monotonic())
+        prompts = run.prompts()
+        counts = {"requests": 0, "cached": 0, "answered": 0, "in_flight": 0, "failed": 0}
+        counts["failed"] = sum(1 for per_judge in run.reasons for reason in per_judge if reason is not None)
+        keys = [key for prompt in prompts.values() for key in prompt.keys]
+        cached = {key for key in keys if self.cache.get(key) is not None}
+        answered = self.batches.answered(keys) if self.batches is not None else set()
+        in_flight = self.batches.in_flight(keys) if self.batches is not None else set()
+        client = self.client
+        lines: dict[str, dict[str, Any]] = {}
+        for prompt in prompts.values():
+            model = judges[prompt.judge].model
+            for key in prompt.keys:
+                if key in cached:
+                    counts["cached"] += 1
+                elif key in answered:
+                    counts["answered"] += 1
+                elif key in in_flight:
+                    counts["in_flight"] += 1
+                elif key not in lines:
+                    lines[key] = request_line(key, client.payload(prompt.messages, prompt.response_format, model))
+        counts["requests"] = len(lines)
+        return list(lines.values()), counts
 
     async def annotate_batch_async(
         self, schema_name: str, config_xml: str, datas: list[dict[str, Any]], deadline_s: float
@@ -298,9 +334,10 @@ class LLMAnnotator:
         deadline_s: float,
         judges: list[Judge],
         refs: BatchRefs | None,
+        ask: bool = True,
     ) -> tuple[list[list[Draft | None]], list[list[LLMError | None]]]:
         deadline = time.monotonic() + deadline_s
-        future = self._loop().submit(BatchRun(self, task, datas, judges, deadline, refs).run())
+        future = self._loop().submit(BatchRun(self, task, datas, judges, deadline, refs, ask).run())
         try:
             return future.result(timeout=max(0.0, deadline_s) + GRACE_S)
         except concurrent.futures.TimeoutError:

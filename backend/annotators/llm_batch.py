@@ -2,7 +2,9 @@
 deadline (:class:`BatchRun`, run on the annotator's event loop).
 
 Per judge and distinct prompt (tasks with identical messages share one), the answers are first
-looked up in the response cache, sample by sample; the missing ones are asked for in one request
+looked up in the response cache, sample by sample, then among the answers a batch API gave
+(:mod:`judgelab.backend.llm.batch`: taken, and used as a live answer is, at the batch price); with
+``ask=False`` that is all, the rest wait for a batch. The missing ones are asked for in one request
 with ``n`` = the number missing (a server that answers fewer choices, as Ollama does, is asked
 again for the rest, one request per sample, and remembered). Each answer is turned into drafts
 as soon as it arrives, and stored in the cache only when it made a usable draft (see
@@ -123,8 +125,10 @@ class BatchRun:
         judges: list[Judge],
         deadline: float,
         refs: BatchRefs | None = None,
+        ask: bool = True,
     ):
         self.annotator = annotator
+        self.ask_live = ask  # False: only answers the cache or a batch API holds (nothing is asked live)
         self.task = task
         self.datas = datas
         self.judges = judges
@@ -149,6 +153,9 @@ class BatchRun:
         if kind == "deadline":  # cut by the batch's wait or stopped by the client: the same to the user
             self.counts["unfinished at deadline"] += len(indices)
             return  # the batch's summary line counts them
+        if kind == "awaiting batch":  # asked not to ask live: not a failure
+            self.counts["awaiting a batch"] += len(indices)
+            return
         self.counts[f"failed: {kind}"] += len(indices)
         message = self.client.redact(str(error))
         who = f" ({self.judges[j].model})" if len(self.judges) > 1 else ""
@@ -229,11 +236,13 @@ class BatchRun:
             self.take(prompt, s, prompt.answers[s])
             self.usage.extend(self._usage_row(prompt, i, s, None, (None, None), None) for i in prompt.tasks)
 
-    async def _received(self, prompt: _Prompt, slots: list[int], completion: Completion) -> None:
-        """Sample answers in ``slots`` from one request: drafts, cache, usage rows."""
+    async def _received(self, prompt: _Prompt, slots: list[int], completion: Completion, batch: bool = False) -> None:
+        """Sample answers in ``slots`` from one request: drafts, cache, usage rows (a batch API's
+        answer, ``batch``, at the judge's batch prices)."""
         request = uuid.uuid4().hex[:16]
         judge = self.judges[prompt.judge]
         usage, estimated = self._paid(prompt, completion)
+        cost_of = judge.batch_cost if batch else judge.cost
         tokens = (usage.prompt_tokens, usage.completion_tokens)
         first, *others = prompt.tasks
         for n, (s, choice) in enumerate(zip(slots, completion.choices, strict=False)):
@@ -246,7 +255,7 @@ class BatchRun:
             else:
                 await asyncio.to_thread(self.annotator.cache.put, prompt.keys[s], choice.text)
             paid = tokens if n == 0 else (0, 0)  # the request's tokens go on its first answer's row
-            cost = judge.cost(usage) if n == 0 else (0.0 if judge.cost(usage) is not None else None)
+            cost = cost_of(usage) if n == 0 else (0.0 if cost_of(usage) is not None else None)
             self.usage.append(self._usage_row(prompt, first, s, request, paid, cost, estimated))
             self.usage.extend(self._usage_row(prompt, i, s, None, (None, None), None) for i in others)
 
@@ -377,7 +386,13 @@ class BatchRun:
         cached = await asyncio.to_thread(lambda: {k: cache.get(k) for k in keys})
         for prompt in prompts:
             self._from_cache(prompt, cached)
-        jobs = {asyncio.create_task(self.ask(p)): p for p in prompts if p.missing()}
+        await self._from_batches(prompts)
+        if not self.ask_live:
+            for prompt in prompts:
+                if prompt.missing():
+                    waiting = LLMError("awaiting_batch", "no answer from a batch API yet (nothing is asked live)")
+                    self.fail(prompt.judge, prompt.tasks, "awaiting batch", waiting)
+        jobs = {asyncio.create_task(self.ask(p)): p for p in prompts if p.missing() and self.ask_live}
         if jobs:
             done, pending = await asyncio.wait(jobs, timeout=max(0.0, self.deadline - time.monotonic()))
             for job in pending:
@@ -397,6 +412,23 @@ class BatchRun:
         await asyncio.to_thread(self.annotator.usage.record, self.usage)
         self._summary(time.monotonic() - started)
         return self.drafts, self.reasons
+
+    async def _from_batches(self, prompts: list[_Prompt]) -> None:
+        """The missing samples a batch API answered (:mod:`judgelab.backend.llm.batch`): taken
+        from the store and used as live answers are (drafts, cache, usage at the batch price)."""
+        store = self.annotator.batches
+        if store is None:
+            return
+        wanted = [prompt.keys[s] for prompt in prompts for s in prompt.missing()]
+        if not wanted:
+            return
+        taken = await asyncio.to_thread(store.take, wanted)
+        for prompt in prompts:
+            for s in prompt.missing():
+                answer = taken.get(prompt.keys[s])
+                if answer is not None:
+                    self.counts["from a batch"] += len(prompt.tasks)
+                    await self._received(prompt, [s], answer.completion, batch=True)
 
     def _assemble(self, prompts: list[_Prompt]) -> None:
         """Each task's draft per judge: its answer, or the majority of its samples."""

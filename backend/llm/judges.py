@@ -9,9 +9,10 @@ writes them)::
     {"models": ["gpt-4o-mini", "gpt-4o"], "samples": 5, "price_in": 0.15, "price_out": 0.6}
 
 ``price_in``/``price_out`` are money per million prompt/completion tokens, one number for every
-model or ``{"model": price}``. Only the backend's own models may be named (an ``extra_params``
-cannot make the backend call a model its operator did not list), and at most
-``JUDGELAB_LLM_MAX_SAMPLES`` samples.
+model or ``{"model": price}``; ``price_batch_in``/``price_batch_out`` the same for the answers of a
+batch API (default: half the live prices, as OpenAI's Batch API charges). Only the backend's own
+models may be named (an ``extra_params`` cannot make the backend call a model its operator did not
+list), and at most ``JUDGELAB_LLM_MAX_SAMPLES`` samples.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Any
 from judgelab.backend.llm.client import Usage
 from judgelab.backend.settings import LLMSettings
 
-PARAM_KEYS = ("models", "samples", "price_in", "price_out")
+PARAM_KEYS = ("models", "samples", "price_in", "price_out", "price_batch_in", "price_batch_out")
+#: What a batch answer costs of a live one when no batch prices are given (OpenAI's Batch API: half).
+BATCH_SHARE = 0.5
 
 
 class JudgeError(ValueError):
@@ -39,12 +42,36 @@ class Judge:
     samples: int = 1
     price_in: float | None = None
     price_out: float | None = None
+    price_batch_in: float | None = None
+    price_batch_out: float | None = None
 
     def cost(self, usage: Usage | None) -> float | None:
         """What ``usage`` costs at this judge's prices (None: no usage reported, or no prices)."""
         if usage is None or self.price_in is None or self.price_out is None:
             return None
         return (usage.prompt_tokens * self.price_in + usage.completion_tokens * self.price_out) / 1_000_000
+
+    @property
+    def batch_prices(self) -> tuple[float, float] | None:
+        """Per million prompt and completion tokens of a batch answer: the batch prices, else
+        :data:`BATCH_SHARE` of the live ones (None: no prices)."""
+        if self.price_batch_in is not None and self.price_batch_out is not None:
+            return self.price_batch_in, self.price_batch_out
+        if self.price_in is None or self.price_out is None:
+            return None
+        return self.price_in * BATCH_SHARE, self.price_out * BATCH_SHARE
+
+    @property
+    def batch_price_halved(self) -> bool:
+        """Whether the batch prices are the default share of the live ones (no batch prices given)."""
+        return self.batch_prices is not None and (self.price_batch_in is None or self.price_batch_out is None)
+
+    def batch_cost(self, usage: Usage | None) -> float | None:
+        """What ``usage`` of a batch answer costs (None: no usage, or no prices)."""
+        prices = self.batch_prices
+        if usage is None or prices is None:
+            return None
+        return (usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]) / 1_000_000
 
 
 def default_judges(settings: LLMSettings) -> list[Judge]:
@@ -65,7 +92,9 @@ def judges_for(settings: LLMSettings, params: Mapping[str, Any] | None) -> list[
     samples = _samples(params.get("samples"), settings)
     price_in = _prices(params.get("price_in"), "price_in", models)
     price_out = _prices(params.get("price_out"), "price_out", models)
-    return [Judge(m, samples, price_in.get(m), price_out.get(m)) for m in models]
+    batch_in = _prices(params.get("price_batch_in"), "price_batch_in", models)
+    batch_out = _prices(params.get("price_batch_out"), "price_batch_out", models)
+    return [Judge(m, samples, price_in.get(m), price_out.get(m), batch_in.get(m), batch_out.get(m)) for m in models]
 
 
 def _models(value: Any, settings: LLMSettings) -> list[str]:

@@ -342,6 +342,18 @@ def _judge_options(command):
             metavar="PRICE|MODEL=PRICE",
             help="Money per million completion tokens (repeatable as MODEL=PRICE).",
         ),
+        click.option(
+            "--price-batch-in",
+            multiple=True,
+            metavar="PRICE|MODEL=PRICE",
+            help="Money per million prompt tokens of a batch API's answers (default: half --price-in).",
+        ),
+        click.option(
+            "--price-batch-out",
+            multiple=True,
+            metavar="PRICE|MODEL=PRICE",
+            help="Money per million completion tokens of a batch API's answers (default: half --price-out).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -380,6 +392,8 @@ def connect_cmd(
     samples: int | None,
     price_in: tuple[str, ...],
     price_out: tuple[str, ...],
+    price_batch_in: tuple[str, ...],
+    price_batch_out: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Connect the ML backend to projects (with --model/--samples/--price-*: their judges).
@@ -392,7 +406,7 @@ def connect_cmd(
     from judgelab.sync.backend_link import connect_backend, judge_params
     from judgelab.sync.project_ref import resolve_projects
 
-    params = judge_params(models, samples, price_in, price_out)
+    params = judge_params(models, samples, price_in, price_out, price_batch_in, price_batch_out)
     schemas = [get_schema(n) for n in schema_names]
     auth = _auth(basic_auth)
     client = connect(_connection(ctx))
@@ -431,20 +445,34 @@ def _preannotate_options(command):
         samples: int | None,
         price_in: tuple[str, ...],
         price_out: tuple[str, ...],
+        price_batch_in: tuple[str, ...],
+        price_batch_out: tuple[str, ...],
         budget: float | None,
+        batch: bool,
+        batch_file: Path | None,
+        batch_results: Path | None,
         **kwargs,
     ):
         from judgelab.sync.backend_link import judge_params
         from judgelab.sync.preannotate import PreannotateOptions
 
         method = "push" if push else "auto"
+        routes = [(batch, "api", None), (batch_file, "file", batch_file), (batch_results, "results", batch_results)]
+        chosen = [(mode, path) for given, mode, path in routes if given]
+        if len(chosen) > 1:
+            raise SyncError("give one of --batch, --batch-file and --batch-results")
+        mode, path = chosen[0] if chosen else (None, None)
+        if mode is not None and budget is not None:
+            raise SyncError("--budget needs --push (a batch is sent whole; its answers are counted at the batch price)")
         # --budget's needs are checked first, then the judges and the auth
         options = PreannotateOptions(method, chunk_size, budget=budget, backend_url=backend_url)
         options = dataclasses.replace(
             options,
             ls_backend_url=ls_backend_url,
-            judges=judge_params(models, samples, price_in, price_out),
+            judges=judge_params(models, samples, price_in, price_out, price_batch_in, price_batch_out),
             auth=_auth(basic_auth),
+            batch=mode,
+            batch_path=str(path) if path is not None else None,
         )
         return command(*args, options=options, **kwargs)
 
@@ -472,6 +500,24 @@ def _preannotate_options(command):
             help="With --push: stop before the run would cost more than this (at --price-in/--price-out); "
             "the tasks left are for a later run.",
         ),
+        click.option(
+            "--batch",
+            is_flag=True,
+            help="Through the LLM provider's Batch API (answered within 24 h, at the batch price): send the "
+            "prompts not yet answered as one batch and return; run again to see its progress, or to collect it "
+            "and push the predictions.",
+        ),
+        click.option(
+            "--batch-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write the prompts not yet answered as a batch requests file (JSONL, for vllm run-batch or "
+            "any tool of OpenAI's batch format) instead of sending them.",
+        ),
+        click.option(
+            "--batch-results",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Read a batch results file (vllm run-batch's output) and push the predictions it answers.",
+        ),
     ]
     for option in reversed(options):
         run = option(run)
@@ -497,7 +543,8 @@ def preannotate_cmd(
     backend unless --ls-backend-url is given; one that is not is connected as 'connect' would.
     Up to 200 tasks go in one Label Studio "Retrieve predictions"; more are sent in chunks with
     a progress bar (--push, or Label Studio in chunks when judgelab cannot reach the backend).
-    Prints the tokens the LLM used in this run and, with prices, what they cost.
+    Prints the tokens the LLM used in this run and, with prices, what they cost. --batch,
+    --batch-file and --batch-results go through a batch API instead (docs: LLM pre-annotation).
     """
     from judgelab.sync.backend_link import connect_backend, linked_backend
     from judgelab.sync.preannotate import preannotate_project
@@ -506,6 +553,7 @@ def preannotate_cmd(
     schemas = [get_schema(n) for n in schema_names]
     client = connect(_connection(ctx))
     out, listed = Output(as_json), []
+    requests: list[dict] = []  # --batch-file: every project's request lines, written at the end
     for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
         current = linked_backend(client, project.id)
         # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
@@ -528,6 +576,11 @@ def preannotate_cmd(
                     progress=advance(bar),
                 )
         _say_preannotated(out, project, report, options.budget)
+        if report.batch is not None:
+            for line in report.batch.lines_to_say(report.unfinished):
+                out.line(f"{project.schema_name}: project {project.id}: {line}")
+            seen = {line["custom_id"] for line in requests}
+            requests += [line for line in report.batch.lines if line["custom_id"] not in seen]
         entry = {**project.as_json(), **report.as_json()}
         if (usage := report.usage) is not None:
             out.line(f"{project.schema_name}: LLM usage of this run: {usage.describe()}")
@@ -536,13 +589,33 @@ def preannotate_cmd(
             entry["usage"] |= {"unreported": usage.unreported, "estimated_tokens": usage.estimated_tokens}
             entry["usage"] |= {"estimated_cost": usage.estimated_cost}
         listed.append(entry)
-    out.result({"projects": listed})
+    result: dict = {"projects": listed}
+    if options.batch == "file":
+        _write_batch_file(out, Path(str(options.batch_path)), requests)
+        result["requests_file"] = {"path": str(options.batch_path), "requests": len(requests)}
+    out.result(result)
+
+
+def _write_batch_file(out: Output, path: Path, requests: list[dict]) -> None:
+    from judgelab.sync.batch_predict import write_requests
+
+    write_requests(path, requests)
+    if not requests:
+        out.line(f"{path}: no request to write (every task left has its answers)")
+        return
+    models = sorted({line["body"]["model"] for line in requests})
+    out.line(
+        f"wrote {len(requests)} request(s) to {path}; answer them with e.g. `vllm run-batch -i {path} -o results.jsonl "
+        f"--model {models[0]}` (one run per model: {', '.join(models)}), then run judgelab preannotate "
+        "--batch-results results.jsonl"
+    )
 
 
 HOW = {
     "retrieve": "via Label Studio's 'Retrieve predictions'",
     "push": "pushed by judgelab in chunks",
     "chunks": "via 'Retrieve predictions' in chunks",
+    "batch": "from the answers the backend holds (cache and batch APIs)",
 }
 
 
@@ -550,7 +623,7 @@ def _say_preannotated(out: Output, project, report, budget: float | None) -> Non
     name = f"{project.schema_name}: project {project.id} {project.title!r}"
     failures = f", failures {report.failures}" if report.failures else ""
     how = HOW[report.method]
-    if report.method == "push" or len(report.model_versions) == 1:
+    if report.method in ("push", "batch") or len(report.model_versions) == 1:
         versions = ", ".join(report.model_versions)
         added = f"{report.added} prediction{'' if report.added == 1 else 's'}"
         out.line(
