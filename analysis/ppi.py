@@ -561,6 +561,34 @@ def mean_estimates(
     >>> mean_estimates(y, judge, others, lambda_=0).ppi == mean_estimates(y, judge, others).human
     True
     """
+    y, yhat, unlabeled, pool = _checked_inputs(y_labeled, yhat_labeled, yhat_unlabeled, yhat_all, method, population)
+    n, n_total = len(y), len(pool)
+    if method == "ppi++":
+        human_i, ppi_i, lam, bias = _ppi_plus_plus(y, yhat, unlabeled, inclusion, population, alpha, lambda_)
+    else:
+        human_i, ppi_i, lam, bias = _adjusted(
+            y, yhat, pool, inclusion, alpha=alpha, lambda_=lambda_, bounds=bounds, pseudo=pseudo,
+            population=population, floor=floor, score=score,
+        )  # fmt: skip
+    worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")
+    return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
+
+
+def _checked_inputs(
+    y_labeled: np.ndarray,
+    yhat_labeled: np.ndarray,
+    yhat_unlabeled: np.ndarray | None,
+    yhat_all: np.ndarray | None,
+    method: str,
+    population: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mean_estimates`'s arguments checked, as ``(y, yhat, unlabelled, pool)`` flat float arrays.
+
+    ``pool`` is the judge on every task; ``unlabelled`` is ``yhat_unlabeled`` when given, else
+    the whole pool (as ``yhat_all`` came). Raises ``ValueError`` on an unknown method or
+    population, mismatched or too short labels, both or neither of the judge's other
+    predictions, and a missing value.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     if population not in POPULATIONS:
@@ -581,42 +609,76 @@ def mean_estimates(
         pool = np.concatenate([yhat, unlabeled])
     if not (np.isfinite(y).all() and np.isfinite(yhat).all() and np.isfinite(pool).all()):
         raise ValueError("y and yhat must be finite (drop the tasks with a missing value first)")
+    return y, yhat, unlabeled, pool
+
+
+def _ppi_plus_plus(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    unlabeled: np.ndarray,
+    inclusion: np.ndarray | None,
+    population: str,
+    alpha: float,
+    lambda_: float | str,
+) -> tuple[Interval, Interval, np.ndarray, float]:
+    """``(human, ppi, lambda, judge bias)`` of ``method="ppi++"``: ``ppi_py``'s normal intervals.
+
+    ``ppi_py`` knows only uniform sampling from a process: ``ValueError`` for ``inclusion`` or
+    ``population="tasks"``.
+    """
+    if inclusion is not None or population != "process":
+        raise ValueError('method="ppi++" assumes uniform sampling from a process: use method="adjusted"')
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
+    human, human_se = classical_plain(y)
+    bias = float(np.mean(yhat - y))
+    return _interval(human, human_se, z), _interval(est, se, z), lam, bias
+
+
+def _adjusted(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    pool: np.ndarray,
+    inclusion: np.ndarray | None,
+    *,
+    alpha: float,
+    lambda_: float | str,
+    bounds: tuple[float, float] | None,
+    pseudo: float,
+    population: str,
+    floor: bool,
+    score: bool,
+) -> tuple[Interval, Interval, np.ndarray, float]:
+    """``(human, ppi, lambda, judge bias)`` of ``method="adjusted"``: :func:`pool_fit` on the labels.
+
+    Each labelled task weighs ``1 / pi_i`` (``inclusion``; default ``n / N``), in the estimates
+    and in the judge's bias; ``bounds`` default to the smallest and largest value seen.
+    """
     n, n_total = len(y), len(pool)
-    if method == "ppi++":
-        if inclusion is not None or population != "process":
-            raise ValueError('method="ppi++" assumes uniform sampling from a process: use method="adjusted"')
-        z = float(stats.norm.ppf(1 - alpha / 2))
-        est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
-        human, human_se = classical_plain(y)
-        human_i, ppi_i = _interval(human, human_se, z), _interval(est, se, z)
-        bias = float(np.mean(yhat - y))
-    else:
-        pi = np.full(n, n / n_total) if inclusion is None else np.asarray(inclusion, dtype=float).ravel()
-        if pi.shape != y.shape or not ((pi > 0) & (pi <= 1)).all():
-            raise ValueError("inclusion must hold one probability in (0, 1] per labelled task")
-        lo, hi = bounds if bounds is not None else (min(y.min(), pool.min()), max(y.max(), pool.max()))
-        fit = pool_fit(
-            y,
-            yhat,
-            np.ones(n, bool),
-            1 / pi,
-            float(pool.mean()),
-            float(pool.var(ddof=1)),
-            n_total,
-            (lo, hi),
-            lambda_=lambda_,
-            pseudo=pseudo,
-            finite=population == "tasks",
-            alpha=alpha,
-            yhat_all=pool if floor else None,
-            score=score,
-        )
-        human_i = Interval(float(fit.human), float(fit.human_low), float(fit.human_high), float(fit.human_se))
-        ppi_i = Interval(float(fit.ppi), float(fit.ppi_low), float(fit.ppi_high), float(fit.ppi_se))
-        lam = fit.lambda_
-        bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
-    worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")
-    return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
+    pi = np.full(n, n / n_total) if inclusion is None else np.asarray(inclusion, dtype=float).ravel()
+    if pi.shape != y.shape or not ((pi > 0) & (pi <= 1)).all():
+        raise ValueError("inclusion must hold one probability in (0, 1] per labelled task")
+    lo, hi = bounds if bounds is not None else (min(y.min(), pool.min()), max(y.max(), pool.max()))
+    fit = pool_fit(
+        y,
+        yhat,
+        np.ones(n, bool),
+        1 / pi,
+        float(pool.mean()),
+        float(pool.var(ddof=1)),
+        n_total,
+        (lo, hi),
+        lambda_=lambda_,
+        pseudo=pseudo,
+        finite=population == "tasks",
+        alpha=alpha,
+        yhat_all=pool if floor else None,
+        score=score,
+    )
+    human_i = Interval(float(fit.human), float(fit.human_low), float(fit.human_high), float(fit.human_se))
+    ppi_i = Interval(float(fit.ppi), float(fit.ppi_low), float(fit.ppi_high), float(fit.ppi_se))
+    bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
+    return human_i, ppi_i, fit.lambda_, bias
 
 
 def pool_estimates(
