@@ -383,33 +383,38 @@ def design_sample_cmd(
     url = f"{conn.url.rstrip('/')}/projects/{result.project_id}"
     if out is not None:
         _write_sample_file(client, out, result)
-    output.line(
-        f"{source.label()}: human sample {result.sample_id} of {result.n_sampled} of {result.n_tasks} task(s) "
+    for line in _sample_lines(source.label(), result, url):
+        output.line(line)
+    output.result(result.as_json(url))
+
+
+def _sample_lines(label: str, result, url: str) -> list[str]:
+    """What ``design sample`` says about a drawn human sample (``label``: the source project's)."""
+    lines = [
+        f"{label}: human sample {result.sample_id} of {result.n_sampled} of {result.n_tasks} task(s) "
         f"(budget {result.budget}, design {result.design}"
         + (f" by {' x '.join(result.by)}" if result.by else "")
-        + f", seed {result.seed}, judge {result.judge})"
-    )
-    output.line(
+        + f", seed {result.seed}, judge {result.judge})",
         f"inclusion probabilities from {result.min_inclusion:.3g} to {result.max_inclusion:.3g}; "
         f"{result.meta_updated} task(s) got their judgelab_sample meta"
         + (
             f"; {result.without_prediction} task(s) have no prediction of the judge"
             if result.without_prediction
             else ""
-        )
-    )
+        ),
+    ]
     if result.strata:
-        output.line("sampled per cell: " + ", ".join(f"{cell}: {n}" for cell, n in result.strata.items()))
+        lines.append("sampled per cell: " + ", ".join(f"{cell}: {n}" for cell, n in result.strata.items()))
     if result.replaced is not None:
-        output.line(f"project {result.replaced}, the earlier human sample (unlabelled), was removed")
+        lines.append(f"project {result.replaced}, the earlier human sample (unlabelled), was removed")
     state = "created" if result.created else "exists"
-    output.line(
+    lines.append(
         f"project {result.project_id} {result.project_title!r} {state}: {result.imported} task(s) imported "
         f"(no backend, no predictions: label blind) {url}"
     )
     if result.already:
-        output.line("the same sample as before: nothing added")
-    output.result(result.as_json(url))
+        lines.append("the same sample as before: nothing added")
+    return lines
 
 
 def _write_sample_file(client, path: Path, result) -> None:
