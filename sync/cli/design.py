@@ -577,8 +577,8 @@ def design_adjudicate_cmd(
     changed adjudication replaces the earlier ground truth. 'judgelab sync' then has them
     (ground_truth column of the judgments table).
     """
-    from judgelab.sync.adjudication import adjudication_of, ensure_adjudication
     from judgelab.sync.adjudication import collect as collect_answers
+    from judgelab.sync.adjudication import ensure_adjudication
     from judgelab.sync.ls_api import as_api
     from judgelab.sync.project_ref import ProjectRef, require_project
 
@@ -588,13 +588,7 @@ def design_adjudicate_cmd(
     found = require_project(
         client, ProjectRef(project_id=project_id, title=title, schema=_schema_of(schema_name)), projects=listed
     )
-    source = next(p for p in listed if int(p["id"]) == found.id)
-    if adjudication_of(source) is not None:  # named by the adjudication project: its source is meant
-        source_id = adjudication_of(source)
-        source = next((p for p in listed if int(p["id"]) == source_id), None)
-        if source is None:
-            raise SyncError(f"{found.label()} adjudicates project {source_id}, which is no longer in Label Studio")
-        found = require_project(client, ProjectRef(project_id=source_id), projects=listed)
+    source, found = _adjudicated_source(client, listed, found)
     if collect:
         if where or judge is not None or prefill:
             raise SyncError("--collect copies answers back: --where, --with-judge and --prefill are for creating")
@@ -605,28 +599,49 @@ def design_adjudicate_cmd(
     made = ensure_adjudication(
         client, source, found.schema, where=where, judge=judge, adjudicator=adjudicator, prefill=prefill
     )
+    for line in _adjudication_lines(found, made, judge, prefill):
+        out.line(line)
+    out.result(made.as_json())
+
+
+def _adjudicated_source(client, listed: list[dict], found):
+    """``(listed project, resolved project)`` to adjudicate: named by its adjudication project, its source."""
+    from judgelab.sync.adjudication import adjudication_of
+    from judgelab.sync.project_ref import ProjectRef, require_project
+
+    source = next(p for p in listed if int(p["id"]) == found.id)
+    if adjudication_of(source) is not None:  # named by the adjudication project: its source is meant
+        source_id = adjudication_of(source)
+        source = next((p for p in listed if int(p["id"]) == source_id), None)
+        if source is None:
+            raise SyncError(f"{found.label()} adjudicates project {source_id}, which is no longer in Label Studio")
+        found = require_project(client, ProjectRef(project_id=source_id), projects=listed)
+    return source, found
+
+
+def _adjudication_lines(found, made, judge: str | None, prefill: bool) -> list[str]:
+    """What ``design adjudicate`` says about the project it made: the rule's share of the tasks, the
+    tasks added, and (when the schema's guideline has a disagreement rate to meet) the rate."""
     share = made.found
-    out.line(
+    lines = [
         f"{found.label()}: {len(share.tasks)} of {share.compared} task(s) with two answers or more meet the rule "
-        f"{share.rule.text!r} ({share.rule_from})"
-    )
-    out.line(
+        f"{share.rule.text!r} ({share.rule_from})",
         f"project {made.project_id} {made.title!r} {'created' if made.created else 'exists'}: "
         f"{made.added} task(s) added, {made.already} already there"
         + (f"; the judge's prediction shown on {made.judged}" if judge is not None else "")
-        + (f"; each annotator's answer pre-filled as a prediction on {made.prefilled}" if prefill else "")
-    )
+        + (f"; each annotator's answer pre-filled as a prediction on {made.prefilled}" if prefill else ""),
+    ]
     target = (found.schema.meta.get("agreement_targets") or {}) if found.schema else {}
     rule = target.get("disagreement_rule") if isinstance(target, dict) else None
     if isinstance(rule, dict) and "average_below" in rule and share.compared:
         limit = float(rule["average_below"])
         rate = len(share.tasks) / share.compared
-        out.line(
+        lines.append(
             f"disagreement on {rate:.0%} of the tasks with two answers; the guideline averages the scores below "
             f"{limit:.0%} and meets to recalibrate above"
         )
-    out.line("answer the tasks in Label Studio, then copy the answers back with --collect")
-    out.result(made.as_json())
+    lines.append("answer the tasks in Label Studio, then copy the answers back with --collect")
+    return lines
 
 
 if __name__ == "__main__":
