@@ -278,72 +278,96 @@ def task_values(
     spans = _with_columns(spans)
     rows = answer_rows(judgments, spans, meta, gold=True)
     rows = rows[~rows["group"].astype(str).str.startswith(SPANS_PREFIX)]
-    constants = _constants(meta)
-    summary_item = constants.get("summary_item")
-    unfaithful = constants.get("summary_unfaithful")
     parts: list[pd.DataFrame] = []
-    keys = ["task_id", "rater"]
-    scales = meta.get("scales") or {}
     for (group, kind), part in rows.groupby(["group", "kind"], sort=False):
-        group = str(group)
-        if group == LINE_GROUP:
-            flagged = part.assign(y=part["value"].isin(LINE_FLAGS).astype(float))
-            per_task = flagged.groupby(keys, sort=False)["y"]
-            flag = line_flag_name(meta)
-            parts.append(
-                _frame(
-                    per_task.mean(),
-                    f"lines {flag} (share per task)",
-                    group,
-                    SHARE,
-                    f"share of a task's lines judged {flag}",
-                )
-            )
-            derived = per_task.max().rename("y").reset_index()
-            name, words = _summary_name(summary_item, unfaithful, flag), _summary_words(unfaithful, flag)
-            item = str(summary_item or group)
-            parts.append(_frame(derived.set_index(keys)["y"], name, item, SHARE, words, derived=True))
-            continue
-        if kind == "ordinal":
-            scale = scales.get(group) or {}
-            values = pd.to_numeric(part["value"], errors="coerce")
-            low = float(scale.get("min", values.min()))
-            high = float(scale.get("max", values.max()))
-            y = part.assign(y=values).dropna(subset=["y"]).drop_duplicates(keys, keep="last").set_index(keys)["y"]
-            parts.append(_frame(y, f"{group} (mean)", group, MEAN, f"mean {group}", low=low, high=high))
-            continue
-        sets = part.assign(_values=part["value"].astype(str).str.split(MULTI_VALUE_SEPARATOR, regex=False))
-        sets = sets.drop_duplicates(keys, keep="last").set_index(keys)["_values"]
-        if summary_item is not None and unfaithful is not None and group == str(summary_item):
-            y = sets.map(lambda values: float(str(unfaithful) in values))
-            parts.append(
-                _frame(y, _summary_name(summary_item, unfaithful, ""), group, SHARE, _summary_words(unfaithful, ""))
-            )
-            continue
-        if item_kind(meta, group) == "flag":
-            checked = sets.map(lambda values: float(FLAG_CHECKED in values))
-            parts.append(
-                _frame(
-                    checked, f"{group} = {FLAG_CHECKED}", group, SHARE, f"share of tasks with {group} {FLAG_CHECKED}"
-                )
-            )
-            continue
-        wanted = list((labels or {}).get(group) or _declared(meta, group) or _found(sets))
-        if len(wanted) > MAX_LABELS:
-            continue
-        for label in wanted:
-            has = sets.map(lambda values, label=label: float(label in values))
-            parts.append(_frame(has, f"{group} = {label}", group, SHARE, f"share of tasks answered {label} on {group}"))
+        parts += _group_values(str(group), str(kind), part, meta, labels)
     if asked:
         parts += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
     if not parts:
         return pd.DataFrame(columns=VALUE_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
-    # a summary verdict: the rater's answer to the summary item where it gave one, else its lines'
+    return _stated_over_derived(pd.concat(parts, ignore_index=True))[VALUE_COLUMNS]
+
+
+_KEYS = ["task_id", "rater"]
+
+
+def _group_values(
+    group: str, kind: str, part: pd.DataFrame, meta: Mapping[str, Any], labels: Mapping[str, Sequence[str]] | None
+) -> list[pd.DataFrame]:
+    """The quantities of one item group's answer rows: line verdicts, a rating, or a choice's labels."""
+    if group == LINE_GROUP:
+        return _line_values(part, group, meta)
+    if kind == "ordinal":
+        return [_rating_values(part, group, meta)]
+    return _choice_values(part, group, meta, labels)
+
+
+def _line_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> list[pd.DataFrame]:
+    """Line verdicts: the share of a task's lines flagged, and the summary verdict derived from them.
+
+    The derived summary (any line flagged) is marked ``_derived``: a rater's stated answer to the
+    summary item replaces it (:func:`_stated_over_derived`).
+    """
+    constants = _constants(meta)
+    summary_item, unfaithful = constants.get("summary_item"), constants.get("summary_unfaithful")
+    flagged = part.assign(y=part["value"].isin(LINE_FLAGS).astype(float))
+    per_task = flagged.groupby(_KEYS, sort=False)["y"]
+    flag = line_flag_name(meta)
+    share = _frame(
+        per_task.mean(), f"lines {flag} (share per task)", group, SHARE, f"share of a task's lines judged {flag}"
+    )
+    derived = per_task.max().rename("y").reset_index()
+    name, words = _summary_name(summary_item, unfaithful, flag), _summary_words(unfaithful, flag)
+    item = str(summary_item or group)
+    return [share, _frame(derived.set_index(_KEYS)["y"], name, item, SHARE, words, derived=True)]
+
+
+def _rating_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> pd.DataFrame:
+    """An ordinal item: each rater's (last) rating of each task, on the schema's scale (else the one seen)."""
+    scale = (meta.get("scales") or {}).get(group) or {}
+    values = pd.to_numeric(part["value"], errors="coerce")
+    low = float(scale.get("min", values.min()))
+    high = float(scale.get("max", values.max()))
+    y = part.assign(y=values).dropna(subset=["y"]).drop_duplicates(_KEYS, keep="last").set_index(_KEYS)["y"]
+    return _frame(y, f"{group} (mean)", group, MEAN, f"mean {group}", low=low, high=high)
+
+
+def _choice_values(
+    part: pd.DataFrame, group: str, meta: Mapping[str, Any], labels: Mapping[str, Sequence[str]] | None
+) -> list[pd.DataFrame]:
+    """A nominal item: 0/1 per label the answer holds (the summary verdict's unfaithful value; a
+    flag's tick; else each label of ``labels``, the schema's or those seen, none past
+    :data:`MAX_LABELS`)."""
+    constants = _constants(meta)
+    summary_item, unfaithful = constants.get("summary_item"), constants.get("summary_unfaithful")
+    sets = part.assign(_values=part["value"].astype(str).str.split(MULTI_VALUE_SEPARATOR, regex=False))
+    sets = sets.drop_duplicates(_KEYS, keep="last").set_index(_KEYS)["_values"]
+    if summary_item is not None and unfaithful is not None and group == str(summary_item):
+        y = sets.map(lambda values: float(str(unfaithful) in values))
+        return [_frame(y, _summary_name(summary_item, unfaithful, ""), group, SHARE, _summary_words(unfaithful, ""))]
+    if item_kind(meta, group) == "flag":
+        checked = sets.map(lambda values: float(FLAG_CHECKED in values))
+        words = f"share of tasks with {group} {FLAG_CHECKED}"
+        return [_frame(checked, f"{group} = {FLAG_CHECKED}", group, SHARE, words)]
+    wanted = list((labels or {}).get(group) or _declared(meta, group) or _found(sets))
+    if len(wanted) > MAX_LABELS:
+        return []
+    parts = []
+    for label in wanted:
+        has = sets.map(lambda values, label=label: float(label in values))
+        parts.append(_frame(has, f"{group} = {label}", group, SHARE, f"share of tasks answered {label} on {group}"))
+    return parts
+
+
+def _stated_over_derived(out: pd.DataFrame) -> pd.DataFrame:
+    """The values without a derived summary verdict where the rater stated one for the task.
+
+    A summary verdict is the rater's answer to the summary item where it gave one, else its lines'.
+    """
     derived = out.pop("_derived").astype(bool)
     stated = out[~derived].set_index(["task_id", "rater", "quantity"]).index
     own = pd.MultiIndex.from_frame(out[["task_id", "rater", "quantity"]])
-    return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)[VALUE_COLUMNS]
+    return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)
 
 
 def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[str] | None) -> list[pd.DataFrame]:

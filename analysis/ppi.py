@@ -93,7 +93,7 @@ stratified, or active (more often where the judge is unsure, with a floor).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -317,10 +317,71 @@ def pool_fit(
     >>> bool(np.isclose(fit.ppi, np.mean(0.8 * pool + (y_pool - 0.8 * pool) * xi / pi_pool)))
     True
     """
+    lo, hi = (float(b) for b in bounds)
+    pool = _weighted_pool(y, yhat, mask, weights, yhat_mean, n_total, (lo, hi), pseudo, finite)
+    m, n = pool.mask, pool.n
+    # the labels only at the scale's ends (a share): score intervals, with no floor (the hypothesised
+    # (theta - lo)(hi - theta) is the largest variance a mean theta on [lo, hi] allows)
+    ends = np.all(~m | (pool.y == lo) | (pool.y == hi), -1) if score else np.zeros(n.shape, bool)
+    floor = unseen_spread(pool.yhat, m, yhat_all, pool.hbar) if yhat_all is not None else np.zeros(n.shape)
+    floor = np.where(ends, 0.0, floor)
+    a0, a1, a2, sum_v2 = _variance_quadratic(pool, floor, (lo, hi), yhat_mean, yhat_var, n_total, finite)
+    lam, var_ppi = _power_tuned(a0, a1, a2, lambda_, n.shape)
+    human = pool.ybar
+    ppi = lam * yhat_mean + pool.ybar - lam * pool.hbar
+    df = np.maximum(n - 1, 1)
+    q = t_quantile(alpha, df)
+    human_se, ppi_se = np.sqrt(np.maximum(a0, 0)), np.sqrt(np.maximum(var_ppi, 0))
+    human_low, human_high = np.clip(human - q * human_se, lo, hi), np.clip(human + q * human_se, lo, hi)
+    ppi_low, ppi_high = np.clip(ppi - q * ppi_se, lo, hi), np.clip(ppi + q * ppi_se, lo, hi)
+    fit = PoolFit(n, human, human_se, df, ppi, ppi_se, df, lam, human_low, human_high, ppi_low, ppi_high, ends, floor)
+    if ends.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = sum_v2 / pool.n_aug**2  # ddof 0, as Wilson's p (1 - p) / n
+        fit = _with_score_intervals(fit, a0, var_ppi, scale, q, (lo, hi), tuned=isinstance(lambda_, str))
+    return fit
+
+
+@dataclass(frozen=True)
+class _WeightedPool:
+    """The labelled tasks of :func:`pool_fit`, weighted and centred (arrays along the last axis)."""
+
+    mask: np.ndarray
+    y: np.ndarray  # 0 where not labelled
+    yhat: np.ndarray  # 0 where not labelled
+    n: np.ndarray  # real labels
+    n_aug: np.ndarray  # real labels and the pseudo-tasks' weight
+    u: np.ndarray  # the weights scaled to sum to N
+    v2: np.ndarray  # each labelled task's squared weight (times 1 - pi_i when finite)
+    kp_sq: np.ndarray  # the squared-weight counterpart of each bound's pseudo-task
+    ybar: np.ndarray
+    hbar: np.ndarray
+    yt: np.ndarray  # y - ybar on the labelled tasks, else 0
+    ht: np.ndarray  # yhat - hbar on the labelled tasks, else 0
+
+
+def _weighted_pool(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    mask: np.ndarray,
+    weights: np.ndarray,
+    yhat_mean: float,
+    n_total: int,
+    bounds: tuple[float, float],
+    pseudo: float,
+    finite: bool,
+) -> _WeightedPool:
+    """The weights and the weighted means ``ybar``, ``hbar`` of :func:`pool_fit`'s labelled tasks.
+
+    The weights are normalised to mean 1 over the labelled tasks (``v``) and to sum to ``N``
+    (``u``); the pseudo-tasks (total weight ``pseudo``, half at each bound; with ``finite`` only
+    in the unlabelled share) join the means. With ``finite`` each squared weight counts
+    ``1 - pi_i`` times, the finite-population correction the variance needs.
+    """
     y, yhat, weights = (np.asarray(a, dtype=float) for a in (y, yhat, weights))
     m = np.asarray(mask, dtype=bool)
     y, yhat, w = np.where(m, y, 0.0), np.where(m, yhat, 0.0), np.where(m, weights, 0.0)
-    lo, hi = (float(b) for b in bounds)
+    lo, hi = bounds
     big_n = float(n_total)
     n = m.sum(-1).astype(float)
     unlabeled_share = np.clip(1 - n / big_n, 0.0, 1.0)
@@ -334,65 +395,112 @@ def pool_fit(
     hbar = ((v * yhat).sum(-1) + k * yhat_mean) / n_aug
     yt = np.where(m, y - ybar[..., None], 0.0)
     ht = np.where(m, yhat - hbar[..., None], 0.0)
-    y_lo, y_hi, h_p = lo - ybar, hi - ybar, yhat_mean - hbar
     if finite:  # 1 - pi_i per labelled task; the pseudo-tasks get the mean sampling fraction's
         with np.errstate(divide="ignore"):
             v2 = v**2 * np.where(m, np.clip(1 - 1 / np.where(m, w, 1.0), 0.0, 1.0), 0.0)
         kp_sq = kp * unlabeled_share
     else:
         v2, kp_sq = v**2, kp
-    # the labels only at the scale's ends (a share): score intervals, with no floor (the hypothesised
-    # (theta - lo)(hi - theta) is the largest variance a mean theta on [lo, hi] allows)
-    ends = np.all(~m | (y == lo) | (y == hi), -1) if score else np.zeros(n.shape, bool)
-    floor = unseen_spread(yhat, m, yhat_all, hbar) if yhat_all is not None else np.zeros(n.shape)
-    floor = np.where(ends, 0.0, floor)
+    return _WeightedPool(m, y, yhat, n, n_aug, u, v2, kp_sq, ybar, hbar, yt, ht)
+
+
+def _variance_quadratic(
+    pool: _WeightedPool,
+    floor: np.ndarray,
+    bounds: tuple[float, float],
+    yhat_mean: float,
+    yhat_var: float,
+    n_total: int,
+    finite: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(a0, a1, a2, sum v^2)``: the estimate's variance is ``a0 - 2 lambda a1 + lambda^2 a2``.
+
+    The residual terms over the labelled tasks and the pseudo-tasks, each with the unseen-range
+    ``floor`` (module docstring); without ``finite``, the judge's own spread over the ``N``
+    tasks and its covariance with the residuals (with ``finite`` the judge's mean is exact).
+    ``sum v^2`` scales the score intervals.
+    """
+    lo, hi = bounds
+    big_n = float(n_total)
+    m, v2, kp_sq, yt, ht = pool.mask, pool.v2, pool.kp_sq, pool.yt, pool.ht
+    y_lo, y_hi, h_p = lo - pool.ybar, hi - pool.ybar, yhat_mean - pool.hbar
     sum_v2 = v2.sum(-1) + 2 * kp_sq
     a_yy = (v2 * yt**2).sum(-1) + kp_sq * (y_lo**2 + y_hi**2) + floor * sum_v2
     a_yh = (v2 * yt * ht).sum(-1) + kp_sq * h_p * (y_lo + y_hi) + floor * sum_v2
     a_hh = (v2 * ht**2).sum(-1) + 2 * kp_sq * h_p**2 + floor * sum_v2
     with np.errstate(invalid="ignore", divide="ignore"):
-        denom = n_aug * (n_aug - 1)
-        centred = np.where(m, yhat - yhat_mean, 0.0)
-        c_y = (u * centred * yt).sum(-1) / big_n**2
-        c_h = (u * centred * ht).sum(-1) / big_n**2
+        denom = pool.n_aug * (pool.n_aug - 1)
+        centred = np.where(m, pool.yhat - yhat_mean, 0.0)
+        c_y = (pool.u * centred * yt).sum(-1) / big_n**2
+        c_h = (pool.u * centred * ht).sum(-1) / big_n**2
         spread = yhat_var / big_n
         if finite:
             c_y, c_h, spread = 0.0 * c_y, 0.0 * c_h, 0.0
         a0 = a_yy / denom
         a1 = a_yh / denom - c_y
         a2 = a_hh / denom + spread - 2 * c_h
+    return a0, a1, a2, sum_v2
+
+
+def _power_tuned(
+    a0: np.ndarray, a1: np.ndarray, a2: np.ndarray, lambda_: float | str, shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lambda, variance)``: ``lambda_`` itself when a number, else the minimiser ``a1 / a2``.
+
+    The power-tuned ``lambda`` is clipped to ``[0, 1]`` and falls back to 0 (human only) where
+    its variance is not below ``a0`` (rounding, or ``a2 <= 0`` on degenerate data).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
         if isinstance(lambda_, str):
             lam = np.clip(np.where(a2 > 0, a1 / a2, 0.0), 0.0, 1.0)
         else:
-            lam = np.broadcast_to(np.asarray(float(lambda_)), n.shape)
+            lam = np.broadcast_to(np.asarray(float(lambda_)), shape)
         var_ppi = a0 - 2 * lam * a1 + lam**2 * a2
-    if isinstance(lambda_, str):  # rounding, or a2 <= 0 on degenerate data: never worse than human only
+    if isinstance(lambda_, str):  # never worse than human only
         worse = ~(var_ppi < a0) | (lam <= 0)
         lam = np.where(worse, 0.0, lam)
         var_ppi = np.where(worse, a0, var_ppi)
-    human = ybar
-    ppi = lam * yhat_mean + ybar - lam * hbar
-    df = np.maximum(n - 1, 1)
-    q = t_quantile(alpha, df)
-    human_se, ppi_se = np.sqrt(np.maximum(a0, 0)), np.sqrt(np.maximum(var_ppi, 0))
-    human_low, human_high = np.clip(human - q * human_se, lo, hi), np.clip(human + q * human_se, lo, hi)
-    ppi_low, ppi_high = np.clip(ppi - q * ppi_se, lo, hi), np.clip(ppi + q * ppi_se, lo, hi)
-    if ends.any():
-        with np.errstate(invalid="ignore", divide="ignore"):
-            scale = sum_v2 / n_aug**2  # ddof 0, as Wilson's p (1 - p) / n
-        s_low, s_high = score_interval(human, 0.0 * a0, scale, q, (lo, hi))
-        gain = np.where(a0 > 0, var_ppi / np.where(a0 > 0, a0, 1.0), 1.0)  # <= 1: the judge's share
-        p_low, p_high = score_interval(ppi, 0.0 * a0, scale * gain, q, (lo, hi))
-        if isinstance(lambda_, str):  # the score interval of the power-tuned estimate: never wider than human only
-            wider = (p_high - p_low) > (s_high - s_low)
-            p_low, p_high = np.where(wider, s_low, p_low), np.where(wider, s_high, p_high)
-            ppi = np.where(ends & wider, human, ppi)
-            lam = np.where(ends & wider, 0.0, lam)
-        human_low, human_high = np.where(ends, s_low, human_low), np.where(ends, s_high, human_high)
-        ppi_low, ppi_high = np.where(ends, p_low, ppi_low), np.where(ends, p_high, ppi_high)
-        human_se = np.where(ends, (s_high - s_low) / (2 * q), human_se)
-        ppi_se = np.where(ends, (p_high - p_low) / (2 * q), ppi_se)
-    return PoolFit(n, human, human_se, df, ppi, ppi_se, df, lam, human_low, human_high, ppi_low, ppi_high, ends, floor)
+    return lam, var_ppi
+
+
+def _with_score_intervals(
+    fit: PoolFit,
+    a0: np.ndarray,
+    var_ppi: np.ndarray,
+    scale: np.ndarray,
+    q: np.ndarray,
+    bounds: tuple[float, float],
+    *,
+    tuned: bool,
+) -> PoolFit:
+    """``fit`` with score intervals where its labels sit only at the scale's ends (``fit.score``).
+
+    Human only at ``scale`` (Wilson's interval for 0/1 labels); prediction-powered at ``scale``
+    times the judge's gain ``var_ppi / a0``. A power-tuned (``tuned``) estimate whose score
+    interval would be wider than the human-only one falls back to human only. The standard
+    errors become the half-widths over ``q``.
+    """
+    ends = fit.score
+    s_low, s_high = score_interval(fit.human, 0.0 * a0, scale, q, bounds)
+    gain = np.where(a0 > 0, var_ppi / np.where(a0 > 0, a0, 1.0), 1.0)  # <= 1: the judge's share
+    p_low, p_high = score_interval(fit.ppi, 0.0 * a0, scale * gain, q, bounds)
+    ppi, lam = fit.ppi, fit.lambda_
+    if tuned:  # the score interval of the power-tuned estimate: never wider than human only
+        wider = (p_high - p_low) > (s_high - s_low)
+        p_low, p_high = np.where(wider, s_low, p_low), np.where(wider, s_high, p_high)
+        ppi = np.where(ends & wider, fit.human, ppi)
+        lam = np.where(ends & wider, 0.0, lam)
+    return replace(
+        fit,
+        ppi=ppi,
+        lambda_=lam,
+        human_low=np.where(ends, s_low, fit.human_low),
+        human_high=np.where(ends, s_high, fit.human_high),
+        ppi_low=np.where(ends, p_low, fit.ppi_low),
+        ppi_high=np.where(ends, p_high, fit.ppi_high),
+        human_se=np.where(ends, (s_high - s_low) / (2 * q), fit.human_se),
+        ppi_se=np.where(ends, (p_high - p_low) / (2 * q), fit.ppi_se),
+    )
 
 
 def t_quantile(alpha: float, df: np.ndarray | float) -> np.ndarray:
@@ -453,6 +561,34 @@ def mean_estimates(
     >>> mean_estimates(y, judge, others, lambda_=0).ppi == mean_estimates(y, judge, others).human
     True
     """
+    y, yhat, unlabeled, pool = _checked_inputs(y_labeled, yhat_labeled, yhat_unlabeled, yhat_all, method, population)
+    n, n_total = len(y), len(pool)
+    if method == "ppi++":
+        human_i, ppi_i, lam, bias = _ppi_plus_plus(y, yhat, unlabeled, inclusion, population, alpha, lambda_)
+    else:
+        human_i, ppi_i, lam, bias = _adjusted(
+            y, yhat, pool, inclusion, alpha=alpha, lambda_=lambda_, bounds=bounds, pseudo=pseudo,
+            population=population, floor=floor, score=score,
+        )  # fmt: skip
+    worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")
+    return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
+
+
+def _checked_inputs(
+    y_labeled: np.ndarray,
+    yhat_labeled: np.ndarray,
+    yhat_unlabeled: np.ndarray | None,
+    yhat_all: np.ndarray | None,
+    method: str,
+    population: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mean_estimates`'s arguments checked, as ``(y, yhat, unlabelled, pool)`` flat float arrays.
+
+    ``pool`` is the judge on every task; ``unlabelled`` is ``yhat_unlabeled`` when given, else
+    the whole pool (as ``yhat_all`` came). Raises ``ValueError`` on an unknown method or
+    population, mismatched or too short labels, both or neither of the judge's other
+    predictions, and a missing value.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     if population not in POPULATIONS:
@@ -473,42 +609,76 @@ def mean_estimates(
         pool = np.concatenate([yhat, unlabeled])
     if not (np.isfinite(y).all() and np.isfinite(yhat).all() and np.isfinite(pool).all()):
         raise ValueError("y and yhat must be finite (drop the tasks with a missing value first)")
+    return y, yhat, unlabeled, pool
+
+
+def _ppi_plus_plus(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    unlabeled: np.ndarray,
+    inclusion: np.ndarray | None,
+    population: str,
+    alpha: float,
+    lambda_: float | str,
+) -> tuple[Interval, Interval, np.ndarray, float]:
+    """``(human, ppi, lambda, judge bias)`` of ``method="ppi++"``: ``ppi_py``'s normal intervals.
+
+    ``ppi_py`` knows only uniform sampling from a process: ``ValueError`` for ``inclusion`` or
+    ``population="tasks"``.
+    """
+    if inclusion is not None or population != "process":
+        raise ValueError('method="ppi++" assumes uniform sampling from a process: use method="adjusted"')
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
+    human, human_se = classical_plain(y)
+    bias = float(np.mean(yhat - y))
+    return _interval(human, human_se, z), _interval(est, se, z), lam, bias
+
+
+def _adjusted(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    pool: np.ndarray,
+    inclusion: np.ndarray | None,
+    *,
+    alpha: float,
+    lambda_: float | str,
+    bounds: tuple[float, float] | None,
+    pseudo: float,
+    population: str,
+    floor: bool,
+    score: bool,
+) -> tuple[Interval, Interval, np.ndarray, float]:
+    """``(human, ppi, lambda, judge bias)`` of ``method="adjusted"``: :func:`pool_fit` on the labels.
+
+    Each labelled task weighs ``1 / pi_i`` (``inclusion``; default ``n / N``), in the estimates
+    and in the judge's bias; ``bounds`` default to the smallest and largest value seen.
+    """
     n, n_total = len(y), len(pool)
-    if method == "ppi++":
-        if inclusion is not None or population != "process":
-            raise ValueError('method="ppi++" assumes uniform sampling from a process: use method="adjusted"')
-        z = float(stats.norm.ppf(1 - alpha / 2))
-        est, se, lam = ppi_plain(y, yhat, unlabeled, lambda_)
-        human, human_se = classical_plain(y)
-        human_i, ppi_i = _interval(human, human_se, z), _interval(est, se, z)
-        bias = float(np.mean(yhat - y))
-    else:
-        pi = np.full(n, n / n_total) if inclusion is None else np.asarray(inclusion, dtype=float).ravel()
-        if pi.shape != y.shape or not ((pi > 0) & (pi <= 1)).all():
-            raise ValueError("inclusion must hold one probability in (0, 1] per labelled task")
-        lo, hi = bounds if bounds is not None else (min(y.min(), pool.min()), max(y.max(), pool.max()))
-        fit = pool_fit(
-            y,
-            yhat,
-            np.ones(n, bool),
-            1 / pi,
-            float(pool.mean()),
-            float(pool.var(ddof=1)),
-            n_total,
-            (lo, hi),
-            lambda_=lambda_,
-            pseudo=pseudo,
-            finite=population == "tasks",
-            alpha=alpha,
-            yhat_all=pool if floor else None,
-            score=score,
-        )
-        human_i = Interval(float(fit.human), float(fit.human_low), float(fit.human_high), float(fit.human_se))
-        ppi_i = Interval(float(fit.ppi), float(fit.ppi_low), float(fit.ppi_high), float(fit.ppi_se))
-        lam = fit.lambda_
-        bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
-    worth = n * (human_i.se / ppi_i.se) ** 2 if ppi_i.se > 0 else float("inf")
-    return MeanEstimates(alpha, method, n, n_total, human_i, float(pool.mean()), bias, ppi_i, float(lam), float(worth))
+    pi = np.full(n, n / n_total) if inclusion is None else np.asarray(inclusion, dtype=float).ravel()
+    if pi.shape != y.shape or not ((pi > 0) & (pi <= 1)).all():
+        raise ValueError("inclusion must hold one probability in (0, 1] per labelled task")
+    lo, hi = bounds if bounds is not None else (min(y.min(), pool.min()), max(y.max(), pool.max()))
+    fit = pool_fit(
+        y,
+        yhat,
+        np.ones(n, bool),
+        1 / pi,
+        float(pool.mean()),
+        float(pool.var(ddof=1)),
+        n_total,
+        (lo, hi),
+        lambda_=lambda_,
+        pseudo=pseudo,
+        finite=population == "tasks",
+        alpha=alpha,
+        yhat_all=pool if floor else None,
+        score=score,
+    )
+    human_i = Interval(float(fit.human), float(fit.human_low), float(fit.human_high), float(fit.human_se))
+    ppi_i = Interval(float(fit.ppi), float(fit.ppi_low), float(fit.ppi_high), float(fit.ppi_se))
+    bias = float(np.sum((yhat - y) / pi) / np.sum(1 / pi))
+    return human_i, ppi_i, fit.lambda_, bias
 
 
 def pool_estimates(

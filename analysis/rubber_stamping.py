@@ -132,42 +132,67 @@ def rubber_stamping(
     >>> flagged_annotators(table)
     {'ana'}
     """
-    if review is None:
-        review = review_table(judgments, spans)
-    outcomes = annotation_outcomes(review)
-    outcomes = _named(outcomes[outcomes["n_suggested"] > 0])
+    outcomes = _from_suggestions(judgments, spans, review)
     if outcomes.empty:
         return pd.DataFrame(columns=RUBBER_STAMPING_COLUMNS)
     if times is None:
         times = annotation_times(judgments, spans)
     scratch = _named(times[times["suggestion"] == NO_SUGGESTION]) if not times.empty else times
-    kept_lead = pd.to_numeric(outcomes["lead_time"], errors="coerce")
-    outcomes = outcomes.assign(kept_lead=kept_lead.where(outcomes["unchanged"] & (kept_lead > 0)))
-    rows = []
-    for (project, annotator), part in outcomes.groupby(["project", "annotator"], sort=True):
-        n, k = len(part), int(part["unchanged"].sum())
-        low, high = wilson_interval(k, n)
-        kept = part["kept_lead"].dropna()
-        in_project = scratch[scratch["project"] == project] if not scratch.empty else scratch
-        own = in_project.loc[in_project["annotator"] == annotator, "lead_time"] if len(in_project) else in_project
-        others = in_project.loc[in_project["annotator"] != annotator, "lead_time"] if len(in_project) else in_project
-        if len(own) >= min_timed:
-            baseline, base = OWN, own
-        elif len(others) >= min_timed:
-            baseline, base = OTHERS, others
-        else:
-            baseline, base = NONE, own
-        kept_seconds = float(kept.median()) if len(kept) else np.nan
-        base_seconds = float(base.median()) if len(base) else np.nan
-        ratio = kept_seconds / base_seconds if len(kept) and len(base) and base_seconds > 0 else np.nan
-        row = {"project": project, "annotator": annotator, "n_suggested": n, "n_kept": k, "kept_share": k / n,
-               "kept_low": low, "kept_high": high, "n_kept_timed": len(kept), "kept_seconds": kept_seconds,
-               "baseline": baseline, "n_baseline": len(base), "baseline_seconds": base_seconds,
-               "time_ratio": ratio}  # fmt: skip
-        row["status"], row["reason"] = _verdict(row, len(own), len(others), kept_share_min, time_ratio_max,
-                                                min_suggested, min_timed)  # fmt: skip
-        rows.append(row)
+    thresholds = (kept_share_min, time_ratio_max, min_suggested, min_timed)
+    rows = [
+        _annotator_row(project, annotator, part, scratch, *thresholds)
+        for (project, annotator), part in outcomes.groupby(["project", "annotator"], sort=True)
+    ]
     return pd.DataFrame(rows, columns=RUBBER_STAMPING_COLUMNS)
+
+
+def _from_suggestions(judgments: pd.DataFrame, spans: pd.DataFrame, review: pd.DataFrame | None) -> pd.DataFrame:
+    """The named annotators' annotations that started from a suggestion (:func:`annotation_outcomes`),
+    with ``kept_lead``: the lead time of one kept unchanged (a positive one), else NaN."""
+    if review is None:
+        review = review_table(judgments, spans)
+    outcomes = annotation_outcomes(review)
+    outcomes = _named(outcomes[outcomes["n_suggested"] > 0])
+    kept_lead = pd.to_numeric(outcomes["lead_time"], errors="coerce")
+    return outcomes.assign(kept_lead=kept_lead.where(outcomes["unchanged"] & (kept_lead > 0)))
+
+
+def _annotator_row(
+    project: object, annotator: object, part: pd.DataFrame, scratch: pd.DataFrame, kept_share_min: float,
+    time_ratio_max: float, min_suggested: int, min_timed: int,
+) -> dict:  # fmt: skip
+    """One annotator's row of :func:`rubber_stamping`: ``part`` holds their annotations from a
+    suggestion (``kept_lead``: the lead time of a kept one), ``scratch`` everyone's from scratch."""
+    n, k = len(part), int(part["unchanged"].sum())
+    low, high = wilson_interval(k, n)
+    kept = part["kept_lead"].dropna()
+    baseline, base, n_own, n_others = _baseline(scratch, project, annotator, min_timed)
+    kept_seconds = float(kept.median()) if len(kept) else np.nan
+    base_seconds = float(base.median()) if len(base) else np.nan
+    ratio = kept_seconds / base_seconds if len(kept) and len(base) and base_seconds > 0 else np.nan
+    row = {"project": project, "annotator": annotator, "n_suggested": n, "n_kept": k, "kept_share": k / n,
+           "kept_low": low, "kept_high": high, "n_kept_timed": len(kept), "kept_seconds": kept_seconds,
+           "baseline": baseline, "n_baseline": len(base), "baseline_seconds": base_seconds,
+           "time_ratio": ratio}  # fmt: skip
+    row["status"], row["reason"] = _verdict(row, n_own, n_others, kept_share_min, time_ratio_max, min_suggested,
+                                            min_timed)  # fmt: skip
+    return row
+
+
+def _baseline(
+    scratch: pd.DataFrame, project: object, annotator: object, min_timed: int
+) -> tuple[str, pd.Series | pd.DataFrame, int, int]:
+    """``(baseline, lead times, n own, n others)``: the from-scratch lead times an annotator's kept
+    suggestions are compared with, their own when they have ``min_timed``, else the project's
+    other annotators' (``others``), else ``none`` (with their own, too few)."""
+    in_project = scratch[scratch["project"] == project] if not scratch.empty else scratch
+    own = in_project.loc[in_project["annotator"] == annotator, "lead_time"] if len(in_project) else in_project
+    others = in_project.loc[in_project["annotator"] != annotator, "lead_time"] if len(in_project) else in_project
+    if len(own) >= min_timed:
+        return OWN, own, len(own), len(others)
+    if len(others) >= min_timed:
+        return OTHERS, others, len(own), len(others)
+    return NONE, own, len(own), len(others)
 
 
 def _verdict(

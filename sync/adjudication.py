@@ -591,6 +591,21 @@ def ensure_adjudication(
             f"{found.compared} have two answers or more and none meets the rule {found.rule.text!r} "
             f"({found.rule_from}); no project was created"
         )
+    new_xml = _checked_config(source_xml, schema, source_id)
+    if existing is None:
+        project_id, title = _create_project(client, source, title, new_xml, found, adjudicator, prefill)
+    else:
+        project_id, title = int(existing["id"]), str(existing.get("title") or title)
+        _name_adjudicator(client, existing, adjudicator)
+    result = Created(project_id, title, existing is None, 0, 0, found)
+    pending = _new_tasks(client, source_id, project_id, found, config, schema, judge, result)
+    if pending:
+        _import_tasks(client, project_id, pending, prefill, result)
+    return result
+
+
+def _checked_config(source_xml: str, schema: Schema | None, source_id: int) -> str:
+    """The adjudication project's label config, which must still detect as the source's schema."""
     new_xml = adjudication_config(source_xml)
     if schema is not None:
         detected = detect_schema(new_xml, all_schemas()).schema
@@ -598,86 +613,123 @@ def ensure_adjudication(
             raise AdjudicationError(
                 f"the adjudication config of project {source_id} no longer detects as {schema.name}"
             )
-    created = existing is None
-    if existing is None:
+    return new_xml
+
+
+def _create_project(
+    client: Any,
+    source: Mapping[str, Any],
+    title: str,
+    label_config: str,
+    found: Found,
+    adjudicator: str | None,
+    prefill: bool,
+) -> tuple[int, str]:
+    """``(id, title)`` of a new adjudication project of ``source``: its description carries the
+    marker of the source (and the adjudicator's tag), its instructions are the source's."""
+    source_id = int(source["id"])
+    description = (
+        f"Adjudication of project {source_id} ({source.get('title')}): the tasks whose answers meet the rule "
+        f"{found.rule.text!r}, each annotator's answer beside the form. {marker(source_id)}"
+        + (f" {ADJUDICATOR_TAG}{adjudicator}]" if adjudicator else "")
+    )
+    project = client.projects.create(
+        title=title,
+        label_config=label_config,
+        description=description,
+        expert_instruction=str(source.get("expert_instruction") or ""),
+        show_instruction=bool(source.get("expert_instruction")),
+        show_collab_predictions=prefill,
+        maximum_annotations=1,
+    )
+    return int(project.id), str(project.title)
+
+
+def _name_adjudicator(client: Any, existing: Mapping[str, Any], adjudicator: str | None) -> None:
+    """Write ``adjudicator`` into an existing adjudication project's description tag when it differs."""
+    if adjudicator and _tag_value(str(existing.get("description") or ""), ADJUDICATOR_TAG) != adjudicator:
+        description = str(existing.get("description") or "")
+        old = _tag_value(description, ADJUDICATOR_TAG)
         description = (
-            f"Adjudication of project {source_id} ({source.get('title')}): the tasks whose answers meet the rule "
-            f"{found.rule.text!r}, each annotator's answer beside the form. {marker(source_id)}"
-            + (f" {ADJUDICATOR_TAG}{adjudicator}]" if adjudicator else "")
+            description.replace(f"{ADJUDICATOR_TAG}{old}]", f"{ADJUDICATOR_TAG}{adjudicator}]")
+            if old is not None
+            else f"{description} {ADJUDICATOR_TAG}{adjudicator}]"
         )
-        project = client.projects.create(
-            title=title,
-            label_config=new_xml,
-            description=description,
-            expert_instruction=str(source.get("expert_instruction") or ""),
-            show_instruction=bool(source.get("expert_instruction")),
-            show_collab_predictions=prefill,
-            maximum_annotations=1,
-        )
-        project_id, title = int(project.id), str(project.title)
-    else:
-        project_id, title = int(existing["id"]), str(existing.get("title") or title)
-        if adjudicator and _tag_value(str(existing.get("description") or ""), ADJUDICATOR_TAG) != adjudicator:
-            description = str(existing.get("description") or "")
-            old = _tag_value(description, ADJUDICATOR_TAG)
-            description = (
-                description.replace(f"{ADJUDICATOR_TAG}{old}]", f"{ADJUDICATOR_TAG}{adjudicator}]")
-                if old is not None
-                else f"{description} {ADJUDICATOR_TAG}{adjudicator}]"
-            )
-            client.projects.update(id=project_id, description=description)
+        client.projects.update(id=int(existing["id"]), description=description)
+
+
+def _new_tasks(
+    client: Any,
+    source_id: int,
+    project_id: int,
+    found: Found,
+    config: LabelConfig,
+    schema: Schema | None,
+    judge: str | None,
+    result: Created,
+) -> list[tuple[dict[str, Any], Disagreement]]:
+    """The adjudication tasks (with the disagreement each comes from) of the tasks the project lacks.
+
+    Counts in ``result`` the tasks already there and those shown with the judge's prediction.
+    """
     have = {
         int(meta.get("source_task"))
         for meta in _metas(client, project_id).values()
         if isinstance(meta, Mapping) and meta.get("source_task") is not None
     }
     items = Items.of(config, schema)
-    result = Created(project_id, title, created, 0, 0, found)
     pending = []
     for item in found.tasks:
         task_id = int(item.task["id"])
         if task_id in have:
             result.already += 1
             continue
-        data = dict(item.task.get("data") or {})
         judged = _judge_answer(client, task_id, judge) if judge is not None else None
         result.judged += judged is not None
-        data[ANSWERS_FIELD] = answers_html(item.answers, items, item.reasons, judged, _order(config, data))
-        meta = item.task.get("meta") or {}
-        key = meta.get(KEY_FIELD) if isinstance(meta, Mapping) else None
-        pending.append(
-            (
-                {
-                    "data": data,
-                    "meta": {
-                        KEY_FIELD: key if key not in (None, "") else f"task:{task_id}",
-                        META: {
-                            "source_project": source_id,
-                            "source_task": task_id,
-                            "annotators": [a.annotator for a in item.answers],
-                            "reasons": item.reasons,
-                        },
-                    },
-                },
-                item,
-            )
-        )
-    if pending:
-        response = client.projects.import_tasks(
-            id=project_id, request=[task for task, _ in pending], return_task_ids=True
-        )
-        result.added = len(pending)
-        if prefill:
-            ids = list(response.task_ids or [])
-            by_source = _source_tasks(client, project_id) if len(ids) != len(pending) else None
-            for position, (_, item) in enumerate(pending):
-                target = ids[position] if by_source is None else by_source[int(item.task["id"])]
-                for answer in item.answers:
-                    client.predictions.create(
-                        task=target, result=answer.result, model_version=f"{PREFILL_PREFIX}{answer.annotator}"
-                    )
-                result.prefilled += 1
-    return result
+        pending.append((_adjudication_task(item, items, config, judged, source_id), item))
+    return pending
+
+
+def _adjudication_task(
+    item: Disagreement, items: Items, config: LabelConfig, judged: Answer | None, source_id: int
+) -> dict[str, Any]:
+    """A disagreement as an adjudication task: the source's data with the answers panel, and a meta
+    naming the source task (under its key), its annotators and the rule's reasons."""
+    task_id = int(item.task["id"])
+    data = dict(item.task.get("data") or {})
+    data[ANSWERS_FIELD] = answers_html(item.answers, items, item.reasons, judged, _order(config, data))
+    meta = item.task.get("meta") or {}
+    key = meta.get(KEY_FIELD) if isinstance(meta, Mapping) else None
+    return {
+        "data": data,
+        "meta": {
+            KEY_FIELD: key if key not in (None, "") else f"task:{task_id}",
+            META: {
+                "source_project": source_id,
+                "source_task": task_id,
+                "annotators": [a.annotator for a in item.answers],
+                "reasons": item.reasons,
+            },
+        },
+    }
+
+
+def _import_tasks(
+    client: Any, project_id: int, pending: list[tuple[dict[str, Any], Disagreement]], prefill: bool, result: Created
+) -> None:
+    """Import the new tasks; with ``prefill``, each annotator's answer as a prediction on its task."""
+    response = client.projects.import_tasks(id=project_id, request=[task for task, _ in pending], return_task_ids=True)
+    result.added = len(pending)
+    if prefill:
+        ids = list(response.task_ids or [])
+        by_source = _source_tasks(client, project_id) if len(ids) != len(pending) else None
+        for position, (_, item) in enumerate(pending):
+            target = ids[position] if by_source is None else by_source[int(item.task["id"])]
+            for answer in item.answers:
+                client.predictions.create(
+                    task=target, result=answer.result, model_version=f"{PREFILL_PREFIX}{answer.annotator}"
+                )
+            result.prefilled += 1
 
 
 def _metas(client: Any, project_id: int) -> dict[int, Any]:

@@ -383,33 +383,38 @@ def design_sample_cmd(
     url = f"{conn.url.rstrip('/')}/projects/{result.project_id}"
     if out is not None:
         _write_sample_file(client, out, result)
-    output.line(
-        f"{source.label()}: human sample {result.sample_id} of {result.n_sampled} of {result.n_tasks} task(s) "
+    for line in _sample_lines(source.label(), result, url):
+        output.line(line)
+    output.result(result.as_json(url))
+
+
+def _sample_lines(label: str, result, url: str) -> list[str]:
+    """What ``design sample`` says about a drawn human sample (``label``: the source project's)."""
+    lines = [
+        f"{label}: human sample {result.sample_id} of {result.n_sampled} of {result.n_tasks} task(s) "
         f"(budget {result.budget}, design {result.design}"
         + (f" by {' x '.join(result.by)}" if result.by else "")
-        + f", seed {result.seed}, judge {result.judge})"
-    )
-    output.line(
+        + f", seed {result.seed}, judge {result.judge})",
         f"inclusion probabilities from {result.min_inclusion:.3g} to {result.max_inclusion:.3g}; "
         f"{result.meta_updated} task(s) got their judgelab_sample meta"
         + (
             f"; {result.without_prediction} task(s) have no prediction of the judge"
             if result.without_prediction
             else ""
-        )
-    )
+        ),
+    ]
     if result.strata:
-        output.line("sampled per cell: " + ", ".join(f"{cell}: {n}" for cell, n in result.strata.items()))
+        lines.append("sampled per cell: " + ", ".join(f"{cell}: {n}" for cell, n in result.strata.items()))
     if result.replaced is not None:
-        output.line(f"project {result.replaced}, the earlier human sample (unlabelled), was removed")
+        lines.append(f"project {result.replaced}, the earlier human sample (unlabelled), was removed")
     state = "created" if result.created else "exists"
-    output.line(
+    lines.append(
         f"project {result.project_id} {result.project_title!r} {state}: {result.imported} task(s) imported "
         f"(no backend, no predictions: label blind) {url}"
     )
     if result.already:
-        output.line("the same sample as before: nothing added")
-    output.result(result.as_json(url))
+        lines.append("the same sample as before: nothing added")
+    return lines
 
 
 def _write_sample_file(client, path: Path, result) -> None:
@@ -572,8 +577,8 @@ def design_adjudicate_cmd(
     changed adjudication replaces the earlier ground truth. 'judgelab sync' then has them
     (ground_truth column of the judgments table).
     """
-    from judgelab.sync.adjudication import adjudication_of, ensure_adjudication
     from judgelab.sync.adjudication import collect as collect_answers
+    from judgelab.sync.adjudication import ensure_adjudication
     from judgelab.sync.ls_api import as_api
     from judgelab.sync.project_ref import ProjectRef, require_project
 
@@ -583,13 +588,7 @@ def design_adjudicate_cmd(
     found = require_project(
         client, ProjectRef(project_id=project_id, title=title, schema=_schema_of(schema_name)), projects=listed
     )
-    source = next(p for p in listed if int(p["id"]) == found.id)
-    if adjudication_of(source) is not None:  # named by the adjudication project: its source is meant
-        source_id = adjudication_of(source)
-        source = next((p for p in listed if int(p["id"]) == source_id), None)
-        if source is None:
-            raise SyncError(f"{found.label()} adjudicates project {source_id}, which is no longer in Label Studio")
-        found = require_project(client, ProjectRef(project_id=source_id), projects=listed)
+    source, found = _adjudicated_source(client, listed, found)
     if collect:
         if where or judge is not None or prefill:
             raise SyncError("--collect copies answers back: --where, --with-judge and --prefill are for creating")
@@ -600,28 +599,49 @@ def design_adjudicate_cmd(
     made = ensure_adjudication(
         client, source, found.schema, where=where, judge=judge, adjudicator=adjudicator, prefill=prefill
     )
+    for line in _adjudication_lines(found, made, judge, prefill):
+        out.line(line)
+    out.result(made.as_json())
+
+
+def _adjudicated_source(client, listed: list[dict], found):
+    """``(listed project, resolved project)`` to adjudicate: named by its adjudication project, its source."""
+    from judgelab.sync.adjudication import adjudication_of
+    from judgelab.sync.project_ref import ProjectRef, require_project
+
+    source = next(p for p in listed if int(p["id"]) == found.id)
+    if adjudication_of(source) is not None:  # named by the adjudication project: its source is meant
+        source_id = adjudication_of(source)
+        source = next((p for p in listed if int(p["id"]) == source_id), None)
+        if source is None:
+            raise SyncError(f"{found.label()} adjudicates project {source_id}, which is no longer in Label Studio")
+        found = require_project(client, ProjectRef(project_id=source_id), projects=listed)
+    return source, found
+
+
+def _adjudication_lines(found, made, judge: str | None, prefill: bool) -> list[str]:
+    """What ``design adjudicate`` says about the project it made: the rule's share of the tasks, the
+    tasks added, and (when the schema's guideline has a disagreement rate to meet) the rate."""
     share = made.found
-    out.line(
+    lines = [
         f"{found.label()}: {len(share.tasks)} of {share.compared} task(s) with two answers or more meet the rule "
-        f"{share.rule.text!r} ({share.rule_from})"
-    )
-    out.line(
+        f"{share.rule.text!r} ({share.rule_from})",
         f"project {made.project_id} {made.title!r} {'created' if made.created else 'exists'}: "
         f"{made.added} task(s) added, {made.already} already there"
         + (f"; the judge's prediction shown on {made.judged}" if judge is not None else "")
-        + (f"; each annotator's answer pre-filled as a prediction on {made.prefilled}" if prefill else "")
-    )
+        + (f"; each annotator's answer pre-filled as a prediction on {made.prefilled}" if prefill else ""),
+    ]
     target = (found.schema.meta.get("agreement_targets") or {}) if found.schema else {}
     rule = target.get("disagreement_rule") if isinstance(target, dict) else None
     if isinstance(rule, dict) and "average_below" in rule and share.compared:
         limit = float(rule["average_below"])
         rate = len(share.tasks) / share.compared
-        out.line(
+        lines.append(
             f"disagreement on {rate:.0%} of the tasks with two answers; the guideline averages the scores below "
             f"{limit:.0%} and meets to recalibrate above"
         )
-    out.line("answer the tasks in Label Studio, then copy the answers back with --collect")
-    out.result(made.as_json())
+    lines.append("answer the tasks in Label Studio, then copy the answers back with --collect")
+    return lines
 
 
 if __name__ == "__main__":
