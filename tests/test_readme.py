@@ -163,15 +163,17 @@ def _user_ids(client) -> dict[str, int]:
 
 def _label_the_sample(client) -> dict[str, int]:
     """marta and pablo label the human sample. Through the API, as the labeling UI saves them."""
+    from concurrent.futures import ThreadPoolExecutor
+
     users = _user_ids(client)
     sample = _project(client, SAMPLE_TITLE)
-    keys = {}
-    for task in client.tasks.list(project=sample.id, fields="all"):
-        keys[task.meta["judgelab_key"]] = task.id
-        for rater, email in enumerate(SAMPLE_RATERS):
-            client.annotations.create(
-                id=task.id, result=_ratings(task.meta["judgelab_key"], rater), completed_by=users[email]
-            )
+    keys = {task.meta["judgelab_key"]: task.id for task in client.tasks.list(project=sample.id, fields="all")}
+
+    def label(key: str, rater: int) -> None:
+        client.annotations.create(id=keys[key], result=_ratings(key, rater), completed_by=users[SAMPLE_RATERS[rater]])
+
+    with ThreadPoolExecutor(4) as pool:  # several people at once
+        list(pool.map(label, [key for key in keys for _ in SAMPLE_RATERS], [r for _ in keys for r in (0, 1)]))
     return keys
 
 
