@@ -55,6 +55,7 @@ SAMPLE_SUFFIX = "human sample"
 MAX_TITLE = 50  # Label Studio refuses longer project titles
 LIST_PAGE = 1000
 IMPORT_BATCH = 500
+META_WORKERS = 4  # meta PATCHes at once: on two cores, half the time of one at a time
 MISSING = "(missing)"
 
 
@@ -318,13 +319,69 @@ def _annotation_count(client: Any, project_id: int) -> int:
     return sum(int(project.get(k) or 0) for k in ("total_annotations_number", "skipped_annotations_number"))
 
 
-def _patch_meta(client: Any, task_id: int, meta: dict[str, Any]) -> None:
-    """Write a task's whole meta (PATCH replaces it; the caller merged it), one request at a time.
-    Idempotent, so a failed attempt is simply sent again after a pause (:func:`sync.http_retry.repeat_write`).
-    Label Studio moves the task's ``updated_at``, so the next incremental sync exports it again."""
+def _patch_meta(client: Any, project_id: int, task_id: int, meta: dict[str, Any]) -> None:
+    """Write a task's whole meta (PATCH replaces it; the caller merged it). Idempotent, so a failed
+    attempt is simply sent again after a pause (:func:`sync.http_retry.repeat_write`). Label Studio
+    moves the task's ``updated_at``, so the next incremental sync exports it again.
+
+    The PATCH goes through the SDK client's own HTTP client with ``review=true`` and the project
+    (Label Studio then prepares the task it answers with without counting its annotations and
+    predictions: a quarter less time per task than ``client.tasks.update``)."""
+    from label_studio_sdk.core.api_error import ApiError
+
     from judgelab.sync.http_retry import repeat_write
 
-    repeat_write(lambda: client.tasks.update(id=task_id, meta=meta), lambda: None, f"meta of task {task_id}")
+    http = getattr(getattr(client, "_client_wrapper", None), "httpx_client", None)
+
+    def send() -> None:
+        if http is None:  # not an SDK client as judgelab makes it: its own update
+            client.tasks.update(id=task_id, meta=meta)
+            return
+        answer = http.request(
+            f"api/tasks/{int(task_id)}/",
+            method="PATCH",
+            params={"review": "true", "project": int(project_id)},
+            json={"meta": meta},
+        )
+        if answer.status_code >= 400:
+            try:
+                body = answer.json()
+            except ValueError:
+                body = answer.text
+            raise ApiError(status_code=answer.status_code, headers=dict(answer.headers), body=body)
+
+    repeat_write(send, lambda: None, f"meta of task {task_id}")
+
+
+def write_metas(
+    client: Any,
+    project_id: int,
+    metas: Sequence[tuple[int, dict[str, Any]]],
+    progress: Callable[[int], None] | None = None,
+    workers: int = META_WORKERS,
+) -> int:
+    """Write the ``(task id, meta)`` pairs, ``workers`` at a time (Label Studio takes one task per
+    request; a few at once keep both its cores busy); how many were written. The first failure
+    (after :func:`_patch_meta`'s retries) stops the rest and is raised; what was written stays
+    written, and the same command again writes what is left."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    if not metas:
+        return 0
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(metas))), thread_name_prefix="judgelab-meta") as pool:
+        pending = {pool.submit(_patch_meta, client, project_id, task, meta) for task, meta in metas}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            failed = [f for f in finished if f.exception() is not None]
+            if failed:
+                for future in pending:
+                    future.cancel()
+                raise failed[0].exception()
+            done += len(finished)
+            if progress:
+                progress(len(finished))
+    return done
 
 
 def _create_sample_project(
@@ -488,15 +545,9 @@ def draw_human_sample(
                 f"{label}'s tasks changed since its human sample {the_id} was drawn (task {changed[0]} and "
                 f"{len(changed) - 1} more would be drawn differently now): add --replace to draw anew"
             )
-    updated = 0
-    for task in tasks:
-        if task.meta.get(META_KEY) == records[task.id] and task.meta.get(KEY_FIELD) == task.key:
-            continue
-        task.meta = {**task.meta, KEY_FIELD: task.key, META_KEY: records[task.id]}
-        _patch_meta(client, task.id, task.meta)
-        updated += 1
-        if progress:
-            progress(1)
+    stale = [t for t in tasks if t.meta.get(META_KEY) != records[t.id] or t.meta.get(KEY_FIELD) != t.key]
+    metas = [(t.id, {**t.meta, KEY_FIELD: t.key, META_KEY: records[t.id]}) for t in stale]
+    updated = write_metas(client, int(source.id), metas, progress)
     for task in tasks:
         task.meta = {**task.meta, KEY_FIELD: task.key, META_KEY: records[task.id]}
 

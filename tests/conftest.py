@@ -254,6 +254,7 @@ def _stop_shared_postgres(shared: Path) -> None:
 LONG_FILES = (
     "test_readme.py",
     "test_llm_judges_e2e.py",
+    "test_study_estimates.py",
     "test_sync_hostile.py",
     "test_cli_projects.py",
     "test_integration_flow.py",

@@ -272,3 +272,44 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
 
 def _draw(client, project_id: int) -> dict[int, dict]:
     return {t.id: t.meta["judgelab_sample"] for t in client.tasks.list(project=project_id, fields="all")}
+
+
+def test_meta_writes_go_a_few_at_once_and_the_first_failure_stops_them():
+    import threading
+    import time
+
+    from label_studio_sdk.core.api_error import ApiError
+
+    from judgelab.sync.human_sample import write_metas
+
+    class Tasks:  # a client without the SDK's HTTP client: its own tasks.update is used
+        def __init__(self, refuse: int | None = None):
+            self.written, self.refuse, self.at_once, self._now, self._lock = {}, refuse, 0, 0, threading.Lock()
+
+        def update(self, id, meta):  # noqa: A002 - the SDK's name
+            with self._lock:
+                self._now += 1
+                self.at_once = max(self.at_once, self._now)
+            time.sleep(0.01)
+            with self._lock:
+                self._now -= 1
+            if id == self.refuse:
+                raise ApiError(status_code=400, body={"detail": "no such field"})
+            self.written[id] = meta
+
+    class Client:
+        def __init__(self, tasks):
+            self.tasks = tasks
+
+    fine = Tasks()
+    ticks = []
+    metas = [(i, {"judgelab_key": f"k{i}"}) for i in range(40)]
+    assert write_metas(Client(fine), 1, metas, ticks.append, workers=4) == 40
+    assert fine.written == dict(metas) and sum(ticks) == 40
+    assert 1 < fine.at_once <= 4
+    refused = Tasks(refuse=5)
+    with pytest.raises(ApiError) as caught:
+        write_metas(Client(refused), 1, metas, workers=4)
+    assert caught.value.status_code == 400 and 5 not in refused.written
+    assert len(refused.written) < 40, "the rest was not sent"
+    assert write_metas(Client(Tasks()), 1, []) == 0

@@ -317,7 +317,8 @@ def test_report_section_sentences_table_glance_and_facets(tmp_path: Path) -> Non
     sentence = (
         f"Mean score for model m0: {best['ppi_estimate']:.2f} [{best['ppi_low']:.2f}, {best['ppi_high']:.2f}] from "
         f"{int(best['n_labeled'])} human labels and {judge} on {int(best['n_judged'])} tasks; human-only "
-        f"[{best['human_low']:.2f}, {best['human_high']:.2f}]"
+        f"{best['human_estimate']:.2f} [{best['human_low']:.2f}, {best['human_high']:.2f}], judge-only "
+        f"{best['judge_estimate']:.2f}"
     )
     assert sentence in markdown
     assert "| Estimates | mean score for model m" in markdown  # the front page's summary

@@ -122,13 +122,77 @@ def session(live_stack, tmp_path_factory):
     _earlier_round(folder / "ronda0.csv")
     _hotels(folder)
     env = user_env(live_stack)
-    lines = block_after(SESSION_MARKER)
-    outputs, seconds = {}, {}
+    lines = [line for line in block_after(SESSION_MARKER) if line]  # the comment lines are people's work
+    outputs, seconds, between = {}, {}, {}
     for line in lines:
         started = time.monotonic()
         outputs[line] = run_line(line, folder, env)
         seconds[line] = time.monotonic() - started
-    return {"outputs": outputs, "folder": folder, "env": env, "seconds": seconds}
+        for start, people_work in PEOPLE_WORK.items():  # what the README's comment lines say people do
+            if line.startswith(start):
+                started = time.monotonic()
+                between[start] = people_work(live_stack.client)
+                seconds[f"(people) {people_work.__doc__.split('.')[0]}"] = time.monotonic() - started
+    return {"outputs": outputs, "folder": folder, "env": env, "seconds": seconds, "people": between}
+
+
+SAMPLE_TITLE = "Noticias 2025 (human sample)"
+SAMPLE_RATERS = ("marta@example.org", "pablo@example.org")
+ADJUDICATOR = "lead@example.org"
+
+
+def _ratings(key: str, rater: int) -> list[dict]:
+    """A rater's five ratings of task ``key`` (``n0123``): summaries of even rows rate a point
+    higher; the second rater is a point lower on Coherence on every third task."""
+    from judgelab.configs.schema import get_schema
+
+    i = int(key.lstrip("n"))
+    criteria = get_schema("likert_rubric_es").items_of_kind("ordinal")
+    scores = {c: 3 + (i % 2 == 0) + (i * 7 + k * 5) // 3 % 2 for k, c in enumerate(criteria)}
+    if rater == 1 and i % 3 == 0:
+        scores[criteria[0]] -= 1
+    return [
+        {"from_name": c, "to_name": "summary", "type": "choices", "value": {"choices": [str(v)]}}
+        for c, v in scores.items()
+    ]
+
+
+def _user_ids(client) -> dict[str, int]:
+    return {u.email: u.id for u in client.users.list()}
+
+
+def _label_the_sample(client) -> dict[str, int]:
+    """marta and pablo label the human sample. Through the API, as the labeling UI saves them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    users = _user_ids(client)
+    sample = _project(client, SAMPLE_TITLE)
+    keys = {task.meta["judgelab_key"]: task.id for task in client.tasks.list(project=sample.id, fields="all")}
+
+    def label(key: str, rater: int) -> None:
+        client.annotations.create(id=keys[key], result=_ratings(key, rater), completed_by=users[SAMPLE_RATERS[rater]])
+
+    with ThreadPoolExecutor(4) as pool:  # several people at once
+        list(pool.map(label, [key for key in keys for _ in SAMPLE_RATERS], [r for _ in keys for r in (0, 1)]))
+    return keys
+
+
+def _adjudicate(client) -> dict[str, int]:
+    """lead answers the adjudication. Through the API, with the first rater's answers."""
+    lead = _user_ids(client)[ADJUDICATOR]
+    adjudication = _project(client, f"{SAMPLE_TITLE} (adjudication)")
+    keys = {}
+    for task in client.tasks.list(project=adjudication.id, fields="all"):
+        keys[task.meta["judgelab_key"]] = task.id
+        client.annotations.create(id=task.id, result=_ratings(task.meta["judgelab_key"], 0), completed_by=lead)
+    return keys
+
+
+# after the README line that starts so, what its next comment line says people do
+PEOPLE_WORK = {
+    "judgelab annotators add": _label_the_sample,
+    f'judgelab design adjudicate --title "{SAMPLE_TITLE}" --adjudicator': _adjudicate,
+}
 
 
 def _project(client, title: str):
@@ -192,8 +256,10 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
     assert set(human.annotator) == {"ana@judgelab.local", "luis@judgelab.local"}
     assert len(human) == 20 * 2 * 5
     tasks = pd.read_parquet(tables / "tasks.parquet")
+    sample = _project(client, SAMPLE_TITLE)
     assert tasks.groupby("project").size().to_dict() == {
         news.id: N_NEWS,
+        sample.id: N_SAMPLE,
         pilot.id: 30,
         groups[0]["id"]: groups[0]["tasks"],
         groups[1]["id"]: groups[1]["tasks"],
@@ -204,6 +270,34 @@ def test_the_readme_session_runs_start_to_end(session, live_stack):
     (html,) = [line.split(": ")[-1].rsplit(" (", 1)[0] for line in reported.splitlines() if f"({N_NEWS} tasks)" in line]
     agreement = pd.read_csv(session["folder"] / Path(html).parent / "agreement.csv")
     assert "Coherence" in set(agreement["item"])
+    _the_human_sample_and_its_estimates(session, news, sample, tasks, judgments, html)
+
+
+N_SAMPLE = 48  # the README's --budget
+
+
+def _the_human_sample_and_its_estimates(session, news, sample, tasks, judgments, html) -> None:
+    """The sample drawn per summariser, labelled twice, its disagreements adjudicated and collected as
+    ground truth; the report's estimates of "Noticias 2025" count the sample's labels."""
+    drawn = _line(session, "judgelab design sample").stdout
+    assert f"of {N_SAMPLE} of {N_NEWS} task(s) (budget {N_SAMPLE}, design stratified" in drawn
+    mine = tasks[tasks["project"] == news.id]
+    assert mine["inclusion_probability"].notna().all() and int(mine["sampled"].sum()) == N_SAMPLE
+    per_model = mine[mine["sampled"].astype(bool)].groupby("model").size()
+    assert set(per_model.index) == set(MODELS) and per_model.min() >= 10, per_model.to_dict()
+    labelled, disputed = session["people"].values()
+    assert len(labelled) == N_SAMPLE and sorted(disputed) == sorted(k for k in labelled if int(k[1:]) % 3 == 0)
+    collected = _line(session, f'judgelab design adjudicate --title "{SAMPLE_TITLE}" --collect').stdout
+    assert f"{len(disputed)} ground-truth annotation(s) added" in collected
+    gold = judgments[(judgments["project"] == sample.id) & judgments["ground_truth"].astype(bool)]
+    assert set(gold["annotator"]) == {ADJUDICATOR} and gold["task_id"].nunique() == len(disputed)
+    estimates = pd.read_csv(session["folder"] / Path(html).parent / "estimates.csv")
+    coherence = estimates[estimates["quantity"] == "Coherence (mean)"].set_index("model")
+    assert set(coherence.index) == set(MODELS)
+    assert (coherence["n_labeled"] >= per_model.reindex(coherence.index)).all()  # the sample's labels count
+    assert coherence["ppi_estimate"].notna().all() and (coherence["weights"] == "inclusion probabilities").all()
+    report = (session["folder"] / html).read_text(encoding="utf-8")
+    assert "Study estimates" in report and f"The labels of the human-sample project {sample.id} count here" in report
 
 
 @pytest.mark.integration

@@ -130,21 +130,26 @@ def _sentence(row: pd.Series, by: Sequence[str]) -> str:
         return text + "."
     text = (
         f"{subject}: {_with_ci(row, 'ppi')} from {plural(n, 'human label')} and {_judge_words(row)} on "
-        f"{plural(judged, 'task')}; human-only {_interval(row['human_low'], row['human_high'], statistic)}"
+        f"{plural(judged, 'task')}; human-only {_with_ci(row, 'human')}"
     )
+    if not is_nan(row["judge_estimate"]):
+        text += f", judge-only {_value(row['judge_estimate'], statistic)}"
+        if not is_nan(row["judge_bias"]):
+            text += f" ({_bias_words(row['judge_bias'], statistic)} on the labelled tasks)"
     worth, lam = row["worth_human_labels"], row["lambda"]
     if n == judged:
         text += "; every task the judge answered has a human label, so the judge cannot add to them"
     elif not is_nan(lam) and lam <= 0:
-        text += "; the judge does not narrow the interval here (lambda 0)"
+        text += "; the judge does not narrow the interval here, so the estimate is the human-only one"
     elif not is_nan(worth) and math.isfinite(worth):
-        text += f"; together worth {round(worth):,} human labels alone"
-    if not is_nan(row["judge_bias"]) and abs(row["judge_bias"]) > 0:
-        text += (
-            f" (the judge alone says {_value(row['judge_estimate'], statistic)}, off by "
-            f"{_bias(row['judge_bias'], statistic)} on the labelled tasks)"
-        )
+        text += f"; as precise as {round(worth):,} human labels alone"
     return text + "."
+
+
+def _bias_words(value: float, statistic: str) -> str:
+    """A judge's bias in words: ``off by +0.40`` (``no bias`` when it rounds to nothing)."""
+    rounded = round(value, 2) if statistic == MEAN else round(100 * value)
+    return "no bias" if rounded == 0 else f"off by {_bias(value, statistic)}"
 
 
 def _bias(value: float, statistic: str) -> str:
