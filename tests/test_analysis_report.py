@@ -669,3 +669,21 @@ def test_hotel_quality_checks_by_hand(tmp_path: Path) -> None:
     for title in ("#### Attention checks", "#### Qualification scores", "#### Quick submissions",
                   "#### Group A against group B", "#### Impression against errors"):  # fmt: skip
         assert title in markdown, title
+
+
+def test_shown_tables_name_versions_short_whatever_the_string_dtype():
+    """A table whose judge column is pandas' ``str`` dtype (not ``object``) is shortened too: a
+    sentence saying "llm 370adbd7" beside a table saying the 40-character version reads as two judges.
+    The CSV data keeps the full string."""
+    from judgelab.analysis.report.blocks import Section, Table
+    from judgelab.analysis.report.versions import short_names, shorten
+
+    version = "judgelab-llm-370adbd7bf-hotel_spans-144fba54ef"
+    for dtype in (object, "string", "str"):
+        shown = pd.DataFrame({"judge": pd.Series([version], dtype=dtype), "n": [3]})
+        section = Section("judges", [Table("t", f"Judge {version}", shown, data=shown.copy())])
+        shorten([section], short_names([f"model:{version}"]))
+        table = section.blocks[0]
+        assert table.shown["judge"].tolist() == ["llm 370adbd7"], dtype
+        assert table.caption == "Judge llm 370adbd7"
+        assert table.csv_data["judge"].tolist() == [version]

@@ -188,13 +188,13 @@ def project_section(
             sentences[-1] = sentences[-1].rstrip(".") + f" (tasks per {', '.join(plan.study_by)}: {counts})."
     front = front_page(whole, built, sentences, plan.by if faceted else (), cells_table(cells) if faceted else None)
     names = short_names(whole.sources)
-    if names:
+    shorten([front, *built], names)
+    if names:  # after shortening: this table is where the full strings stay
         table = versions_table(names)
         front.blocks += [
             Paragraph("Model versions are named by a short name in this report; the full version strings:"),
             Table("model_versions", "Model versions", table, data=with_project(table, data.project)),
         ]
-    shorten([front, *built], names)
     return Section(_project_title(data), [], [front, *built])
 
 

@@ -99,7 +99,7 @@ def shorten(sections: list[Section], names: dict[str, str]) -> None:
         if isinstance(item, Table):
             shown = item.shown.copy()
             for column in shown.columns:
-                if shown[column].dtype == object:
+                if pd.api.types.is_object_dtype(shown[column]) or pd.api.types.is_string_dtype(shown[column]):
                     shown[column] = shown[column].map(lambda v: text(v) if isinstance(v, str) else v)
             shown.columns = [text(str(c)) for c in shown.columns]
             return Table(item.name, text(item.caption), shown, data=item.csv_data, csv_only=item.csv_only)
