@@ -283,6 +283,9 @@ def test_the_human_sample_project_is_joined_on_the_task_key(tmp_path: Path) -> N
     assert one(csv, judge="model:j2", quantity="score (mean)", model="m0")["n_labeled"] == 10
     markdown = paths.markdown.read_text(encoding="utf-8")
     assert "The labels of the human-sample project 2 count here" in markdown
+    # project 1's own completion says where its tasks were labelled, not just "none annotated"
+    assert "Besides, 20 of its tasks labelled in the human-sample project 2 (see Study estimates)." in markdown
+    assert "20 of its tasks labelled in the human-sample project 2" in pd.read_csv(paths.csv["at_a_glance"]).to_string()
 
 
 def test_too_few_labels_say_so_with_the_n(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from judgelab.analysis.estimates import linked_sample_rows
 from judgelab.analysis.facets import TOTAL_LABEL
 from judgelab.analysis.report.blocks import Block, Glance, GlanceTable, Paragraph, Section, Table
 from judgelab.analysis.report.data import GOLD_SOURCE, ProjectData, percent, plural, with_project
@@ -110,6 +111,22 @@ def completion_table(per_task: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sample_completion(data: ProjectData) -> str | None:
+    """Where this project's tasks are labelled in its human-sample project(s): "12 of its tasks
+    labelled in the human-sample project 7", or None without one. People label a sample there
+    (blind to the judge), so this project's own completion alone would read as "nothing done"."""
+    judgments, spans, samples = linked_sample_rows(data.tasks, data.project, data.peers)
+    if not samples:
+        return None
+    labelled = set()
+    for frame in (judgments, spans):
+        if not frame.empty and "task_id" in frame.columns:
+            labelled |= set(frame["task_id"])
+    where = ", ".join(str(s) for s in samples)
+    project = "project" if len(samples) == 1 else "projects"
+    return f"{len(labelled)} of its tasks labelled in the human-sample {project} {where}"
+
+
 def completion_blocks(data: ProjectData, per_task: np.ndarray, completion: pd.DataFrame) -> list[Block]:
     n_tasks = len(per_task)
     if n_tasks == 0:
@@ -133,6 +150,9 @@ def completion_blocks(data: ProjectData, per_task: np.ndarray, completion: pd.Da
             " No overlap target is recorded for this project (judgelab sync reads Label Studio's annotations-per-task "
             f"setting); the most common number of annotations per annotated task is {typical}."
         )
+    sampled = sample_completion(data)
+    if sampled:
+        text += f" Besides, {sampled} (see Study estimates)."
     return [
         Paragraph(text),
         Table(
@@ -269,6 +289,9 @@ def completion_glance(data: ProjectData, per_task: np.ndarray) -> Glance:
         text += f"; {reached} ({percent(reached / n_tasks)}) reached the target of {plural(target, 'annotation')} each"
     else:
         text += f"; {int((per_task >= 2).sum())} by two or more annotators"
+    sampled = sample_completion(data)
+    if sampled:
+        text += f"; {sampled}"
     return Glance("Completion", "tasks", text, annotated / n_tasks)
 
 
