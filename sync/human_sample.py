@@ -443,30 +443,9 @@ def _drawn_differently(stored: dict[str, Any] | None, now: dict[str, Any], the_i
     return not same_pi or bool(stored.get("sampled")) != now["sampled"]
 
 
-def draw_human_sample(
-    client: Any,
-    source: Any,
-    *,
-    budget: int,
-    design: str = "uniform",
-    judge: str | None = None,
-    seed: int = 0,
-    by: Sequence[str] = (),
-    floor: float = DEFAULT_FLOOR,
-    overlap: int | None = None,
-    replace: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> SampleResult:
-    """Draw (or find) the human sample of the project ``source`` (a :class:`FoundProject`), record
-    it in every task's meta and copy the sampled tasks into ``<title> (human sample)``.
-
-    The same arguments again: the sample found, nothing added (a run cut off half-way is
-    completed). Other arguments while a sample exists: :class:`SampleError`, unless ``replace``,
-    which draws anew when the human-sample project has no annotation yet (its tasks go; an
-    annotated sample is never removed)."""
-    from judgelab.sync.projects import project_schema_name
-
-    label = source.label()
+def _source_project(client: Any, source: Any, label: str) -> tuple[dict[int, Any], Mapping[str, Any], list[SourceTask]]:
+    """Label Studio's projects by id, the source among them and its tasks: refused when the source
+    is missing, is itself a human sample, or has no tasks."""
     listed = {int(p["id"]): p for p in as_api(client).projects()}
     project = listed.get(int(source.id))
     if project is None:
@@ -478,6 +457,35 @@ def draw_human_sample(
     tasks = source_tasks(client, source.id)
     if not tasks:
         raise SampleError(f"{label} has no tasks")
+    return listed, project, tasks
+
+
+@dataclass
+class _Drawn:
+    """A draw made now from the source's tasks: the judge weighed, the cut, the draw's id."""
+
+    judge: str
+    fields: list[str]
+    the_id: str
+    draw: Draw
+    without: int
+
+
+def _draw_now(
+    client: Any,
+    source: Any,
+    label: str,
+    tasks: Sequence[SourceTask],
+    *,
+    budget: int,
+    design: str,
+    judge: str | None,
+    seed: int,
+    by: Sequence[str],
+    floor: float,
+) -> _Drawn:
+    """Check the arguments against the source's tasks and predictions, and draw: the judge whose
+    predictions give each task's uncertainty, the strata's fields, the draw's id and the draw."""
     predictions = project_predictions(client, source.id)
     current = getattr(client.projects.get(id=source.id), "model_version", None)
     judge = choose_judge([str(p.get("model_version") or "") for p in predictions], judge, current, label)
@@ -503,42 +511,83 @@ def draw_human_sample(
         seed=seed,
         floor=floor,
     )
+    return _Drawn(judge, fields, the_id, drawn, without)
 
+
+def _existing_draws(
+    client: Any, tasks: Sequence[SourceTask], listed: Mapping[int, Any], source_id: int
+) -> tuple[set[Any], Mapping[str, Any] | None]:
+    """The ids of the draws already recorded (in the source's tasks and in its human-sample
+    project's, since the source's meta may have been edited), and that project if there is one."""
     existing = {v.get("sample_id") for t in tasks if (v := sample_meta(t.meta)) is not None}
-    sample_project = find_sample_project(listed.values(), source.id)
-    if sample_project is not None:  # its tasks name their draw too (the source's meta may have been edited)
+    sample_project = find_sample_project(listed.values(), source_id)
+    if sample_project is not None:
         copied = source_tasks(client, int(sample_project["id"]))
         existing |= {v.get("sample_id") if (v := sample_meta(t.meta)) else "unknown" for t in copied}
+    return existing, sample_project
+
+
+def _replace_other_draw(
+    client: Any,
+    label: str,
+    existing: set[Any],
+    the_id: str,
+    sample_project: Mapping[str, Any] | None,
+    replace: bool,
+) -> tuple[int | None, Mapping[str, Any] | None]:
+    """With a sample drawn with other arguments than ``the_id``'s: refused without ``replace`` or
+    once its project has annotations (nothing labelled is lost), else that project is removed.
+    The id removed (if any) and the human-sample project that remains."""
     other = sorted(str(s) for s in existing - {the_id})
-    replaced = None
-    if other and not replace:
+    if not other:
+        return None, sample_project
+    if not replace:
         raise SampleError(
             f"{label} already has a human sample drawn with other arguments (sample {', '.join(other)}"
             + (f", project {sample_project['id']} {sample_project.get('title')!r}" if sample_project else "")
             + "): run the same command as then to see it, or add --replace to draw anew "
             "(refused once people have labelled the sample: nothing labelled is lost)"
         )
-    if other and sample_project is not None:
-        done = _annotation_count(client, int(sample_project["id"]))
-        if done:
-            raise SampleError(
-                f"project {sample_project['id']} {sample_project.get('title')!r}, the human sample of {label}, "
-                f"has {done} annotation(s): --replace would lose what they are a sample of. Keep that sample "
-                "(run the command it was drawn with), or copy the project to a title of its own first"
-            )
-        client.projects.delete(id=int(sample_project["id"]))
-        replaced, sample_project = int(sample_project["id"]), None
+    if sample_project is None:
+        return None, None
+    done = _annotation_count(client, int(sample_project["id"]))
+    if done:
+        raise SampleError(
+            f"project {sample_project['id']} {sample_project.get('title')!r}, the human sample of {label}, "
+            f"has {done} annotation(s): --replace would lose what they are a sample of. Keep that sample "
+            "(run the command it was drawn with), or copy the project to a title of its own first"
+        )
+    client.projects.delete(id=int(sample_project["id"]))
+    return int(sample_project["id"]), None
 
-    records = {
+
+def _draw_records(tasks: Sequence[SourceTask], design: str, drawn: _Drawn) -> dict[int, dict[str, Any]]:
+    """Each task's record of the draw, as its ``judgelab_sample`` meta keeps it."""
+    return {
         t.id: {
             "design": design,
             "inclusion_probability": round(float(pi), 10),
             "sampled": bool(s),
-            "sample_id": the_id,
+            "sample_id": drawn.the_id,
         }
-        for t, pi, s in zip(tasks, drawn.inclusion, drawn.sampled, strict=True)
+        for t, pi, s in zip(tasks, drawn.draw.inclusion, drawn.draw.sampled, strict=True)
     }
-    if the_id in existing:  # the same draw again: the tasks must be the ones it was drawn from
+
+
+def _record_draw(
+    client: Any,
+    source_id: int,
+    label: str,
+    tasks: Sequence[SourceTask],
+    records: Mapping[int, dict[str, Any]],
+    the_id: str,
+    again: bool,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """Write the records of the draw ``the_id`` into the tasks' meta where they differ (and into
+    ``tasks``); how many were written. The same draw ``again`` is refused when the tasks would now be
+    drawn differently."""
+    if again:  # the same draw again: the tasks must be the ones it was drawn from
         changed = [t.id for t in tasks if _drawn_differently(sample_meta(t.meta), records[t.id], the_id)]
         if changed:
             raise SampleError(
@@ -547,25 +596,75 @@ def draw_human_sample(
             )
     stale = [t for t in tasks if t.meta.get(META_KEY) != records[t.id] or t.meta.get(KEY_FIELD) != t.key]
     metas = [(t.id, {**t.meta, KEY_FIELD: t.key, META_KEY: records[t.id]}) for t in stale]
-    updated = write_metas(client, int(source.id), metas, progress)
+    updated = write_metas(client, int(source_id), metas, progress)
     for task in tasks:
         task.meta = {**task.meta, KEY_FIELD: task.key, META_KEY: records[task.id]}
+    return updated
+
+
+def _sample_project_for(
+    client: Any,
+    source: Any,
+    project: Mapping[str, Any],
+    sample_project: Mapping[str, Any] | None,
+    overlap: int | None,
+) -> tuple[int, str, bool]:
+    """The human-sample project's id and title, created (with the source's overlap unless
+    ``overlap`` is given) when there is none; and whether it was created."""
+    from judgelab.sync.projects import project_schema_name
 
     title = sample_title(str(project.get("title") or f"project {source.id}"))
-    created = sample_project is None
-    if created:
-        schema_name = project_schema_name(project) or (source.schema.name if source.schema else None)
-        wanted = int(project.get("maximum_annotations") or 1) if overlap is None else overlap
-        sample_pid = _create_sample_project(client, project, title, wanted, schema_name)
-    else:
-        sample_pid, title = int(sample_project["id"]), str(sample_project.get("title") or title)
-    chosen = [t for t in tasks if records[t.id]["sampled"]]
-    imported = _import_sampled(client, sample_pid, chosen)
+    if sample_project is not None:
+        return int(sample_project["id"]), str(sample_project.get("title") or title), False
+    schema_name = project_schema_name(project) or (source.schema.name if source.schema else None)
+    wanted = int(project.get("maximum_annotations") or 1) if overlap is None else overlap
+    return _create_sample_project(client, project, title, wanted, schema_name), title, True
+
+
+def _per_stratum(chosen: Sequence[SourceTask], fields: Sequence[str]) -> dict[str, int]:
+    """The sampled tasks per cell of the cut (none without a cut), cells sorted."""
     per_cell: dict[str, int] = {}
     if fields:
         for t in chosen:
             cell = _stratum(t, fields)
             per_cell[cell] = per_cell.get(cell, 0) + 1
+    return dict(sorted(per_cell.items()))
+
+
+def draw_human_sample(
+    client: Any,
+    source: Any,
+    *,
+    budget: int,
+    design: str = "uniform",
+    judge: str | None = None,
+    seed: int = 0,
+    by: Sequence[str] = (),
+    floor: float = DEFAULT_FLOOR,
+    overlap: int | None = None,
+    replace: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> SampleResult:
+    """Draw (or find) the human sample of the project ``source`` (a :class:`FoundProject`), record
+    it in every task's meta and copy the sampled tasks into ``<title> (human sample)``.
+
+    The same arguments again: the sample found, nothing added (a run cut off half-way is
+    completed). Other arguments while a sample exists: :class:`SampleError`, unless ``replace``,
+    which draws anew when the human-sample project has no annotation yet (its tasks go; an
+    annotated sample is never removed)."""
+    label = source.label()
+    listed, project, tasks = _source_project(client, source, label)
+    drawn = _draw_now(
+        client, source, label, tasks, budget=budget, design=design, judge=judge, seed=seed, by=by, floor=floor
+    )
+    existing, sample_project = _existing_draws(client, tasks, listed, source.id)
+    replaced, sample_project = _replace_other_draw(client, label, existing, drawn.the_id, sample_project, replace)
+    records = _draw_records(tasks, design, drawn)
+    again = drawn.the_id in existing
+    updated = _record_draw(client, source.id, label, tasks, records, drawn.the_id, again, progress)
+    sample_pid, title, created = _sample_project_for(client, source, project, sample_project, overlap)
+    chosen = [t for t in tasks if records[t.id]["sampled"]]
+    imported = _import_sampled(client, sample_pid, chosen)
     return SampleResult(
         source_id=int(source.id),
         source_title=str(project.get("title") or ""),
@@ -575,17 +674,17 @@ def draw_human_sample(
         design=design,
         budget=budget,
         seed=seed,
-        judge=judge,
-        sample_id=the_id,
-        by=fields,
+        judge=drawn.judge,
+        sample_id=drawn.the_id,
+        by=drawn.fields,
         n_tasks=len(tasks),
         n_sampled=len(chosen),
-        min_inclusion=float(drawn.inclusion.min()),
-        max_inclusion=float(drawn.inclusion.max()),
+        min_inclusion=float(drawn.draw.inclusion.min()),
+        max_inclusion=float(drawn.draw.inclusion.max()),
         meta_updated=updated,
         imported=imported,
-        already=the_id in existing and updated == 0 and imported == 0 and not created,
-        without_prediction=without,
+        already=again and updated == 0 and imported == 0 and not created,
+        without_prediction=drawn.without,
         replaced=replaced,
-        strata=dict(sorted(per_cell.items())),
+        strata=_per_stratum(chosen, drawn.fields),
     )
