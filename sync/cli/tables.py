@@ -56,30 +56,11 @@ def sync_cmd(
     from judgelab.configs.schema import get_schema
     from judgelab.sync.incremental import sync_tables
     from judgelab.sync.ls_api import connect_api
-    from judgelab.sync.project_ref import resolve_projects
 
     schemas = [get_schema(n) for n in schema_names]
     client = connect_api(_connection(ctx))  # plain HTTP: no SDK import for a sync
-    selected = None
-    if project_ids or titles or schemas:
-        # an id Label Studio no longer has goes to the sync as it is: its rows leave the tables
-        # (or, never synced, it is an error there)
-        there = {int(p["id"]) for p in client.projects()}
-        live, gone = [i for i in project_ids if i in there], [i for i in project_ids if i not in there]
-        named = live or titles or not gone
-        found = resolve_projects(client, live, titles, schemas, default="schemas") if named else []
-        selected = [p.id for p in found] + gone
-    verbose = logging.getLogger().isEnabledFor(logging.INFO)
-    bars: dict[int, object] = {}
-
-    def progress(report) -> None:
-        if verbose:
-            click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
-        bar = bars.get(report.project)
-        if bar is None:
-            bar = bars[report.project] = progress_bar(report.tasks_planned or None, f"sync project {report.project}")
-        bar.update(report.tasks_exported - bar.n)
-
+    selected = _sync_selection(client, project_ids, titles, schemas)
+    bars = _SyncBars()
     try:
         report = sync_tables(
             client,
@@ -88,13 +69,57 @@ def sync_cmd(
             full=full,
             batch_size=max(1, batch_size),
             write_parquet=fmt == "parquet",
-            on_batch=progress,
+            on_batch=bars.progress,
             on_wait=lambda message: click.echo(message, err=True),
         )
     finally:
-        for bar in bars.values():
-            bar.close()
+        bars.close()
     output = Output(as_json)
+    written = _sync_summary(report, out, output)
+    usage = _sync_usage(client, out, report, fmt, output)
+    output.result(_sync_result(report, written, out, usage))
+
+
+def _sync_selection(client, project_ids: tuple[int, ...], titles: tuple[str, ...], schemas: list) -> list | None:
+    """The ids of the projects to sync (None: every judgelab project). An id Label Studio no longer
+    has goes to the sync as it is: its rows leave the tables (or, never synced, it is an error there)."""
+    from judgelab.sync.project_ref import resolve_projects
+
+    if not (project_ids or titles or schemas):
+        return None
+    there = {int(p["id"]) for p in client.projects()}
+    live, gone = [i for i in project_ids if i in there], [i for i in project_ids if i not in there]
+    named = live or titles or not gone
+    found = resolve_projects(client, live, titles, schemas, default="schemas") if named else []
+    return [p.id for p in found] + gone
+
+
+class _SyncBars:
+    """A progress bar per project synced (and, with --verbose, a line per batch exported)."""
+
+    def __init__(self) -> None:
+        self.verbose = logging.getLogger().isEnabledFor(logging.INFO)
+        self.bars: dict[int, object] = {}
+
+    def progress(self, report) -> None:
+        """Move the bar of the project a batch was exported from (made at its first batch)."""
+        if self.verbose:
+            click.echo(f"project {report.project}: {report.tasks_exported} tasks exported", err=True)
+        bar = self.bars.get(report.project)
+        if bar is None:
+            bar = self.bars[report.project] = progress_bar(
+                report.tasks_planned or None, f"sync project {report.project}"
+            )
+        bar.update(report.tasks_exported - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _sync_summary(report, out: Path, output: Output) -> list[str]:
+    """Print the projects removed and the sync's one-line summary; the paths written (none when the
+    tables did not change)."""
     for project in report.removed_projects:
         output.line(f"project {project} no longer exists in Label Studio: its rows were removed from the tables")
     counts = report.counts
@@ -105,29 +130,32 @@ def sync_cmd(
         f"{counts.get('judgments', 0)} judgments, "
         f"{counts.get('spans', 0)} spans -> " + (", ".join(written) if written else f"{out} (unchanged)")
     )
-    usage = _sync_usage(client, out, report, fmt, output)
-    output.result(
-        {
-            "mode": "full" if report.full else "incremental",
-            "tasks_exported": report.tasks_exported,
-            "tasks_deleted": report.tasks_deleted,
-            "counts": {name: counts.get(name, 0) for name in ("tasks", "judgments", "spans", "predictions")},
-            "written": written,
-            "out": str(out),
-            "projects": [
-                {
-                    "id": p.project,
-                    "schema": p.schema,
-                    "how": p.mode,
-                    "tasks_exported": p.tasks_exported,
-                    "tasks_deleted": p.tasks_deleted,
-                }
-                for p in report.projects
-            ],
-            "removed_projects": list(report.removed_projects),
-            "usage": usage,
-        }
-    )
+    return written
+
+
+def _sync_result(report, written: list[str], out: Path, usage: dict) -> dict:
+    """The sync's --json result."""
+    counts = report.counts
+    return {
+        "mode": "full" if report.full else "incremental",
+        "tasks_exported": report.tasks_exported,
+        "tasks_deleted": report.tasks_deleted,
+        "counts": {name: counts.get(name, 0) for name in ("tasks", "judgments", "spans", "predictions")},
+        "written": written,
+        "out": str(out),
+        "projects": [
+            {
+                "id": p.project,
+                "schema": p.schema,
+                "how": p.mode,
+                "tasks_exported": p.tasks_exported,
+                "tasks_deleted": p.tasks_deleted,
+            }
+            for p in report.projects
+        ],
+        "removed_projects": list(report.removed_projects),
+        "usage": usage,
+    }
 
 
 def _sync_usage(client, out: Path, report, fmt: str, output: Output) -> dict:
