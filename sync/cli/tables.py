@@ -462,10 +462,7 @@ def load_cmd(
 
     The data sets are those the loaders register (analysis/loaders/registry.py), listed below.
     """
-    import warnings
-
     from judgelab.analysis.facets import Cut
-    from judgelab.analysis.loaders import LoaderError, LoaderWarning
     from judgelab.analysis.report import problems_with_project
     from judgelab.analysis.report.safe_text import write_csv
     from judgelab.sync.export import write_cuts, write_tables
@@ -478,10 +475,6 @@ def load_cmd(
             err=True,
         )
         project = project or old_project
-    from judgelab.analysis.loaders.registry import DATA_SETS, get_data_set
-
-    data_set = get_data_set(kind)
-    assert data_set is not None  # the choice is the registry's
     given = {
         "predictions": predictions,
         "combined": combined,
@@ -490,6 +483,34 @@ def load_cmd(
         "nan_ratings": nan_ratings,
         "summary_verdict": summary_verdict,
     }
+    data_set, loaded = _read_data_set(kind, path, project, given)
+    problems = problems_with_project(loaded["problems"], loaded["tasks"])
+    written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
+    problems_path = write_csv(problems, Path(out) / "problems.csv")  # formulas neutralised
+    projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
+    cut_path = write_cuts(out, dict.fromkeys(projects, data_set.cut or Cut()))
+    click.echo(
+        f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
+        f"{len(loaded['spans'])} spans in {len(projects)} project(s): {', '.join(projects)}"
+    )
+    for note in loaded.get("notes") or []:  # what the loader read beside the file, or did not find
+        click.echo(note)
+    _echo_problems(problems, problems_path)
+    if data_set.cut is not None:
+        click.echo(f"cut: {data_set.cut.origin} (kept in {cut_path}; --by/--where replace it)")
+    click.echo("wrote " + ", ".join(str(p) for p in [*written, problems_path, cut_path]))
+
+
+def _read_data_set(kind: str, path: Path, project: str | None, given: dict) -> tuple:
+    """The data set ``kind`` and what its loader read from ``path``; an option it does not take (of
+    ``given``, those not None), a missing path or the loader's error fails the command."""
+    import warnings
+
+    from judgelab.analysis.loaders import LoaderError, LoaderWarning
+    from judgelab.analysis.loaders.registry import DATA_SETS, get_data_set
+
+    data_set = get_data_set(kind)
+    assert data_set is not None  # the choice is the registry's
     for option, value in given.items():
         if value is not None and option not in data_set.options:
             takers = [name for name, each in DATA_SETS.items() if option in each.options]
@@ -503,29 +524,20 @@ def load_cmd(
             loaded = data_set.read(path, project=project, **options)
     except LoaderError as exc:
         _fail(str(exc))
-    problems = problems_with_project(loaded["problems"], loaded["tasks"])
-    written = write_tables(TidyTables(loaded["tasks"], loaded["judgments"], loaded["spans"]), out, fmt)
-    problems_path = write_csv(problems, Path(out) / "problems.csv")  # formulas neutralised
-    projects = sorted({str(p) for p in loaded["tasks"]["project"].dropna()})
-    cut_path = write_cuts(out, dict.fromkeys(projects, data_set.cut or Cut()))
-    click.echo(
-        f"loaded {kind}: {len(loaded['tasks'])} tasks, {len(loaded['judgments'])} judgments, "
-        f"{len(loaded['spans'])} spans in {len(projects)} project(s): {', '.join(projects)}"
-    )
-    for note in loaded.get("notes") or []:  # what the loader read beside the file, or did not find
-        click.echo(note)
+    return data_set, loaded
+
+
+def _echo_problems(problems, problems_path: Path) -> None:
+    """The problems the loader met: their number, and per kind how many with the first one."""
     if problems.empty:
         click.echo("problems: none")
-    else:
-        click.echo(f"problems: {len(problems)} (each one in {problems_path})")
-        for problem_kind, rows in problems.groupby("kind", sort=False):
-            first = rows.iloc[0]
-            where = Path(str(first["file"])).name + (f": line {int(first['line'])}" if _present(first["line"]) else "")
-            task = f" task {first['task_id']}" if _present(first["task_id"]) else ""
-            click.echo(f"  {problem_kind:24} {len(rows):5}  e.g. {where}{task}: {first['message']}")
-    if data_set.cut is not None:
-        click.echo(f"cut: {data_set.cut.origin} (kept in {cut_path}; --by/--where replace it)")
-    click.echo("wrote " + ", ".join(str(p) for p in [*written, problems_path, cut_path]))
+        return
+    click.echo(f"problems: {len(problems)} (each one in {problems_path})")
+    for problem_kind, rows in problems.groupby("kind", sort=False):
+        first = rows.iloc[0]
+        where = Path(str(first["file"])).name + (f": line {int(first['line'])}" if _present(first["line"]) else "")
+        task = f" task {first['task_id']}" if _present(first["task_id"]) else ""
+        click.echo(f"  {problem_kind:24} {len(rows):5}  e.g. {where}{task}: {first['message']}")
 
 
 def _present(value: object) -> bool:
