@@ -100,24 +100,46 @@ def connect_backend(
         extra = {"auth_method": "BASIC_AUTH", "basic_auth_user": auth[0], "basic_auth_pass": auth[1]}
     if extra_params is not None:
         extra["extra_params"] = extra_params
+    ml, created = _attach(client, project_id, url, chosen, timeout, extra)
+    version = _reported_version(client, ml, url)
+    if ml.title != version:
+        client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
+    project = client.projects.get(id=project_id)
+    if project.model_version != version:
+        client.projects.update(id=project_id, model_version=version)
+    link = BackendLink(ml.id, version, created, [version], [], params, url)
+    _ask_judges(link, backend, auth, project_id, project.label_config)
+    return link
+
+
+def _attach(
+    client: LabelStudio, project_id: int, url: str, chosen: Any | None, timeout: float, extra: dict[str, Any]
+) -> tuple[Any, bool]:
+    """Update the ML backend ``chosen`` to ``url``, or create one there (titled as judgelab's);
+    the ML backend Label Studio answers with, and whether it was created. Label Studio refusing
+    (it could not reach the backend, or the backend's /setup refused) is a :class:`SyncError`."""
     try:
         if chosen is not None:
             # an update makes Label Studio call /health and /setup again: the version is fresh
             ml = client.ml.update(id=chosen.id, url=url, project=project_id, title=chosen.title, **extra)
-            created = False
-        else:
-            ml = client.ml.create(
-                url=url,
-                project=project_id,
-                title=OUR_PREFIX,
-                is_interactive=False,
-                auto_update=True,
-                timeout=timeout,
-                **extra,
-            )
-            created = True
+            return ml, False
+        ml = client.ml.create(
+            url=url,
+            project=project_id,
+            title=OUR_PREFIX,
+            is_interactive=False,
+            auto_update=True,
+            timeout=timeout,
+            **extra,
+        )
+        return ml, True
     except ApiError as exc:
         raise _refused(project_id, url, exc) from None
+
+
+def _reported_version(client: LabelStudio, ml: Any, url: str) -> str:
+    """The model version the backend reported to Label Studio (asked again when the answer lacks
+    it); none is a :class:`SyncError` (not the judgelab backend, or its /setup failed)."""
     if not getattr(ml, "model_version", None):  # the answer carries what /setup reported; else ask again
         ml = client.ml.get(id=ml.id)
     version = str(getattr(ml, "model_version", None) or "")
@@ -127,25 +149,31 @@ def connect_backend(
             f"the ML backend at {url} reported no model version to Label Studio (state {state}): "
             f"{getattr(ml, 'error_message', None) or 'is it the judgelab backend?'}"
         )
-    if ml.title != version:
-        client.ml.update(id=ml.id, title=version, url=url, project=project_id, **extra)
-    project = client.projects.get(id=project_id)
-    if project.model_version != version:
-        client.projects.update(id=project_id, model_version=version)
-    link = BackendLink(ml.id, version, created, [version], [], params, url)
+    return version
+
+
+def _ask_judges(
+    link: BackendLink,
+    backend: BackendClient | None,
+    auth: tuple[str, str] | None,
+    project_id: int,
+    label_config: str,
+) -> None:
+    """Fill ``link``'s judges and model versions from the backend's /setup, as judgelab reaches it
+    (``backend``, else at the link's URL with ``auth``); unreachable, ``judges_known`` turns False."""
+    params = link.extra_params
     try:
         if backend is None:
-            with BackendClient(url, auth) as own:
-                answer = own.setup(project_id, project.label_config, params)
+            with BackendClient(link.url, auth) as own:
+                answer = own.setup(project_id, label_config, params)
         else:
-            answer = backend.setup(project_id, project.label_config, params)
+            answer = backend.setup(project_id, label_config, params)
     except BackendUnreachable as exc:
         log.info("judges of project %s unknown: %s", project_id, exc)
         link.judges_known = False
-        return link
-    link.model_versions = [str(v) for v in answer.get("model_versions") or [version]]
+        return
+    link.model_versions = [str(v) for v in answer.get("model_versions") or [link.model_version]]
     link.judges = [j for j in answer.get("judges") or [] if isinstance(j, dict)]
-    return link
 
 
 def _price_option(values: tuple[str, ...], option: str) -> float | dict[str, float] | None:
