@@ -175,12 +175,7 @@ def batch_preannotate(
         raise SyncError(f"batch mode must be one of {', '.join(BATCH_MODES)}")
     report = BatchReport(mode)
     if mode == "results":
-        path = Path(str(options.batch_path))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SyncError(f"--batch-results {path}: cannot read it ({exc})") from None
-        report.results = send_results(backend, text, str(path))
+        report.results = _send_results_file(backend, Path(str(options.batch_path)))
     if mode == "api":
         for job in backend.batch_status(project_id).get("batches") or []:
             (report.collected if job.get("collected") else report.running).append(job)
@@ -200,11 +195,41 @@ def batch_preannotate(
     missing, _ = tasks_missing_version(client, project_id, versions)
     if not missing:
         return report
+    keys = _batch_requests(client, project_id, backend, missing, options.chunk_size, extra_params, report)
+    report.requests = len(keys)
+    if mode == "api" and keys:
+        sent = backend.batch_submit(project_id, keys)
+        report.batch_id = sent.get("batch")
+        report.requests = int(sent.get("requests") or 0)
+    return report
+
+
+def _send_results_file(backend: BackendClient, path: Path) -> dict[str, Any]:
+    """The results file at ``path`` (--batch-results) sent to the backend; its answers summed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SyncError(f"--batch-results {path}: cannot read it ({exc})") from None
+    return send_results(backend, text, str(path))
+
+
+def _batch_requests(
+    client: Any,
+    project_id: int,
+    backend: BackendClient,
+    missing: list[int],
+    chunk_size: int,
+    extra_params: dict[str, Any] | None,
+    report: BatchReport,
+) -> list[str]:
+    """Have the backend make the batch requests of the ``missing`` tasks, ``chunk_size`` tasks at a
+    time; the requests' keys, each once. The counts, the judges halved and whether any is priced go
+    into ``report``, and in ``file`` mode the request lines too."""
     project = client.projects.get(id=project_id)
     keys: list[str] = []
     seen: set[str] = set()
-    for start in range(0, len(missing), max(1, options.chunk_size)):
-        ids = missing[start : start + options.chunk_size]
+    for start in range(0, len(missing), max(1, chunk_size)):
+        ids = missing[start : start + chunk_size]
         data = task_data(client, project_id, ids)
         answer = backend.batch_requests(predict_body(project, [(i, data[i]) for i in ids if i in data], extra_params))
         lines = answer.get("requests") or []
@@ -215,14 +240,9 @@ def batch_preannotate(
         fresh = [line for line in lines if line["custom_id"] not in seen]
         seen |= {line["custom_id"] for line in fresh}
         keys += [line["custom_id"] for line in fresh]
-        if mode == "file":
+        if report.mode == "file":
             report.lines += fresh
-    report.requests = len(keys)
-    if mode == "api" and keys:
-        sent = backend.batch_submit(project_id, keys)
-        report.batch_id = sent.get("batch")
-        report.requests = int(sent.get("requests") or 0)
-    return report
+    return keys
 
 
 def send_results(backend: BackendClient, text: str, source: str) -> dict[str, Any]:
