@@ -36,25 +36,48 @@ from judgelab.sync.importers import rows_from_records
 @click.pass_context
 def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, database_url: str | None) -> None:
     """Start Label Studio and the backend, create the five projects with their samples, pre-annotate."""
-    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
     from judgelab.sync.local_stack import (
-        PostgresSettings,
-        StackSettings,
         claim_backend_port,
         claim_label_studio_port,
-        label_studio_is_ours,
-        load_credentials,
         record_stack,
-        recorded_ports,
         start_backend,
         start_label_studio,
     )
-    from judgelab.sync.projects import ensure_project, import_rows, refresh_instructions
+
+    settings, creds = _up_settings(ctx.obj["home"], ls_port, backend_port, database_url)
+    # both ports first: one that another program holds stops `up` here, before anything starts
+    claim_label_studio_port(settings, creds)
+    claim_backend_port(settings)
+    where = f"on {settings.database.display_url}" if settings.database else "on SQLite"
+    click.echo(f"Label Studio at {settings.ls_url} {where} (a first start migrates the database: 1-3 minutes)...")
+    started = start_label_studio(settings, creds)
+    click.echo("  started" if started else "  already running: reused")
+    started = start_backend(settings)
+    click.echo(f"ML backend at {settings.backend_url}: {'started' if started else 'already running: reused'}")
+    record_stack(settings)  # the other commands reach this Label Studio without --url
+    _sample_projects(connect(Connection(url=settings.ls_url, token=creds.token)), settings.backend_url)
+    click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
+    click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
+    click.echo(f"Invite annotators (a sign-up link): {stack_command(settings.home, 'invite', url=settings.ls_url)}")
+    click.echo(f"Stop the servers with: {stop_command(settings.home)}")
+
+
+def _up_settings(home: Path, ls_port: int | None, backend_port: int | None, database_url: str | None) -> tuple:
+    """The stack's settings (the ports given, else those of this folder's running stack, else the
+    defaults) and its credentials. Label Studio running for this folder on another port than the one
+    asked for is refused: two Label Studios on one data folder, never."""
+    from judgelab.sync.local_stack import (
+        PostgresSettings,
+        StackSettings,
+        label_studio_is_ours,
+        load_credentials,
+        recorded_ports,
+    )
 
     database = PostgresSettings.from_url(database_url) if database_url else None
-    running_ls, running_backend = recorded_ports(ctx.obj["home"])  # run again, `up` finds its stack
+    running_ls, running_backend = recorded_ports(home)  # run again, `up` finds its stack
     settings = StackSettings(
-        home=ctx.obj["home"],
+        home=home,
         ls_port=ls_port or running_ls or StackSettings.ls_port,
         backend_port=backend_port or running_backend or StackSettings.backend_port,
         database=database,
@@ -67,34 +90,28 @@ def up_cmd(ctx: click.Context, ls_port: int | None, backend_port: int | None, da
                 f"this folder's Label Studio runs at {running.ls_url}: stop it first "
                 f"(judgelab --home {settings.home} down) to start it on port {settings.ls_port}"
             )
-    # both ports first: one that another program holds stops `up` here, before anything starts
-    claim_label_studio_port(settings, creds)
-    claim_backend_port(settings)
-    where = f"on {database.display_url}" if database else "on SQLite"
-    click.echo(f"Label Studio at {settings.ls_url} {where} (a first start migrates the database: 1-3 minutes)...")
-    started = start_label_studio(settings, creds)
-    click.echo("  started" if started else "  already running: reused")
-    started = start_backend(settings)
-    click.echo(f"ML backend at {settings.backend_url}: {'started' if started else 'already running: reused'}")
-    record_stack(settings)  # the other commands reach this Label Studio without --url
-    client = connect(Connection(url=settings.ls_url, token=creds.token))
+    return settings, creds
+
+
+def _sample_projects(client, backend_url: str) -> None:
+    """A project per schema (made, or its instructions refreshed) with the schema's samples,
+    connected to the backend and pre-annotated; a line per project says how far."""
+    from judgelab.sync.backend_link import connect_backend, prediction_counts, retrieve_predictions
+    from judgelab.sync.projects import ensure_project, import_rows, refresh_instructions
+
     for schema in all_schemas().values():
         project = ensure_project(client, schema)
         if not project.created:
             refresh_instructions(client, project.id, schema)
         rows = rows_from_records([(f"samples.json item {i}", t) for i, t in enumerate(schema.samples())], schema)
         report = import_rows(client, project.id, rows)
-        link = connect_backend(client, project.id, settings.backend_url)
+        link = connect_backend(client, project.id, backend_url)
         retrieve_predictions(client, project.id)
         total, done = prediction_counts(client, project.id, link.model_version)
         click.echo(
             f"  {schema.name:22} project {project.id:3}  tasks {total:3} (+{report.imported} new)  "
             f"pre-annotated {done}/{total}"
         )
-    click.secho(f"\nOpen {settings.ls_url}/projects/", fg="green", bold=True)
-    click.echo(f"Log in as {creds.username} / {creds.password}   (API token in {settings.home / 'credentials.json'})")
-    click.echo(f"Invite annotators (a sign-up link): {stack_command(settings.home, 'invite', url=settings.ls_url)}")
-    click.echo(f"Stop the servers with: {stop_command(settings.home)}")
 
 
 def stop_command(home: Path, cwd: Path | None = None, path: str | None = None) -> str:
