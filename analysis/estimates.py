@@ -540,7 +540,24 @@ def estimate_table(
     truth = human_values(h_values).set_index(["task_id", "quantity"])
     judges = judge_values(m_values)
     groups = _task_groups(tasks, judgments, spans, by)
-    pi_all = _inclusion(tasks)
+    rows = _estimate_rows(judges, described, groups, by, truth, _inclusion(tasks), alpha, min_labels)
+    if not rows:
+        return pd.DataFrame(columns=_columns(by))
+    return pd.DataFrame(rows)[_columns(by)]
+
+
+def _estimate_rows(
+    judges: Mapping[str, pd.Series],
+    described: pd.DataFrame,
+    groups: list[tuple[tuple[str, ...], pd.Index]],
+    by: Sequence[str],
+    truth: pd.DataFrame,
+    pi_all: pd.Series | None,
+    alpha: float,
+    min_labels: int,
+) -> list[dict[str, Any]]:
+    """A row per judge, quantity the humans answered (``described``) and group of tasks; a
+    quantity the judge has no value of is left out."""
     rows = []
     for judge, predicted in judges.items():
         for quantity, spec in described.iterrows():
@@ -553,9 +570,7 @@ def estimate_table(
                         judge, str(quantity), spec, group_key, by, task_ids, yhat_q, truth, pi_all, alpha, min_labels
                     )
                 )
-    if not rows:
-        return pd.DataFrame(columns=_columns(by))
-    return pd.DataFrame(rows)[_columns(by)]
+    return rows
 
 
 def _joined(own: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
@@ -618,14 +633,9 @@ def _estimate_row(
     alpha: float,
     min_labels: int,
 ) -> dict[str, Any]:
-    yhat = yhat_q[yhat_q.index.isin(task_ids)]
-    yhat = yhat.groupby(level=0).first()
-    try:
-        mine = truth.xs(quantity, level="quantity")
-    except KeyError:
-        mine = pd.DataFrame(columns=["y", "gold"])
-    y = mine["y"].reindex(yhat.index).to_numpy(dtype=float)
-    gold = mine["gold"].reindex(yhat.index).fillna(False).to_numpy(dtype=bool)
+    """The estimates of one judge, quantity and group of tasks (a row of :func:`estimate_table`):
+    the judge's mean and bias always, the pooled estimates from ``min_labels`` human labels on."""
+    yhat, y, gold = _matched_values(yhat_q, task_ids, truth, quantity)
     labeled = ~np.isnan(y)
     n = int(labeled.sum())
     row: dict[str, Any] = {
@@ -652,13 +662,7 @@ def _estimate_row(
     if n < min_labels:
         row["note"] = f"too few human labels: {n} labelled task{'s' if n != 1 else ''} (fewer than {min_labels})"
         return row
-    inclusion = None
-    if pi_all is not None:
-        pi = pi_all.reindex(yhat.index).to_numpy(dtype=float)
-        if np.isfinite(pi[labeled]).all():
-            inclusion, row["weights"] = np.where(np.isfinite(pi), pi, 1.0), WEIGHTED
-        else:
-            row["note"] = "some labelled tasks have no inclusion probability: uniform sampling assumed"
+    inclusion = _sample_inclusion(pi_all, yhat.index, labeled, row)
     bounds = (float(spec["low"]), float(spec["high"]))
     result = pool_estimates(y, predictions, inclusion, alpha=alpha, bounds=bounds)
     row.update(
@@ -673,6 +677,38 @@ def _estimate_row(
     )
     row["lambda"] = result.lambda_
     return row
+
+
+def _matched_values(
+    yhat_q: pd.Series, task_ids: pd.Index, truth: pd.DataFrame, quantity: str
+) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """The judge's value on each task of the group it judged (one per task), and on the same tasks
+    the humans' value (NaN: unlabelled) and whether it is gold."""
+    yhat = yhat_q[yhat_q.index.isin(task_ids)]
+    yhat = yhat.groupby(level=0).first()
+    try:
+        mine = truth.xs(quantity, level="quantity")
+    except KeyError:
+        mine = pd.DataFrame(columns=["y", "gold"])
+    y = mine["y"].reindex(yhat.index).to_numpy(dtype=float)
+    gold = mine["gold"].reindex(yhat.index).fillna(False).to_numpy(dtype=bool)
+    return yhat, y, gold
+
+
+def _sample_inclusion(
+    pi_all: pd.Series | None, judged: pd.Index, labeled: np.ndarray, row: dict[str, Any]
+) -> np.ndarray | None:
+    """The inclusion probabilities of the ``judged`` tasks (1 where a task has none) when every
+    labelled one has one, the row then weighted; else None (uniform), and when some labelled
+    task lacks one the row's note says so."""
+    if pi_all is None:
+        return None
+    pi = pi_all.reindex(judged).to_numpy(dtype=float)
+    if np.isfinite(pi[labeled]).all():
+        row["weights"] = WEIGHTED
+        return np.where(np.isfinite(pi), pi, 1.0)
+    row["note"] = "some labelled tasks have no inclusion probability: uniform sampling assumed"
+    return None
 
 
 __all__ = [
