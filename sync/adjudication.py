@@ -808,7 +808,6 @@ def collect(client: Any, source_id: int, adjudicator: str | None = None) -> Coll
     (see the module's docstring). ``adjudicator``: only their answers (default: the one the
     project was created for, else whoever answered, the latest answer per task)."""
     from judgelab.sync.importers.annotations import result_signature
-    from judgelab.sync.ls_api import as_api
 
     project = find_adjudication_project(client, source_id)
     if project is None:
@@ -817,13 +816,7 @@ def collect(client: Any, source_id: int, adjudicator: str | None = None) -> Coll
         )
     project_id = int(project["id"])
     adjudicator = adjudicator or _tag_value(str(project.get("description") or ""), ADJUDICATOR_TAG)
-    users = as_api(client).user_emails()
-    wanted = None
-    if adjudicator:
-        by_email = {email.lower(): user for user, email in users.items()}
-        wanted = by_email.get(adjudicator.lower())
-        if wanted is None:
-            raise AdjudicationError(f"no Label Studio account {adjudicator!r} (the adjudicator) in the organization")
+    users, wanted = _adjudicator_account(client, adjudicator)
     outcome = Collected(project_id, source_id)
     for task in _all_tasks(client, project_id):
         meta = (task.get("meta") or {}).get(META) or {}
@@ -838,38 +831,69 @@ def collect(client: Any, source_id: int, adjudicator: str | None = None) -> Coll
         user = _who(answer.get("completed_by"), users)[1]
         result = _copied(answer.get("result") or [])
         signature = result_signature(result)
-        there = {int(a.id): a for a in client.annotations.list(id=int(source_task))}
         recorded = meta.get("ground_truth_annotation")
-        previous = there.get(int(recorded)) if recorded is not None else None
-        if previous is None:  # not recorded (or deleted since): the same ground truth may be there
-            previous = next(
-                (
-                    a
-                    for a in there.values()
-                    if a.ground_truth
-                    and _user_id(a.completed_by) == user
-                    and result_signature(a.result or []) == signature
-                ),
-                None,
-            )
-        if previous is not None and result_signature(previous.result or []) == signature and previous.ground_truth:
-            outcome.unchanged += 1
-            made = int(previous.id)
-        elif previous is not None:
-            client.annotations.update(id=int(previous.id), result=result, ground_truth=True, completed_by=user)
-            outcome.replaced += 1
-            made = int(previous.id)
-        else:
-            created = client.annotations.create(
-                id=int(source_task), result=result, completed_by=user, was_cancelled=False, ground_truth=True
-            )
-            outcome.added += 1
-            made = int(created.id)
+        previous = _previous_ground_truth(client, int(source_task), recorded, user, signature)
+        made = _write_ground_truth(client, int(source_task), previous, result, signature, user, outcome)
         if recorded is None or int(recorded) != made:
             full_meta = dict(task.get("meta") or {})
             full_meta[META] = {**meta, "ground_truth_annotation": made}
             client.tasks.update(id=str(task["id"]), meta=full_meta)
     return outcome
+
+
+def _adjudicator_account(client: Any, adjudicator: str | None) -> tuple[dict[Any, str], Any]:
+    """The organization's users (id -> email), and the account of the ``adjudicator`` email (None:
+    anyone's answers count); an email no account has is an :class:`AdjudicationError`."""
+    from judgelab.sync.ls_api import as_api
+
+    users = as_api(client).user_emails()
+    wanted = None
+    if adjudicator:
+        by_email = {email.lower(): user for user, email in users.items()}
+        wanted = by_email.get(adjudicator.lower())
+        if wanted is None:
+            raise AdjudicationError(f"no Label Studio account {adjudicator!r} (the adjudicator) in the organization")
+    return users, wanted
+
+
+def _previous_ground_truth(client: Any, source_task: int, recorded: Any, user: Any, signature: Any) -> Any | None:
+    """The source task's annotation an earlier collect made: the one its meta recorded, else (not
+    recorded, or deleted since) a ground truth of ``user`` with the same result, if any."""
+    from judgelab.sync.importers.annotations import result_signature
+
+    there = {int(a.id): a for a in client.annotations.list(id=source_task)}
+    previous = there.get(int(recorded)) if recorded is not None else None
+    if previous is None:  # not recorded (or deleted since): the same ground truth may be there
+        previous = next(
+            (
+                a
+                for a in there.values()
+                if a.ground_truth and _user_id(a.completed_by) == user and result_signature(a.result or []) == signature
+            ),
+            None,
+        )
+    return previous
+
+
+def _write_ground_truth(
+    client: Any, source_task: int, previous: Any | None, result: list, signature: Any, user: Any, outcome: Collected
+) -> int:
+    """The answer as the source task's ground truth: ``previous`` kept when it says the same,
+    else updated, else a new annotation; counted in ``outcome``. The annotation's id."""
+    from judgelab.sync.importers.annotations import result_signature
+
+    if previous is not None and result_signature(previous.result or []) == signature and previous.ground_truth:
+        outcome.unchanged += 1
+        return int(previous.id)
+    if previous is not None:
+        client.annotations.update(id=int(previous.id), result=result, ground_truth=True, completed_by=user)
+        outcome.replaced += 1
+        return int(previous.id)
+    created = client.annotations.create(
+        id=source_task, result=result, completed_by=user, was_cancelled=False, ground_truth=True
+    )
+    outcome.added += 1
+    return int(created.id)
 
 
 def _user_id(completed_by: Any) -> int | None:
