@@ -16,7 +16,15 @@ from __future__ import annotations
 import pandas as pd
 
 from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section
-from judgelab.analysis.report.data import ProjectData, is_nan, percent, plural, short_table, whole_project
+from judgelab.analysis.report.data import (
+    ProjectData,
+    ReportOptions,
+    is_nan,
+    percent,
+    plural,
+    short_table,
+    whole_project,
+)
 from judgelab.analysis.report.sections.suggestions import project_review
 from judgelab.analysis.rubber_stamping import (
     FLAGGED,
@@ -158,37 +166,12 @@ def rubber_stamping_section(data: ProjectData) -> Section | None:
     if table.empty:
         return None if leaving is None else Section(TITLE, [Paragraph(leaving)])
     options = data.options
-    blocks: list[Block] = [
-        Paragraph(
-            "Per annotator: how many of the annotations they started from a model's suggestion they submitted "
-            "unchanged (every suggested unit kept, nothing added; see Suggestions), with a 95% Wilson interval, and "
-            "the median lead time of those kept annotations against the median time of the same annotator's "
-            "annotations made from scratch (no suggestion: the blind arm, tasks without a prediction), or, when "
-            f"they have fewer than {MIN_TIMED}, the median of the other annotators' from-scratch annotations. An "
-            f"annotator is flagged when they kept at least {percent(options.stamp_kept_share)} of the suggestions "
-            f"and a kept suggestion took at most {options.stamp_time_ratio:.2f} times the from-scratch time; "
-            f"judged only with at least {MIN_SUGGESTED} annotations from a suggestion and {MIN_TIMED} timed "
-            "annotations on each side. A flag does not say the labels are wrong (the model may be good, the tasks "
-            "easy): it says their kept suggestions cannot be told from no review, so they are not independent "
-            "human labels."
-        )
-    ]
+    blocks: list[Block] = [_method_paragraph(options)]
     order = {FLAGGED: 0, NOT_FLAGGED: 1, NOT_JUDGED: 2}
     ordered = table.assign(_o=table["status"].map(order)).sort_values(["_o", "annotator"], kind="stable")
     flagged = ordered[ordered["status"] == FLAGGED]
     rest = ordered[ordered["status"] != FLAGGED]
-    counts = table["status"].value_counts()
-    blocks.append(
-        Paragraph(
-            f"Of {plural(len(table), 'annotator')} who started from a suggestion: {int(counts.get(FLAGGED, 0))} "
-            f"flagged, {int(counts.get(NOT_FLAGGED, 0))} not flagged, {int(counts.get(NOT_JUDGED, 0))} with too few "
-            "annotations to judge."
-        )
-    )
-    blocks += [Paragraph(annotator_sentence(row)) for row in flagged.to_dict("records")]
-    blocks += [Paragraph(annotator_sentence(row)) for row in rest.head(MAX_SENTENCES).to_dict("records")]
-    if len(rest) > MAX_SENTENCES:
-        blocks.append(Paragraph(f"{len(rest) - MAX_SENTENCES} more annotators are in rubber_stamping.csv."))
+    blocks += _annotator_paragraphs(table, flagged, rest)
     blocks += short_table(
         "rubber_stamping",
         "Suggestions kept unchanged and the time they took, per annotator",
@@ -204,7 +187,47 @@ def rubber_stamping_section(data: ProjectData) -> Section | None:
                 f"The study's estimates still count the flagged annotators; {OPTION} (judgelab report) leaves them out."
             )
         )
-    glance = [
+    return Section(TITLE, blocks, [], _glance(flagged))
+
+
+def _method_paragraph(options: ReportOptions) -> Paragraph:
+    """What the section measures and when it flags an annotator (the report's thresholds)."""
+    return Paragraph(
+        "Per annotator: how many of the annotations they started from a model's suggestion they submitted "
+        "unchanged (every suggested unit kept, nothing added; see Suggestions), with a 95% Wilson interval, and "
+        "the median lead time of those kept annotations against the median time of the same annotator's "
+        "annotations made from scratch (no suggestion: the blind arm, tasks without a prediction), or, when "
+        f"they have fewer than {MIN_TIMED}, the median of the other annotators' from-scratch annotations. An "
+        f"annotator is flagged when they kept at least {percent(options.stamp_kept_share)} of the suggestions "
+        f"and a kept suggestion took at most {options.stamp_time_ratio:.2f} times the from-scratch time; "
+        f"judged only with at least {MIN_SUGGESTED} annotations from a suggestion and {MIN_TIMED} timed "
+        "annotations on each side. A flag does not say the labels are wrong (the model may be good, the tasks "
+        "easy): it says their kept suggestions cannot be told from no review, so they are not independent "
+        "human labels."
+    )
+
+
+def _annotator_paragraphs(table: pd.DataFrame, flagged: pd.DataFrame, rest: pd.DataFrame) -> list[Block]:
+    """How many annotators were flagged, then a sentence per flagged annotator and for the first
+    :data:`MAX_SENTENCES` others (the rest are in the CSV)."""
+    counts = table["status"].value_counts()
+    blocks: list[Block] = [
+        Paragraph(
+            f"Of {plural(len(table), 'annotator')} who started from a suggestion: {int(counts.get(FLAGGED, 0))} "
+            f"flagged, {int(counts.get(NOT_FLAGGED, 0))} not flagged, {int(counts.get(NOT_JUDGED, 0))} with too few "
+            "annotations to judge."
+        )
+    ]
+    blocks += [Paragraph(annotator_sentence(row)) for row in flagged.to_dict("records")]
+    blocks += [Paragraph(annotator_sentence(row)) for row in rest.head(MAX_SENTENCES).to_dict("records")]
+    if len(rest) > MAX_SENTENCES:
+        blocks.append(Paragraph(f"{len(rest) - MAX_SENTENCES} more annotators are in rubber_stamping.csv."))
+    return blocks
+
+
+def _glance(flagged: pd.DataFrame) -> list[Glance]:
+    """An at-a-glance line per flagged annotator: what they kept, and how fast."""
+    return [
         Glance(
             TOPIC,
             str(row["annotator"]),
@@ -215,7 +238,6 @@ def rubber_stamping_section(data: ProjectData) -> Section | None:
         )
         for row in flagged.to_dict("records")
     ]
-    return Section(TITLE, blocks, [], glance)
 
 
 __all__ = ["annotator_sentence", "left_out_annotators", "left_out_sentence", "project_stamping",
