@@ -233,27 +233,13 @@ def build_reports(
     if per not in PER_CHOICES:
         raise ValueError(f"per must be one of {', '.join(PER_CHOICES)}, got {per!r}")
     frames = normalised_tables(tables)
-    problems = tables.get("problems")
-    usage = tables.get("usage")
-    groups: dict[str, list[object]] = {}
-    for project in _projects(frames):
-        tasks = frames["tasks"][frames["tasks"]["project"] == project]
-        if per == "project":
-            key = project_title(project, tasks)
-            key = key if key not in groups else f"{key} ({project})"  # two projects of one title
-        else:
-            key = _schema_name(project, tasks, schemas) or UNKNOWN_SCHEMA
-        groups.setdefault(key, []).append(project)
+    groups = _report_groups(frames, schemas, per)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     entries: list[ReportEntry] = []
     used: set[str] = set()
     for name, projects in groups.items():
-        subset = {key: frame[frame["project"].isin(projects)] for key, frame in frames.items()}
-        if problems is not None:
-            subset["problems"] = problems
-        if usage is not None:
-            subset["usage"] = usage
+        subset = _group_tables(frames, projects, tables.get("problems"), tables.get("usage"))
         folder = _unique_slug(name, used)
         schema_names = sorted(
             {_schema_name(p, subset["tasks"][subset["tasks"]["project"] == p], schemas) or "unknown" for p in projects}
@@ -276,6 +262,38 @@ def build_reports(
     index = out_dir / "index.html"
     index.write_text(render_index(title, entries, out_dir), encoding="utf-8")
     return ReportIndex(index=index, reports=entries)
+
+
+def _report_groups(
+    frames: Mapping[str, pd.DataFrame], schemas: Mapping[str, Mapping[str, Any]], per: str
+) -> dict[str, list[object]]:
+    """The projects of each report, by the report's name: a project's title (two projects of one
+    title told apart by id), or a schema's name."""
+    groups: dict[str, list[object]] = {}
+    for project in _projects(frames):
+        tasks = frames["tasks"][frames["tasks"]["project"] == project]
+        if per == "project":
+            key = project_title(project, tasks)
+            key = key if key not in groups else f"{key} ({project})"  # two projects of one title
+        else:
+            key = _schema_name(project, tasks, schemas) or UNKNOWN_SCHEMA
+        groups.setdefault(key, []).append(project)
+    return groups
+
+
+def _group_tables(
+    frames: Mapping[str, pd.DataFrame],
+    projects: list[object],
+    problems: pd.DataFrame | None,
+    usage: pd.DataFrame | None,
+) -> dict[str, pd.DataFrame]:
+    """One report's tables: the rows of its ``projects``, with the whole run's problems and usage."""
+    subset = {key: frame[frame["project"].isin(projects)] for key, frame in frames.items()}
+    if problems is not None:
+        subset["problems"] = problems
+    if usage is not None:
+        subset["usage"] = usage
+    return subset
 
 
 def render_index(title: str, entries: list[ReportEntry], out_dir: Path) -> str:
