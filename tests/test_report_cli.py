@@ -359,3 +359,22 @@ def test_a_published_cut_is_kept_with_its_tables_and_a_team_keeps_its_own(tmp_pa
 
     alone = run("report", "--tables", tables, "--out", tmp_path / "kept", "--keep-cut")
     assert alone.exit_code != 0 and "--keep-cut keeps --by/--where" in alone.output
+
+
+def test_a_project_in_two_tables_folders_is_reported_once(loaded: dict, tmp_path: Path) -> None:
+    """Two syncs of one project (a copy of the folder, an older sync kept) given together: the report
+    takes the project's rows from the first folder only, says so, and counts every annotation once
+    (the rows of both once crashed the facets with duplicate task keys and would count each twice)."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(loaded["storysumm"], copy)
+    once = run("report", "--tables", loaded["storysumm"], "--out", tmp_path / "once")
+    twice = run("report", "--tables", loaded["storysumm"], "--tables", copy, "--out", tmp_path / "twice")
+    assert once.exit_code == 0 and twice.exit_code == 0, twice.output
+    assert f"is in {loaded['storysumm']} and {copy}; the report uses {loaded['storysumm']}'s rows" in twice.output
+    for name in ("at_a_glance.csv", "completion.csv"):
+        first = sorted((tmp_path / "once").glob(f"*/{name}"))
+        assert first, name
+        for path in first:
+            assert path.read_bytes() == (tmp_path / "twice" / path.parent.name / name).read_bytes(), path

@@ -314,37 +314,56 @@ def report_cmd(
         _keep_cut(options, by, where, seen)
 
 
+TIDY_TABLES = ("tasks", "judgments", "spans")
+
+
 def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
     """The tables of ``folders`` read together (with their problems and LLM usage), the folder each
-    project was first found in (a project in two folders is warned about, its rows combined), and
-    the cut each project's tables keep (the first folder's)."""
+    project was first found in, and the cut each project's tables keep (the first folder's). A
+    project in two folders (two syncs of it, say) is reported from the first folder that holds it,
+    with a warning: its rows from both would count every annotation twice."""
     import pandas as pd
 
     from judgelab.sync.export import read_cuts, read_tables
     from judgelab.sync.usage import read_usage
 
-    parts, problems, seen, cuts = [], [], {}, {}
+    parts, problems, seen, cuts, usage = [], [], {}, {}, []
     for folder in folders:
         tables = read_tables(folder)
         for project, cut in read_cuts(folder).items():
             cuts.setdefault(project, cut)
-        for project in set(tables.tasks.get("project", pd.Series(dtype=object)).dropna()):
-            if project in seen:
-                click.secho(f"warning: project {project} is in {seen[project]} and {folder}; rows combined", err=True)
+        projects = set(tables.tasks.get("project", pd.Series(dtype=object)).dropna())
+        again = {project for project in projects if project in seen}
+        for project in sorted(again, key=str):
+            click.secho(
+                f"warning: project {project} is in {seen[project]} and {folder}; the report uses {seen[project]}'s "
+                "rows (the first --tables that holds it)",
+                err=True,
+            )
+        for project in projects:
             seen.setdefault(project, folder)
-        parts.append(tables)
+        parts.append(
+            {name: _without_projects(getattr(tables, name), again) for name in ("tasks", "judgments", "spans")}
+        )
         if (folder / "problems.csv").exists():
             problems.append(pd.read_csv(folder / "problems.csv"))
+        if (frame := read_usage(folder)) is not None:
+            usage.append(_without_projects(frame, again))
     combined = {
-        name: pd.concat([getattr(part, name) for part in parts], ignore_index=True)
-        for name in ("tasks", "judgments", "spans")
+        name: pd.concat([part[name] for part in parts], ignore_index=True) for name in ("tasks", "judgments", "spans")
     }
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
-    usage = [frame for folder in folders if (frame := read_usage(folder)) is not None]
     if usage:
         combined["usage"] = pd.concat(usage, ignore_index=True)
     return combined, seen, cuts
+
+
+def _without_projects(frame, projects: set):
+    """``frame`` without the rows of ``projects`` (a table without a project column as it is)."""
+    if not projects or "project" not in frame.columns:
+        return frame
+    return frame[~frame["project"].isin(projects)]
 
 
 def _write_reports(combined: dict, out: Path, per: str, options) -> None:
