@@ -62,7 +62,9 @@ def stop(proc: subprocess.Popen) -> None:
 def backend(tmp_path_factory):
     proc, url = start_backend(tmp_path_factory.mktemp("backend") / "backend.log")
     try:
-        with httpx.Client(base_url=url, timeout=60) as client:
+        # a new connection per request: uvicorn closes a keep-alive connection after 5 s idle, and a
+        # request that reuses one just as it closes gets "connection reset" (seen on a loaded machine)
+        with httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_keepalive_connections=0)) as client:
             yield client
     finally:
         stop(proc)
