@@ -503,7 +503,17 @@ def main() -> None:
     ap.add_argument("--kill-check", action="store_true", help="kill -9 each stage at a random point, re-run, check")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--home", type=Path, help="SQLite: a (migrated) Label Studio state folder to use")
+    ap.add_argument(
+        "--ls-default-prediction-import",
+        action="store_true",
+        help="run Label Studio with its default prediction import (the counters of every task updated on each "
+        "request), not the one the local stack turns on",
+    )
     args = ap.parse_args()
+    if args.ls_default_prediction_import:
+        from judgelab.sync.local_stack import PREDICTION_IMPORT_FLAG
+
+        os.environ[PREDICTION_IMPORT_FLAG] = "false"
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")]
     stages = [s for s in args.stages.split(",") if s]
     if unknown := set(stages) - set(STAGES):

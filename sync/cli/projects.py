@@ -227,13 +227,25 @@ def import_cmd(
         later: dict[str, list[dict]] = {}
         where: dict[str, str] = {}
         outcome = AnnotationOutcome()
-        if annotated:
-            all_rows = [row for _, rows in checked for row in rows]
+        emails: set[str] = set()
+        if annotations is not None:
+            all_rows = [row for _, rows in checked for row in rows]  # held already: read with the annotations
             # annotations naming no task are refused here, before a project or a task is created
             later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+            emails = annotator_emails(row for row in all_rows if row.key not in have)
+        elif annotated:
+            # annotations only in the files (streamed): one pass keeps those of tasks the project
+            # has (added one by one later) and the annotators of the others, never every row
+            for _, rows in checked:
+                for row in rows:
+                    if row.annotations and row.key in have:
+                        later.setdefault(row.key, []).extend(row.annotations)
+                        where.setdefault(row.key, row.where)
+                    elif row.annotations:
+                        emails |= annotator_emails([row])
         project = existing or ensure_named_project(client, ref, schema)
         if annotated:
-            ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
+            ensure_users(client, emails, outcome)
         out = Output(as_json)
         files_json = []
         total = sum(len(rows) for _, rows in checked)
