@@ -41,6 +41,7 @@ Measured (PostgreSQL, 2 shared cores, see docs/benchmarks.md): filled in below b
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -145,9 +146,7 @@ class Database:
         import psycopg
 
         db = self.settings.database
-        with psycopg.connect(
-            host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name
-        ) as conn:
+        with psycopg.connect(host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name) as conn:
             return conn.execute(sql, args).fetchall()
 
     def key_expr(self) -> str:
@@ -157,25 +156,32 @@ class Database:
 
     def counts(self, project: int) -> dict[str, int]:
         key = self.key_expr()
-        (tasks, keys), = self._rows(f"SELECT count(*), count(DISTINCT {key}) FROM task t WHERE t.project_id = %s", (project,))  # fmt: skip
-        (annotations,), = self._rows(
+        ((tasks, keys),) = self._rows(
+            f"SELECT count(*), count(DISTINCT {key}) FROM task t WHERE t.project_id = %s", (project,)
+        )
+        ((annotations,),) = self._rows(
             "SELECT count(*) FROM task_completion a JOIN task t ON a.task_id = t.id WHERE t.project_id = %s", (project,)
         )
-        (doubled,), = self._rows(
+        ((doubled,),) = self._rows(
             "SELECT count(*) FROM (SELECT a.task_id, a.completed_by_id, count(*) c FROM task_completion a "
             "JOIN task t ON a.task_id = t.id WHERE t.project_id = %s "
             "GROUP BY a.task_id, a.completed_by_id HAVING count(*) > 1) d",
             (project,),
         )
-        (predictions, predicted, versions), = self._rows(
+        ((predictions, predicted, versions),) = self._rows(
             "SELECT count(*), count(DISTINCT p.task_id), count(DISTINCT p.model_version) FROM prediction p "
             "JOIN task t ON p.task_id = t.id WHERE t.project_id = %s",
             (project,),
         )
         return {
-            "tasks": tasks, "keys": keys, "annotations": annotations, "annotator_doubles": doubled,
-            "predictions": predictions, "predicted_tasks": predicted, "versions": versions,
-        }  # fmt: skip
+            "tasks": tasks,
+            "keys": keys,
+            "annotations": annotations,
+            "annotator_doubles": doubled,
+            "predictions": predictions,
+            "predicted_tasks": predicted,
+            "versions": versions,
+        }
 
     def predictions_by_key(self, project: int) -> dict[str, dict]:
         key = self.key_expr()
@@ -185,12 +191,15 @@ class Database:
             "WHERE t.project_id = %s",
             (project,),
         ):
-            out[k] = {"result": json.loads(result) if isinstance(result, str) else result, "score": score,
-                      "model_version": version}  # fmt: skip
+            out[k] = {
+                "result": json.loads(result) if isinstance(result, str) else result,
+                "score": score,
+                "model_version": version,
+            }
         return out
 
     def titled_tasks(self, title: str) -> int:
-        (count,), = self._rows(
+        ((count,),) = self._rows(
             "SELECT count(*) FROM task t JOIN project p ON t.project_id = p.id WHERE p.title = %s", (title,)
         )
         return count
@@ -209,12 +218,15 @@ def synced_tasks(out: Path) -> int:
 def table_counts(out: Path) -> dict[str, int]:
     """Rows of the tidy tables (and tasks counted twice) in the sync's SQLite file."""
     with sqlite3.connect(out / "judgelab.sqlite") as conn:
-        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("tasks", "judgments", "predictions")}  # fmt: skip
+        counts = {
+            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("tasks", "judgments", "predictions")
+        }
         counts["task_doubles"] = conn.execute(
             "SELECT count(*) FROM (SELECT project, task_id FROM tasks GROUP BY project, task_id HAVING count(*) > 1)"
         ).fetchone()[0]
         counts["annotations"] = conn.execute(
-            "SELECT count(*) FROM (SELECT DISTINCT project, task_id, annotation_id FROM judgments WHERE source = 'human')"
+            "SELECT count(*) FROM (SELECT DISTINCT project, task_id, annotation_id FROM judgments "
+            "WHERE source = 'human')"
         ).fetchone()[0]
     return counts
 
@@ -293,8 +305,12 @@ class Bench:
         """``judgelab ARGS`` in a child process, its RSS sampled; with ``kill_when`` (a function
         polled every 0.1 s: true once the run has done the chosen share of its work, or a number of
         seconds), killed (SIGKILL, the whole process group) then and run again to the end."""
-        env = {**os.environ, "JUDGELAB_LS_URL": self.url, "JUDGELAB_LS_TOKEN": self.token,
-               "PYTHONPATH": str(ROOT / "scripts" / "editable")}  # fmt: skip
+        env = {
+            **os.environ,
+            "JUDGELAB_LS_URL": self.url,
+            "JUDGELAB_LS_TOKEN": self.token,
+            "PYTHONPATH": str(ROOT / "scripts" / "editable"),
+        }
         cmd = [sys.executable, "-m", "judgelab.sync.cli", *args]
         total, peak, backend_peak, killed_at = 0.0, 0.0, 0.0, None
         for attempt in ("killed", "full") if kill_when is not None else ("full",):
@@ -304,7 +320,9 @@ class Bench:
                 proc = subprocess.Popen(cmd, cwd=self.tmp, env=env, stdout=out, stderr=err, start_new_session=True)
             sampler = Sampler(proc.pid, self.backend_pid if backend else None)
             if attempt == "killed":
-                due = (lambda: time.perf_counter() - t0 >= kill_when) if isinstance(kill_when, float) else kill_when
+                due = kill_when
+                if isinstance(kill_when, float):
+                    due = functools.partial(_past, t0 + kill_when)
                 while proc.poll() is None:
                     with suppress(Exception):  # a table or a project not there yet
                         if due():
@@ -350,8 +368,16 @@ class Bench:
         return time.perf_counter() - t0
 
     def record(self, stage: str, n: int, run: Run, baseline: float | None, note: str = "") -> None:
-        row = {"stage": stage, "n": n, "s": run.seconds, "ls_s": baseline, "cli_mb": run.cli_mb,
-               "backend_mb": run.backend_mb, "killed_at": run.killed_at, "note": note}  # fmt: skip
+        row = {
+            "stage": stage,
+            "n": n,
+            "s": run.seconds,
+            "ls_s": baseline,
+            "cli_mb": run.cli_mb,
+            "backend_mb": run.backend_mb,
+            "killed_at": run.killed_at,
+            "note": note,
+        }
         self.rows.append(row)
         ratio = f"{run.seconds / baseline:.2f}x" if baseline else "-"
         kill = f", killed at {run.killed_at:.1f} s and re-run" if run.killed_at else ""
@@ -362,6 +388,10 @@ class Bench:
             f"peak RSS CLI {run.cli_mb:.0f} MiB{backend}{kill} {note}",
             flush=True,
         )
+
+
+def _past(moment: float) -> bool:
+    return time.perf_counter() >= moment
 
 
 def check(what: str, got: dict, want: dict) -> None:
@@ -379,8 +409,10 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
     folder.mkdir(exist_ok=True)
     t0 = time.perf_counter()
     tasks_file, requests_file = write_files(folder, n, seed)
-    print(f"\n{n} tasks: files written in {time.perf_counter() - t0:.0f} s "
-          f"({tasks_file.stat().st_size / 2**20:.0f} MiB)", flush=True)  # fmt: skip
+    print(
+        f"\n{n} tasks: files written in {time.perf_counter() - t0:.0f} s ({tasks_file.stat().st_size / 2**20:.0f} MiB)",
+        flush=True,
+    )
     schema = get_schema(SCHEMA)
     stamp = f"{n} {int(time.time())}"
     base = ensure_project(client, schema, title=f"scale LS {stamp}").id
@@ -392,12 +424,23 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
     t0 = time.perf_counter()
     with bench.http() as http, requests_file.open() as lines:
         for line in lines:
-            http.post(f"/api/projects/{base}/import", params={"return_task_ids": "true"},
-                      content=line.encode(), headers={"Content-Type": "application/json"}).raise_for_status()  # fmt: skip
+            http.post(
+                f"/api/projects/{base}/import",
+                params={"return_task_ids": "true"},
+                content=line.encode(),
+                headers={"Content-Type": "application/json"},
+            ).raise_for_status()
     ls_import = time.perf_counter() - t0
     check("LS import", bench.db.counts(base), want_tasks)
-    run = bench.cli("import", "--schema", SCHEMA, "--title", title, str(tasks_file),
-                    kill_when=bench.kill_at_share(lambda: bench.db.titled_tasks(title) / n))  # fmt: skip
+    run = bench.cli(
+        "import",
+        "--schema",
+        SCHEMA,
+        "--title",
+        title,
+        str(tasks_file),
+        kill_when=bench.kill_at_share(lambda: bench.db.titled_tasks(title) / n),
+    )
     project = next(p.id for p in client.projects.list(include="id,title") if p.title == title)
     bench.record("import", n, run, ls_import)
     check("judgelab import", bench.db.counts(project), want_tasks)
@@ -408,9 +451,18 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         # the connection (/setup) outside the timing: pre-annotation itself is measured
         bench.cli("connect", "--project", str(project), "--backend-url", backend)
         # the baseline needs the predictions: judgelab runs first, its predictions go to LS's bulk import
-        run = bench.cli("preannotate", "--project", str(project), "--push", "--backend-url", backend,
-                        "--chunk-size", str(CHUNK), backend=True,
-                        kill_when=bench.kill_at_share(lambda: bench.db.counts(project)["predictions"] / n))  # fmt: skip
+        run = bench.cli(
+            "preannotate",
+            "--project",
+            str(project),
+            "--push",
+            "--backend-url",
+            backend,
+            "--chunk-size",
+            str(CHUNK),
+            backend=True,
+            kill_when=bench.kill_at_share(lambda: bench.db.counts(project)["predictions"] / n),
+        )
         got = bench.db.counts(project)
         check("judgelab preannotate", got, {"predictions": n, "predicted_tasks": n, "versions": 1})
         predictions = bench.db.predictions_by_key(project)
@@ -423,8 +475,11 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         t0 = time.perf_counter()
         with bench.http() as http:
             for body in bodies:
-                http.post(f"/api/projects/{base}/import/predictions", content=body.encode(),
-                          headers={"Content-Type": "application/json"}).raise_for_status()  # fmt: skip
+                http.post(
+                    f"/api/projects/{base}/import/predictions",
+                    content=body.encode(),
+                    headers={"Content-Type": "application/json"},
+                ).raise_for_status()
         ls_push = time.perf_counter() - t0
         del bodies
         check("LS prediction import", bench.db.counts(base), {"predictions": n, "predicted_tasks": n})
@@ -432,13 +487,23 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
 
     if "sync" in stages:
         before = bench.export(project)
-        run = bench.cli("sync", "--full", "--out", str(out), "--project", str(project),
-                        kill_when=bench.kill_at_share(lambda: synced_tasks(out) / n))  # fmt: skip
+        run = bench.cli(
+            "sync",
+            "--full",
+            "--out",
+            str(out),
+            "--project",
+            str(project),
+            kill_when=bench.kill_at_share(lambda: synced_tasks(out) / n),
+        )
         after = bench.export(project)
         bench.record("sync", n, run, (before + after) / 2)
         got, there = table_counts(out), bench.db.counts(project)
-        check("sync tables", got, {"tasks": n, "task_doubles": 0, "annotations": there["annotations"],
-                                    "predictions": there["predictions"]})  # fmt: skip
+        check(
+            "sync tables",
+            got,
+            {"tasks": n, "task_doubles": 0, "annotations": there["annotations"], "predictions": there["predictions"]},
+        )
 
     if "incremental" in stages and (out / "judgelab.sqlite").exists():
         changes = max(3, n // 100)
@@ -446,12 +511,14 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         make_changes(client, project, changes, random.Random(seed + n))
         print(f"    {changes} changes made in {time.perf_counter() - t0:.0f} s", flush=True)
         export = bench.export(project)
-        run = bench.cli("sync", "--out", str(out), "--project", str(project),
-                        kill_when=bench.kill_point(export))  # fmt: skip
+        run = bench.cli("sync", "--out", str(out), "--project", str(project), kill_when=bench.kill_point(export))
         bench.record("incremental", n, run, export, f"({changes} changed tasks)")
         got, there = table_counts(out), bench.db.counts(project)
-        check("incremental tables", got, {"tasks": n, "task_doubles": 0, "annotations": there["annotations"],
-                                          "predictions": there["predictions"]})  # fmt: skip
+        check(
+            "incremental tables",
+            got,
+            {"tasks": n, "task_doubles": 0, "annotations": there["annotations"], "predictions": there["predictions"]},
+        )
 
     if "report" in stages and (out / "judgelab.sqlite").exists():
         run = bench.cli("report", "--tables", str(out), "--out", str(folder / "report"), "--n-boot", "200")
@@ -525,8 +592,12 @@ def main() -> None:
         from postgres_server import PostgresServer
 
         server = PostgresServer(port=free_port()).start()
-        settings = StackSettings(home=tmp / "stack", ls_port=free_port(), backend_port=free_port(),
-                                 database=server.create_database("labelstudio"))  # fmt: skip
+        settings = StackSettings(
+            home=tmp / "stack",
+            ls_port=free_port(),
+            backend_port=free_port(),
+            database=server.create_database("labelstudio"),
+        )
     else:
         settings = StackSettings(home=args.home or tmp / "stack", ls_port=free_port(), backend_port=free_port())
     try:
@@ -536,8 +607,9 @@ def main() -> None:
         start_backend(settings)
         print(f"Label Studio ({args.database}) and the backend up in {time.perf_counter() - t0:.0f} s; {tmp}")
         backend_pid = int((settings.home / "backend.pid").read_text())
-        bench = Bench(settings, creds.token, Database(settings), args.kill_check, random.Random(args.seed), tmp,
-                      backend_pid)  # fmt: skip
+        bench = Bench(
+            settings, creds.token, Database(settings), args.kill_check, random.Random(args.seed), tmp, backend_pid
+        )
         client = connect(Connection(url=settings.ls_url, token=creds.token), timeout=3600)
         for n in sizes:
             run_size(bench, client, n, stages, args.seed)

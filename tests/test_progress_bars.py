@@ -13,8 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.configs.schema import get_schema
-from judgelab.sync.cli import base, projects, tables
-from judgelab.sync.cli import main
+from judgelab.sync.cli import base, main, projects, tables
 
 pytestmark = pytest.mark.integration
 
