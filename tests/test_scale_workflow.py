@@ -1,13 +1,17 @@
-"""Every command a user waits for shows a progress bar with a rate and the time left: import,
-preannotate, sync and report, run against a real Label Studio and backend. The bars are forced
-on (stderr is not a terminal here) and, once each command is done, each must have had its total
-(without one tqdm shows no time left), reached it, and render the rate and the time left.
+"""The workflow of bench/scale_workflow.py on a small project, against a real Label Studio and
+backend: a file of tasks with their annotations imported (streamed: the annotators' accounts
+made, every annotation added once), pre-annotated, synced and reported.
+
+Every command a user waits for shows a progress bar with a rate and the time left. The bars are
+forced on (stderr is not a terminal here) and, once each command is done, each must have had its
+total (without one tqdm shows no time left), reached it, and render the rate and the time left.
 Nothing here depends on how fast anything ran."""
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 from click.testing import CliRunner
@@ -59,14 +63,27 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
     schema = get_schema("hotel_spans")
     samples = [s["data"] if "data" in s else s for s in schema.samples()]
     tasks = tmp_path / "tasks.jsonl"
+    raters = [f"scale-{uuid.uuid4().hex[:8]}-{i}@judgelab.local" for i in range(3)]
+    rating = [{"from_name": "impression", "to_name": "summary", "type": "rating", "value": {"rating": 4}}]
     with tasks.open("w") as out:
         for i in range(12):
-            out.write(json.dumps({**samples[i % len(samples)], "id": f"bar-{i}"}) + "\n")
+            data = {**samples[i % len(samples)], "id": f"bar-{i}"}
+            annotations = [{"completed_by": {"email": r}, "result": rating} for r in raters[: 1 + i % 3]]
+            out.write(json.dumps({"data": data, "annotations": annotations}) + "\n")
     title = "Progress bars"
 
-    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    imported = _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
     (shown,) = _shown(bars, "import")
     assert "12/12" in shown
+    assert "24 annotation(s) added, 0 already there; 3 rater account(s) created" in imported, imported
+    client = live_stack.client
+    (project,) = [p for p in client.projects.list() if p.title == title]
+    emails = {u.id: u.email for u in client.users.list()}
+    per_task = sorted(
+        sorted(emails[a["completed_by"]] for a in t.annotations or [])
+        for t in client.tasks.list(project=project.id, fields="all")
+    )
+    assert per_task == sorted(sorted(raters[: 1 + i % 3]) for i in range(12))
 
     _run(live_stack, "preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url)
     (shown,) = _shown(bars, "preannotate")
