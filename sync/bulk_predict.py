@@ -18,9 +18,11 @@ its predictions are imported only for tasks that still lack one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +145,7 @@ def push_predictions(
     budget: Budget | None = None,
     progress: Callable[[int], None] | None = None,
     ask: bool = True,
+    plan: tuple[list[int], int, int] | None = None,
 ) -> PushReport:
     """Send the project's unpredicted tasks to the backend and import the predictions.
 
@@ -151,7 +154,9 @@ def push_predictions(
     rounds (:class:`~judgelab.sync.preannotate.PreannotateOptions`; default 100 tasks, 3 rounds).
     ``extra_params``: the project's judges, sent along (the backend uses them even if it was
     restarted since ``/setup``). ``budget``: stop before the run would cost more. ``ask=False``:
-    only the answers the backend holds (its cache, a batch API's), nothing asked of the LLM live."""
+    only the answers the backend holds (its cache, a batch API's), nothing asked of the LLM live.
+    ``plan``: (the tasks to predict, the project's number of tasks, how many are in the blind arm)
+    when the caller has just listed them (:func:`tasks_missing_version`), so they are not listed again."""
     if isinstance(backend, str):
         with BackendClient(backend) as own:
             return push_predictions(
@@ -164,30 +169,69 @@ def push_predictions(
                 budget=budget,
                 progress=progress,
                 ask=ask,
+                plan=plan,
             )
     chunk_size = options.chunk_size if options else CHUNK_SIZE
     max_rounds = options.max_rounds if options else MAX_ROUNDS
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
-    blind: list[int] = []
-    missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
-    report.blind = len(blind)
+    if plan is None:
+        blind: list[int] = []
+        missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
+        report.blind = len(blind)
+    else:
+        missing, report.tasks, report.blind = list(plan[0]), plan[1], plan[2]
     report.already = report.tasks - len(missing) - report.blind
-    for _ in range(max_rounds):
-        if not missing or report.budget_stopped:
-            break
-        report.rounds += 1
-        queue = list(missing)
-        while queue:
-            size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
-            if size <= 0:
-                report.budget_stopped = True
+
+    def predicted(ids: list[int]) -> list[dict[str, Any]]:
+        data = task_data(client, project_id, ids)
+        chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
+        return _predict_chunk(backend, project, chunk, report, extra_params, ask)
+
+    # Without a budget the next chunk's data is read and predicted while this chunk's predictions
+    # are checked and imported (the backend and Label Studio work at the same time); with one, a
+    # chunk's size depends on what the previous one cost, so they go one after another.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-predict") as ahead:
+        for _ in range(max_rounds):
+            if not missing or report.budget_stopped:
                 break
-            ids, queue = queue[:size], queue[size:]
-            data = task_data(client, project_id, ids)
-            chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
-            predictions = _predict_chunk(backend, project, chunk, report, extra_params, ask)
+            report.rounds += 1
+            _push_round(client, project_id, versions, list(missing), chunk_size, budget, predicted, ahead, report,
+                        progress)  # fmt: skip
+            missing, _ = tasks_missing_version(client, project_id, versions)
+    report.unfinished = len(missing)
+    return report
+
+
+def _push_round(
+    client: LabelStudio,
+    project_id: int,
+    versions: list[str],
+    queue: list[int],
+    chunk_size: int,
+    budget: Budget | None,
+    predicted: Callable[[list[int]], list[dict[str, Any]]],
+    ahead: ThreadPoolExecutor,
+    report: PushReport,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """One pass over ``queue``: each chunk predicted and its new predictions imported."""
+    pending: Future | None = None
+    try:
+        while queue or pending is not None:
+            if pending is None:
+                size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
+                if size <= 0:
+                    report.budget_stopped = True
+                    return
+                ids, queue = queue[:size], queue[size:]
+                pending = ahead.submit(predicted, ids)
+            predictions = pending.result()
+            pending = None
+            if budget is None and queue:
+                ids, queue = queue[:chunk_size], queue[chunk_size:]
+                pending = ahead.submit(predicted, ids)
             fresh = _not_yet_predicted(client, project_id, versions, predictions)
             if fresh:
                 try:
@@ -200,9 +244,11 @@ def push_predictions(
                 report.pushed += len(fresh)
             if progress:
                 progress(len({p["task"] for p in fresh}))
-        missing, _ = tasks_missing_version(client, project_id, versions)
-    report.unfinished = len(missing)
-    return report
+    finally:
+        if pending is not None:  # an error above: the chunk read ahead is not imported (a re-run sends it)
+            pending.cancel()
+            with contextlib.suppress(Exception):
+                pending.result()
 
 
 def _predict_chunk(

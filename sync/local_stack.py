@@ -34,6 +34,7 @@ import httpx
 from judgelab.sync.client import SyncError
 
 LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
+PREDICTION_IMPORT_FLAG = "fflag_fix_back_4620_memory_efficient_predictions_import_08012025_short"
 DATABASE_ENV_KEYS = ("DJANGO_DB", "POSTGRE_NAME", "POSTGRE_USER", "POSTGRE_PASSWORD", "POSTGRE_HOST", "POSTGRE_PORT")
 
 
@@ -344,6 +345,12 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
     # exports about 20% slower (bench/sync_scale.py). Set SENTRY_DSN to keep it.
     for key in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN"):
         env.setdefault(key, "")
+    # Label Studio 1.23's prediction import (POST /api/projects/{id}/import/predictions) updates
+    # the counters of every task of the project on each request unless this flag is on: a chunk
+    # of 100 predictions took 17 s at 10,000 tasks, so pre-annotating a project grew with the
+    # square of its size (bench/scale_workflow.py). The flag's code updates only the tasks of the
+    # request. Set it to false to keep Label Studio's default.
+    env.setdefault(PREDICTION_IMPORT_FLAG, "true")
     database = settings.database.label_studio_env() if settings.database else {"DJANGO_DB": "sqlite"}
     for key in DATABASE_ENV_KEYS:
         # Label Studio prefers LABEL_STUDIO_<key> and HEARTEX_<key> over <key>: ours must win

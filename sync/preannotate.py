@@ -221,7 +221,12 @@ def preannotate_project(
         project_id, versions[0], options.method, versions, tasks=total, already=total - len(missing) - len(blind)
     )
     report.blind = len(blind)
-    before = _counts(client, project_id, versions)
+    # one version: the tasks that have it are those the listing did not return (blind ones lack it)
+    before = (
+        {versions[0]: total - len(missing) - len(blind)}
+        if len(versions) == 1
+        else _counts(client, project_id, versions)
+    )
     if options.batch is not None:
         if backend is None:
             raise SyncError("the batch route needs the backend's URL as judgelab reaches it (--backend-url)")
@@ -251,7 +256,15 @@ def preannotate_project(
             raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
         budget = Budget(options.budget, spent) if options.budget is not None else None
         pushed = push_predictions(
-            client, project_id, backend, versions, options, extra_params=extra_params, budget=budget, progress=progress
+            client,
+            project_id,
+            backend,
+            versions,
+            options,
+            extra_params=extra_params,
+            budget=budget,
+            progress=progress,
+            plan=(missing, total, len(blind)),
         )
         report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
     elif missing:

@@ -7,6 +7,7 @@ import json
 import logging
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -344,9 +345,12 @@ def import_rows(
     ids: list[int] = []
     imported = 0
     counted = _Counting(rows)
-    for batch, first, last in import_batches(counted, have):
+
+    def settle(sent: tuple[Future, list[dict[str, Any]], TaskRow, TaskRow, int]) -> None:
+        nonlocal imported
+        future, batch, first, last, count = sent
         try:
-            task_ids = _import_batch(client, project_id, batch, f"import of tasks {first.where} .. {last.where}")
+            task_ids = future.result()
         except (ApiError, httpx.HTTPError) as exc:
             why = api_error_message(exc) if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
             raise SyncError(
@@ -357,8 +361,22 @@ def import_rows(
         imported += len(batch)
         ids.extend(task_ids)
         if progress:
-            progress(counted.count - counted.reported)
-            counted.reported = counted.count
+            progress(count - counted.reported)
+            counted.reported = count
+
+    # A batch is sent while the next one is read and checked (Label Studio and judgelab work at
+    # the same time); the next is sent only once the previous one has landed, so a failure stops
+    # the import there, as before.
+    pending = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-import") as sender:
+        for batch, first, last in import_batches(counted, have):
+            if pending is not None:
+                settle(pending)
+            what = f"import of tasks {first.where} .. {last.where}"
+            future = sender.submit(_import_batch, client, project_id, batch, what)
+            pending = (future, batch, first, last, counted.count)
+        if pending is not None:
+            settle(pending)
     if progress and counted.count > counted.reported:
         progress(counted.count - counted.reported)
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)

@@ -80,6 +80,11 @@ def test_compose_environment(services):
     assert ls_env["DJANGO_DB"] == "default"
     assert ls_env["POSTGRE_HOST"] == "postgres"
     assert ls_env["SENTRY_DSN"] == "${SENTRY_DSN:-}"  # no telemetry unless the user sets a DSN
+    # the prediction import that updates only the request's tasks, as the local stack runs it
+    from judgelab.sync.local_stack import PREDICTION_IMPORT_FLAG, Credentials, StackSettings, label_studio_env
+
+    local = label_studio_env(StackSettings(home=Path("unused")), Credentials("a@b.c", "p", "t"))
+    assert ls_env[PREDICTION_IMPORT_FLAG] == local[PREDICTION_IMPORT_FLAG] == "true"
     backend_env = environment(services["judgelab-backend"])
     assert BACKEND_ENV <= set(backend_env), BACKEND_ENV - set(backend_env)
     assert backend_env["JUDGELAB_ANNOTATOR"] == "${JUDGELAB_ANNOTATOR:-offline}"

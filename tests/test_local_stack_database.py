@@ -72,3 +72,14 @@ def test_label_studio_reports_nothing_to_sentry_unless_asked(tmp_path, monkeypat
     monkeypatch.setenv("SENTRY_DSN", "https://key@sentry.example/1")
     env = label_studio_env(StackSettings(home=tmp_path), CREDS)
     assert env["SENTRY_DSN"] == "https://key@sentry.example/1" and env["FRONTEND_SENTRY_DSN"] == ""
+
+
+def test_label_studio_imports_predictions_updating_only_their_tasks_unless_the_user_says_otherwise(
+    tmp_path, monkeypatch
+):
+    from judgelab.sync.local_stack import PREDICTION_IMPORT_FLAG
+
+    monkeypatch.delenv(PREDICTION_IMPORT_FLAG, raising=False)
+    assert label_studio_env(StackSettings(home=tmp_path), CREDS)[PREDICTION_IMPORT_FLAG] == "true"
+    monkeypatch.setenv(PREDICTION_IMPORT_FLAG, "false")  # Label Studio's own default, kept when asked for
+    assert label_studio_env(StackSettings(home=tmp_path), CREDS)[PREDICTION_IMPORT_FLAG] == "false"

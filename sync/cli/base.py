@@ -187,11 +187,21 @@ class Output:
             click.echo(json.dumps(data, ensure_ascii=False, indent=1, default=str))
 
 
-def progress_bar(total: int | None, desc: str, unit: str = "task"):
-    """A tqdm bar on stderr, silent when stderr is not a terminal (pipes, logs, CI)."""
+def progress_bar(total: int | None, desc: str, unit: str = "task", *, disable: bool | None = None):
+    """A tqdm bar on stderr, silent when stderr is not a terminal (pipes, logs, CI) unless
+    ``disable=False``. tqdm's own layout shows the rate, and the time left once the bar has its
+    ``total``: a bar started without one gets it as soon as it is known (``bar.reset(total=...)``)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None, dynamic_ncols=True, leave=False)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        disable=disable,
+        dynamic_ncols=True,
+        leave=False,
+    )
 
 
 def advance(bar: Any) -> Callable[[int], None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -227,21 +228,36 @@ def import_cmd(
         later: dict[str, list[dict]] = {}
         where: dict[str, str] = {}
         outcome = AnnotationOutcome()
-        if annotated:
-            all_rows = [row for _, rows in checked for row in rows]
+        emails: set[str] = set()
+        if annotations is not None:
+            all_rows = [row for _, rows in checked for row in rows]  # held already: read with the annotations
             # annotations naming no task are refused here, before a project or a task is created
             later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
+            emails = annotator_emails(row for row in all_rows if row.key not in have)
+        elif annotated and not have:
+            # annotations only in the files, all for new tasks: their annotators were noted when
+            # the files were checked
+            emails = set().union(*(rows.annotators for _, rows in checked))
+        elif annotated:
+            # annotations only in the files (streamed): one pass keeps those of tasks the project
+            # has (added one by one later) and the annotators of the others, never every row
+            for _, rows in checked:
+                for row in rows:
+                    if row.annotations and row.key in have:
+                        later.setdefault(row.key, []).extend(row.annotations)
+                        where.setdefault(row.key, row.where)
+                    elif row.annotations:
+                        emails |= annotator_emails([row])
         project = existing or ensure_named_project(client, ref, schema)
         if annotated:
-            ensure_users(client, annotator_emails(row for row in all_rows if row.key not in have), outcome)
+            ensure_users(client, emails, outcome)
         out = Output(as_json)
         files_json = []
         total = sum(len(rows) for _, rows in checked)
         with progress_bar(total, f"import into project {project.id}") as bar:
             for index, (path, rows) in enumerate(checked):
-                if annotated:
-                    outcome.added += sum(len(row.annotations or []) for row in rows if row.key not in have)
-                report = import_rows(client, project.id, rows, have=have, progress=advance(bar))
+                sent = _annotations_counted(rows, have, outcome) if annotated else rows
+                report = import_rows(client, project.id, sent, have=have, progress=advance(bar))
                 if report.imported and index < len(checked) - 1:  # a later file may repeat a key
                     have |= {row.key for row in rows}
                 out.line(
@@ -266,6 +282,15 @@ def import_cmd(
         entry = project.as_json()
         _set_overlap(client, project, overlap, out, entry)
         out.result({"project": entry, "files": files_json, "annotations": outcome.as_json()})
+
+
+def _annotations_counted(rows, have: set[str], outcome) -> Iterator:
+    """The rows as they are read for the import, their annotations counted as added (those of
+    rows the project has are added one by one later, and counted there)."""
+    for row in rows:
+        if row.key not in have:
+            outcome.added += len(row.annotations or [])
+        yield row
 
 
 def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:

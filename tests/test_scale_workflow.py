@@ -1,0 +1,98 @@
+"""The workflow of bench/scale_workflow.py on a small project, against a real Label Studio and
+backend: a file of tasks with their annotations imported (streamed: the annotators' accounts
+made, every annotation added once), pre-annotated, synced and reported.
+
+Every command a user waits for shows a progress bar with a rate and the time left. The bars are
+forced on (stderr is not a terminal here) and, once each command is done, each must have had its
+total (without one tqdm shows no time left), reached it, and render the rate and the time left.
+Nothing here depends on how fast anything ran."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+from judgelab.configs.schema import get_schema
+from judgelab.sync.cli import base, main, projects, tables
+
+pytestmark = pytest.mark.integration
+
+# tqdm's layout with a total: "12/12 [00:03<00:00, 4.01task/s]" (a slow rate reads "2.50s/task")
+RATE_AND_TIME_LEFT = re.compile(r"\d+/\d+ \[\d\d:\d\d<\d\d:\d\d, *[\d.]+ ?(\w+/s|s/\w+)\]")
+
+
+@pytest.fixture
+def bars(monkeypatch) -> list:
+    made: list = []
+
+    def recorded(total, desc, unit="task", **_):
+        bar = base.progress_bar(total, desc, unit, disable=False)
+        made.append(bar)
+        return bar
+
+    for module in (projects, tables):
+        monkeypatch.setattr(module, "progress_bar", recorded)
+    return made
+
+
+def _run(stack, *args: str) -> str:
+    env = {"JUDGELAB_LS_URL": stack.url, "JUDGELAB_LS_TOKEN": stack.creds.token}
+    result = CliRunner().invoke(main, list(args), env=env)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _shown(bars: list, command: str) -> list[str]:
+    assert bars, f"{command}: no progress bar"
+    shown = []
+    for bar in bars:
+        assert bar.total, f"{command}: bar {bar.desc!r} never got its total, so it shows no time left"
+        assert bar.n == bar.total, f"{command}: bar {bar.desc!r} stopped at {bar.n}/{bar.total}"
+        text = bar.format_meter(**bar.format_dict)
+        assert RATE_AND_TIME_LEFT.search(text), f"{command}: no rate and time left in {text!r}"
+        shown.append(text)
+    bars.clear()
+    return shown
+
+
+def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_stack, bars, tmp_path):
+    schema = get_schema("hotel_spans")
+    samples = [s["data"] if "data" in s else s for s in schema.samples()]
+    tasks = tmp_path / "tasks.jsonl"
+    raters = [f"scale-{uuid.uuid4().hex[:8]}-{i}@judgelab.local" for i in range(3)]
+    rating = [{"from_name": "impression", "to_name": "summary", "type": "rating", "value": {"rating": 4}}]
+    with tasks.open("w") as out:
+        for i in range(12):
+            data = {**samples[i % len(samples)], "id": f"bar-{i}"}
+            annotations = [{"completed_by": {"email": r}, "result": rating} for r in raters[: 1 + i % 3]]
+            out.write(json.dumps({"data": data, "annotations": annotations}) + "\n")
+    title = "Progress bars"
+
+    imported = _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    (shown,) = _shown(bars, "import")
+    assert "12/12" in shown
+    assert "24 annotation(s) added, 0 already there; 3 rater account(s) created" in imported, imported
+    client = live_stack.client
+    (project,) = [p for p in client.projects.list() if p.title == title]
+    emails = {u.id: u.email for u in client.users.list()}
+    per_task = sorted(
+        sorted(emails[a["completed_by"]] for a in t.annotations or [])
+        for t in client.tasks.list(project=project.id, fields="all")
+    )
+    assert per_task == sorted(sorted(raters[: 1 + i % 3]) for i in range(12))
+
+    _run(live_stack, "preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url)
+    (shown,) = _shown(bars, "preannotate")
+    assert "12/12" in shown
+
+    out = tmp_path / "tables"
+    _run(live_stack, "sync", "--out", str(out), "--title", title)
+    (shown,) = _shown(bars, "sync")
+    assert "12/12" in shown
+
+    _run(live_stack, "report", "--tables", str(out), "--out", str(tmp_path / "report"), "--n-boot", "50")
+    _shown(bars, "report")
