@@ -236,19 +236,9 @@ def preannotate_project(
         report.batch = batch_preannotate(
             client, project_id, backend, versions, options, extra_params=extra_params, progress=progress
         )
-        still, _ = _missing(client, project_id, versions)
-        report.unfinished = len(still)
-        report.per_version = _counts(client, project_id, versions)
-        report.added = sum(report.per_version.values()) - sum(before.values())
-        report.usage = spent() if usage_before is not None else None
-        return report
+        return _finished(client, report, versions, before, spent() if usage_before is not None else None, True)
     if options.method == "auto":
-        if len(missing) <= SINGLE_REQUEST_MAX:
-            report.method = "retrieve"
-        elif backend is not None and backend.health():
-            report.method = "push"
-        else:
-            report.method = "chunks"
+        report.method = _auto_method(len(missing), backend)
     if on_plan:
         on_plan(len(missing))
     if missing and report.method == "push":
@@ -269,23 +259,60 @@ def preannotate_project(
         report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
     elif missing:
         size = len(missing) if report.method == "retrieve" else max(1, options.chunk_size)
-        for start in range(0, len(missing), size):
-            chunk = missing[start : start + size]
-            try:
-                retrieve_for(client, project_id, chunk, timeout)
-            except httpx.TimeoutException:
-                raise _incomplete(client, report, len(chunk), timeout) from None
-            except httpx.HTTPError as exc:
-                raise SyncError(
-                    f"project {project_id}: Label Studio went away while retrieving predictions: {exc}"
-                ) from None
-            if progress:
-                progress(len(chunk))
-    still, _ = _missing(client, project_id, versions)
+        _retrieve_in_chunks(client, project_id, missing, size, timeout, report, progress)
+    return _finished(client, report, versions, before, spent() if usage_before is not None else None, bool(missing))
+
+
+def _auto_method(n_missing: int, backend: BackendClient | None) -> str:
+    """``retrieve`` (one "Retrieve predictions") for a few tasks, else ``push`` when judgelab reaches
+    the backend, else Label Studio's retrieval in ``chunks``."""
+    if n_missing <= SINGLE_REQUEST_MAX:
+        return "retrieve"
+    if backend is not None and backend.health():
+        return "push"
+    return "chunks"
+
+
+def _retrieve_in_chunks(
+    client: Any,
+    project_id: int,
+    missing: list[int],
+    size: int,
+    timeout: float,
+    report: PreannotateReport,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Label Studio's "Retrieve predictions" over ``missing``, ``size`` tasks per request; a request
+    it does not answer in time ends with how far it got (:func:`_incomplete`)."""
+    for start in range(0, len(missing), size):
+        chunk = missing[start : start + size]
+        try:
+            retrieve_for(client, project_id, chunk, timeout)
+        except httpx.TimeoutException:
+            raise _incomplete(client, report, len(chunk), timeout) from None
+        except httpx.HTTPError as exc:
+            raise SyncError(
+                f"project {project_id}: Label Studio went away while retrieving predictions: {exc}"
+            ) from None
+        if progress:
+            progress(len(chunk))
+
+
+def _finished(
+    client: Any,
+    report: PreannotateReport,
+    versions: list[str],
+    before: dict[str, int],
+    usage: RunUsage | None,
+    recount: bool,
+) -> PreannotateReport:
+    """``report`` completed after the run: the tasks still without a prediction, the predictions per
+    version (counted again when anything was sent, else ``before``), those added, the LLM's usage."""
+    still, _ = _missing(client, report.project_id, versions)
     report.unfinished = len(still)
-    report.per_version = _counts(client, project_id, versions) if missing else before
+    report.per_version = _counts(client, report.project_id, versions) if recount else before
     report.added = sum(report.per_version.values()) - sum(before.values())
-    report.usage = spent() if usage_before is not None else None
+    report.usage = usage
     return report
 
 

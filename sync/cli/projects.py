@@ -196,13 +196,11 @@ def import_cmd(
     from judgelab.sync.importers.annotations import (
         AnnotationOutcome,
         add_missing_annotations,
-        annotations_for_existing_tasks,
         ensure_users,
         read_annotations,
     )
-    from judgelab.sync.importers.rows import annotator_emails
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
-    from judgelab.sync.projects import import_rows, task_keys
+    from judgelab.sync.projects import task_keys
     from judgelab.sync.state_folder import import_lock
 
     mapping = parse_mapping(maps)
@@ -225,54 +223,13 @@ def import_cmd(
         keys = task_keys(client, existing.id) if existing else {}
         have = {key for key in keys.values() if key is not None}
         annotated = annotations is not None or any(rows.annotators for _, rows in checked)
-        later: dict[str, list[dict]] = {}
-        where: dict[str, str] = {}
         outcome = AnnotationOutcome()
-        emails: set[str] = set()
-        if annotations is not None:
-            all_rows = [row for _, rows in checked for row in rows]  # held already: read with the annotations
-            # annotations naming no task are refused here, before a project or a task is created
-            later, where = annotations_for_existing_tasks(all_rows, annotations, keys, existing.id if existing else 0)
-            emails = annotator_emails(row for row in all_rows if row.key not in have)
-        elif annotated and not have:
-            # annotations only in the files, all for new tasks: their annotators were noted when
-            # the files were checked
-            emails = set().union(*(rows.annotators for _, rows in checked))
-        elif annotated:
-            # annotations only in the files (streamed): one pass keeps those of tasks the project
-            # has (added one by one later) and the annotators of the others, never every row
-            for _, rows in checked:
-                for row in rows:
-                    if row.annotations and row.key in have:
-                        later.setdefault(row.key, []).extend(row.annotations)
-                        where.setdefault(row.key, row.where)
-                    elif row.annotations:
-                        emails |= annotator_emails([row])
+        later, where, emails = _annotations_plan(checked, annotations, keys, have, existing.id if existing else 0)
         project = existing or ensure_named_project(client, ref, schema)
         if annotated:
             ensure_users(client, emails, outcome)
         out = Output(as_json)
-        files_json = []
-        total = sum(len(rows) for _, rows in checked)
-        with progress_bar(total, f"import into project {project.id}") as bar:
-            for index, (path, rows) in enumerate(checked):
-                sent = _annotations_counted(rows, have, outcome) if annotated else rows
-                report = import_rows(client, project.id, sent, have=have, progress=advance(bar))
-                if report.imported and index < len(checked) - 1:  # a later file may repeat a key
-                    have |= {row.key for row in rows}
-                out.line(
-                    f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in "
-                    f"project {project.id} {project.title!r}"
-                )
-                files_json.append(
-                    {
-                        "path": str(path),
-                        "tasks": len(rows),
-                        "skipped_bad": len(rows.skipped),
-                        "imported": report.imported,
-                        "already": report.skipped_existing,
-                    }
-                )
+        files_json = _import_files(client, project, checked, have, outcome if annotated else None, out)
         if later:
             outcome.merge(add_missing_annotations(client, project.id, later, where))
         if annotated:
@@ -282,6 +239,65 @@ def import_cmd(
         entry = project.as_json()
         _set_overlap(client, project, overlap, out, entry)
         out.result({"project": entry, "files": files_json, "annotations": outcome.as_json()})
+
+
+def _annotations_plan(checked, annotations, keys: dict, have: set[str], project_id: int):
+    """``(later, where, emails)``: the annotations of tasks the project has already (added one by
+    one after the import, by task key, with the file line each came from), and the annotators whose
+    accounts the import needs. Annotations naming no task are refused here, before a project or a
+    task is created; rows are held only when an annotations file needs them (they were read with
+    it), else streamed once."""
+    from judgelab.sync.importers.annotations import annotations_for_existing_tasks
+    from judgelab.sync.importers.rows import annotator_emails
+
+    later: dict[str, list[dict]] = {}
+    where: dict[str, str] = {}
+    if annotations is not None:
+        all_rows = [row for _, rows in checked for row in rows]
+        later, where = annotations_for_existing_tasks(all_rows, annotations, keys, project_id)
+        return later, where, annotator_emails(row for row in all_rows if row.key not in have)
+    if not any(rows.annotators for _, rows in checked):
+        return later, where, set()
+    if not have:  # all for new tasks: their annotators were noted when the files were checked
+        return later, where, set().union(*(rows.annotators for _, rows in checked))
+    emails: set[str] = set()
+    for _, rows in checked:
+        for row in rows:
+            if row.annotations and row.key in have:
+                later.setdefault(row.key, []).extend(row.annotations)
+                where.setdefault(row.key, row.where)
+            elif row.annotations:
+                emails |= annotator_emails([row])
+    return later, where, emails
+
+
+def _import_files(client, project, checked, have: set[str], outcome, out: Output) -> list[dict]:
+    """Import each checked file's rows (their annotations counted into ``outcome`` when given),
+    a line per file; the files' part of the ``--json`` result."""
+    from judgelab.sync.projects import import_rows
+
+    files_json = []
+    total = sum(len(rows) for _, rows in checked)
+    with progress_bar(total, f"import into project {project.id}") as bar:
+        for index, (path, rows) in enumerate(checked):
+            sent = _annotations_counted(rows, have, outcome) if outcome is not None else rows
+            report = import_rows(client, project.id, sent, have=have, progress=advance(bar))
+            if report.imported and index < len(checked) - 1:  # a later file may repeat a key
+                have |= {row.key for row in rows}
+            out.line(
+                f"{path}: {rows.summary()}; {report.imported} imported, {report.skipped_existing} already in "
+                f"project {project.id} {project.title!r}"
+            )
+            files_json.append(
+                {
+                    "path": str(path),
+                    "tasks": len(rows),
+                    "skipped_bad": len(rows.skipped),
+                    "imported": report.imported,
+                    "already": report.skipped_existing,
+                }
+            )
+    return files_json
 
 
 def _annotations_counted(rows, have: set[str], outcome) -> Iterator:
