@@ -636,6 +636,7 @@ def _estimate_row(
     """The estimates of one judge, quantity and group of tasks (a row of :func:`estimate_table`):
     the judge's mean and bias always, the pooled estimates from ``min_labels`` human labels on."""
     yhat, y, gold = _matched_values(yhat_q, task_ids, truth, quantity)
+    y, outside = _within_the_sample(y, pi_all, yhat.index)
     labeled = ~np.isnan(y)
     n = int(labeled.sum())
     row: dict[str, Any] = {
@@ -654,6 +655,11 @@ def _estimate_row(
         "alpha": alpha,
         "note": "",
     }
+    if outside:
+        row["note"] = (
+            f"{outside} labelled task{'s' if outside != 1 else ''} outside the human sample left out "
+            "(not drawn with a known probability)"
+        )
     predictions = yhat.to_numpy(dtype=float)
     if len(predictions):
         row["judge_estimate"] = float(predictions.mean())
@@ -693,6 +699,27 @@ def _matched_values(
     y = mine["y"].reindex(yhat.index).to_numpy(dtype=float)
     gold = mine["gold"].reindex(yhat.index).fillna(False).to_numpy(dtype=bool)
     return yhat, y, gold
+
+
+def _within_the_sample(y: np.ndarray, pi_all: pd.Series | None, judged: pd.Index) -> tuple[np.ndarray, int]:
+    """``y`` with the labels of tasks outside the human sample dropped (NaN) when some labelled tasks
+    were drawn with a known inclusion probability and others were not: an estimate weighted by the
+    draw is valid for the drawn tasks only (an earlier round's labels, say, would pull it their way);
+    and how many were dropped.
+
+    >>> pi = pd.Series([0.5, np.nan, 0.5], index=[1, 2, 3])
+    >>> _within_the_sample(np.array([1.0, 0.0, np.nan]), pi, pd.Index([1, 2, 3]))
+    (array([ 1., nan, nan]), 1)
+    """
+    if pi_all is None:
+        return y, 0
+    pi = pi_all.reindex(judged).to_numpy(dtype=float)
+    labeled = ~np.isnan(y)
+    drawn = np.isfinite(pi)
+    if not (labeled & drawn).any() or not (labeled & ~drawn).any():
+        return y, 0
+    outside = labeled & ~drawn
+    return np.where(outside, np.nan, y), int(outside.sum())
 
 
 def _sample_inclusion(

@@ -4,9 +4,11 @@ A judge has predicted every task of a project; people label a sample of them, dr
 inclusion probabilities, and the report's prediction-powered estimates (:mod:`analysis.ppi`)
 combine the two. This module chooses the sample and records it in Label Studio:
 
-- every task of the source project gets ``meta["judgelab_sample"] = {"design", "inclusion_probability",
-  "sampled", "sample_id"}`` (the rest of its meta kept), which ``judgelab sync`` turns into the
-  ``tasks`` columns ``inclusion_probability`` and ``sampled``;
+- each sampled task of the source project gets ``meta["judgelab_sample"] = {"design",
+  "inclusion_probability", "sampled", "sample_id"}`` (the rest of its meta kept), which ``judgelab
+  sync`` turns into the ``tasks`` columns ``inclusion_probability`` and ``sampled`` (a task holding
+  the record of an earlier draw gets the new one; the others keep no record: the estimator only
+  weighs labelled tasks, and Label Studio takes one task's meta per request);
 - the sampled tasks are copied into the project ``<source title> (human sample)``: same data, same
   ``judgelab_key`` and ``judgelab_sample`` meta, no ML backend and no predictions (people label blind),
   its description carrying ``[judgelab-sample-of:<source id>]`` (the ``project_sample_of`` column).
@@ -274,6 +276,8 @@ class SampleResult:
     without_prediction: int
     replaced: int | None = None  # the human-sample project removed by --replace
     strata: dict[str, int] = field(default_factory=dict)  # sampled tasks per cell (stratified)
+    # every source task's (id, key, record of the draw), for --out: only the sampled ones keep it in Label Studio
+    draw: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self, url: str) -> dict[str, Any]:
         return {
@@ -594,10 +598,15 @@ def _record_draw(
                 f"{label}'s tasks changed since its human sample {the_id} was drawn (task {changed[0]} and "
                 f"{len(changed) - 1} more would be drawn differently now): add --replace to draw anew"
             )
-    stale = [t for t in tasks if t.meta.get(META_KEY) != records[t.id] or t.meta.get(KEY_FIELD) != t.key]
+    # The sampled tasks carry the record (the estimator weighs their labels by it), and so does any
+    # task holding a record of an earlier draw (overwritten, so no stale draw is found again). The
+    # others are left as they are: Label Studio takes one task's meta per request, and writing every
+    # task of a big project (about 50 ms each) would cost more than the draw is worth.
+    kept = [t for t in tasks if records[t.id]["sampled"] or META_KEY in t.meta]
+    stale = [t for t in kept if t.meta.get(META_KEY) != records[t.id] or t.meta.get(KEY_FIELD) != t.key]
     metas = [(t.id, {**t.meta, KEY_FIELD: t.key, META_KEY: records[t.id]}) for t in stale]
     updated = write_metas(client, int(source_id), metas, progress)
-    for task in tasks:
+    for task in kept:
         task.meta = {**task.meta, KEY_FIELD: task.key, META_KEY: records[task.id]}
     return updated
 
@@ -646,7 +655,7 @@ def draw_human_sample(
     progress: Callable[[int], None] | None = None,
 ) -> SampleResult:
     """Draw (or find) the human sample of the project ``source`` (a :class:`FoundProject`), record
-    it in every task's meta and copy the sampled tasks into ``<title> (human sample)``.
+    it in the sampled tasks' meta and copy the sampled tasks into ``<title> (human sample)``.
 
     The same arguments again: the sample found, nothing added (a run cut off half-way is
     completed). Other arguments while a sample exists: :class:`SampleError`, unless ``replace``,
@@ -687,4 +696,5 @@ def draw_human_sample(
         without_prediction=drawn.without,
         replaced=replaced,
         strata=_per_stratum(chosen, drawn.fields),
+        draw=[{"task_id": t.id, "key": t.key, **records[t.id]} for t in tasks],
     )

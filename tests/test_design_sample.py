@@ -1,7 +1,7 @@
 """``judgelab design sample``: the human sample for prediction-powered estimates. Unit tests of the
 choice of tasks (uniform, stratified, active: probabilities summing to the budget, the floor, the
 seed), and one flow on a real Label Studio with the real backend: a project pre-annotated by the
-offline annotator, its sample drawn (every task's meta, the sample project without predictions),
+offline annotator, its sample drawn (the sampled tasks' meta, the sample project without predictions),
 drawn again (nothing added), other arguments refused, and ``judgelab sync`` carrying the columns."""
 
 from __future__ import annotations
@@ -203,16 +203,17 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
     sample_line, sync_line = _doc_lines()
     first = run(*shlex.split(sample_line)[1:])
     assert f"of 6 of 30 task(s) (budget 6, design uniform, seed 0, judge {version})" in first
-    assert "inclusion probabilities from 0.2 to 0.2; 30 task(s) got their judgelab_sample meta" in first
+    assert "inclusion probabilities from 0.2 to 0.2; 6 task(s) got their judgelab_sample meta" in first
     assert "'Noticias 2025 (human sample)' created: 6 task(s) imported" in first
 
     source = {t.id: t for t in client.tasks.list(project=pid, fields="all")}
     assert len(source) == 30
-    records = {tid: t.meta["judgelab_sample"] for tid, t in source.items()}
+    records = _draw(client, pid)  # only the sampled tasks record the draw: one PATCH each
+    assert len(records) == 6 and all(r["sampled"] for r in records.values())
     assert all(r["design"] == "uniform" and math.isclose(r["inclusion_probability"], 0.2) for r in records.values())
     assert len({r["sample_id"] for r in records.values()}) == 1
     assert all(t.meta["judgelab_key"] for t in source.values()), "the rest of the meta is kept"
-    sampled_keys = {t.meta["judgelab_key"] for tid, t in source.items() if records[tid]["sampled"]}
+    sampled_keys = {source[tid].meta["judgelab_key"] for tid in records}
     assert len(sampled_keys) == 6
 
     sample = next(p for p in client.projects.list() if p.title == "Noticias 2025 (human sample)")
@@ -236,7 +237,7 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
     assert "already has a human sample drawn with other arguments" in other and "--replace" in other
     assert "--by is for --design stratified" in run("design", "sample", "--title", TITLE, "--budget", "6", "--by",
                                                     "model", code=1)  # fmt: skip
-    assert {t.id: t.meta["judgelab_sample"] for t in client.tasks.list(project=pid, fields="all")} == records
+    assert _draw(client, pid) == records
 
     # sync: the meta PATCH moved the tasks' updated_at, so a later run sees the sample
     out = tmp_path / "tables"
@@ -249,13 +250,20 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
     assert len(written["draw"]) == 30 and written["sample_id"] == replaced["sample_id"]
     assert sum(r["sampled"] for r in written["draw"]) == replaced["sampled"]
     assert replaced["replaced"] == sample.id and replaced["project"]["id"] != sample.id
-    assert math.isclose(sum(r["inclusion_probability"] for r in _draw(client, pid).values()), 8)
+    assert math.isclose(sum(r["inclusion_probability"] for r in written["draw"]), 8)
+    drawn = _draw(client, pid)
+    # the new draw's sampled tasks, and the earlier draw's (overwritten: no stale draw is found again)
+    new = {r["task_id"]: r for r in written["draw"] if r["sampled"]}
+    assert set(drawn) == set(new) | set(records)
+    assert all(drawn[t] == {k: v for k, v in r.items() if k not in ("task_id", "key")} for t, r in new.items())
+    assert {r["sample_id"] for r in drawn.values()} == {replaced["sample_id"]}
     run(*shlex.split(sync_line)[1:])
     tasks = pd.read_parquet(out / "tasks.parquet")
     mine = tasks[tasks["project"] == pid].set_index("task_id").sort_index()
-    drawn = _draw(client, pid)
-    assert np.allclose(mine["inclusion_probability"], [drawn[t]["inclusion_probability"] for t in mine.index])
-    assert mine["sampled"].tolist() == [drawn[t]["sampled"] for t in mine.index]
+    recorded = mine.loc[sorted(drawn)]
+    assert np.allclose(recorded["inclusion_probability"], [drawn[t]["inclusion_probability"] for t in recorded.index])
+    assert recorded["sampled"].tolist() == [drawn[t]["sampled"] for t in recorded.index]
+    assert mine.drop(index=sorted(drawn))["inclusion_probability"].isna().all()
     assert mine["project_sample_of"].isna().all()
     copies = tasks[tasks["project"] == replaced["project"]["id"]]
     assert len(copies) == replaced["sampled"] and (copies["project_sample_of"] == pid).all()
@@ -271,7 +279,9 @@ def test_design_sample_on_label_studio_then_sync(live_stack, tmp_path, monkeypat
 
 
 def _draw(client, project_id: int) -> dict[int, dict]:
-    return {t.id: t.meta["judgelab_sample"] for t in client.tasks.list(project=project_id, fields="all")}
+    """The tasks that record a draw in their meta, with the record."""
+    tasks = client.tasks.list(project=project_id, fields="all")
+    return {t.id: t.meta["judgelab_sample"] for t in tasks if "judgelab_sample" in (t.meta or {})}
 
 
 def test_meta_writes_go_a_few_at_once_and_the_first_failure_stops_them():

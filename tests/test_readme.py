@@ -282,8 +282,10 @@ def _the_human_sample_and_its_estimates(session, news, sample, tasks, judgments,
     drawn = _line(session, "judgelab design sample").stdout
     assert f"of {N_SAMPLE} of {N_NEWS} task(s) (budget {N_SAMPLE}, design stratified" in drawn
     mine = tasks[tasks["project"] == news.id]
-    assert mine["inclusion_probability"].notna().all() and int(mine["sampled"].sum()) == N_SAMPLE
-    per_model = mine[mine["sampled"].astype(bool)].groupby("model").size()
+    sampled = mine["sampled"].fillna(False).astype(bool)  # only the sampled tasks record the draw
+    assert int(sampled.sum()) == N_SAMPLE and mine.loc[sampled, "inclusion_probability"].notna().all()
+    assert mine.loc[~sampled, "inclusion_probability"].isna().all()
+    per_model = mine[sampled].groupby("model").size()
     assert set(per_model.index) == set(MODELS) and per_model.min() >= 10, per_model.to_dict()
     labelled, disputed = session["people"].values()
     assert len(labelled) == N_SAMPLE and sorted(disputed) == sorted(k for k in labelled if int(k[1:]) % 3 == 0)

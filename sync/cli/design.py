@@ -353,9 +353,9 @@ def design_sample_cmd(
 
     Reads the project's tasks and its judge's predictions (pre-annotate it first), gives each task
     an inclusion probability (summing to the budget; the judge's uncertainty is its prediction's
-    score) and draws the sample, seeded. Every task of the project records its probability in
-    its meta (judgelab_sample; 'judgelab sync' makes it the tasks columns inclusion_probability
-    and sampled); the sampled tasks go, without predictions, into '<title> (human sample)',
+    score) and draws the sample, seeded. The sampled tasks record their probability in their
+    meta (judgelab_sample; 'judgelab sync' makes it the tasks columns inclusion_probability
+    and sampled; --out has every task's) and go, without predictions, into '<title> (human sample)',
     which no backend is connected to. The same command again finds the sample and adds nothing.
     """
     from judgelab.sync.human_sample import draw_human_sample
@@ -421,14 +421,8 @@ def _write_sample_file(client, path: Path, result) -> None:
     """The draw: every source task's id, key, inclusion probability and whether it was drawn."""
     import json
 
-    from judgelab.sync.human_sample import META_KEY, source_tasks
-
-    rows = [
-        {"task_id": t.id, "key": t.meta.get("judgelab_key"), **(t.meta.get(META_KEY) or {})}
-        for t in source_tasks(client, result.source_id)
-    ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {**result.as_json(None), "draw": rows}
+    body = {**result.as_json(None), "draw": result.draw}
     path.write_text(json.dumps(body, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
