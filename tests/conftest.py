@@ -248,17 +248,19 @@ def _stop_shared_postgres(shared: Path) -> None:
 # Test files that take 20 s or more, longest first (measured one after another on 2 cores). Under
 # xdist, files go to the workers in collection order: the files that need no Label Studio first
 # (they run while it starts), then these, then the other integration files, so that no worker is
-# left with a long file at the end. The PostgreSQL one comes after five others: its Label
+# left with a long file at the end. The PostgreSQL one comes after six others: its Label
 # Studio's first start takes 3-4 minutes while the other workers are busy, and a worker that got
 # it earlier waited idle. Only the order depends on this list, never a result.
 LONG_FILES = (
     "test_readme.py",
-    "test_llm_judges_e2e.py",
+    "test_llm_batch.py",
     "test_study_estimates.py",
+    "test_llm_judges_e2e.py",
     "test_sync_hostile.py",
     "test_cli_projects.py",
-    "test_integration_flow.py",
     "test_sync_incremental.py",
+    "test_integration_flow.py",
+    "test_adjudication.py",
     "test_browser_ui.py",
     "test_roundtrip_hypothesis.py",
     "test_fault_injection.py",
