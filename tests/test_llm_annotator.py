@@ -372,10 +372,12 @@ def test_model_predicts_a_batch_with_placeholders_for_unfinished_tasks(closing):
         tasks = hotel_tasks(8) + [{"id": 99, "data": {"summary": "no descriptions"}}]
         predictions = model.predict(tasks)
     assert len(predictions) == len(tasks)
-    finished = [p for p in predictions if "result" in p]
-    assert 2 <= len(finished) <= 4, predictions
-    assert predictions[0]["result"][0]["from_name"] == "impression"
-    assert predictions[0]["result"][0]["value"] == {"rating": expected(0)}
+    finished = [i for i, p in enumerate(predictions) if "result" in p]
+    # 2 at a time, 0.5 s each, 1.2 s: about 4 answers; on a loaded machine fewer, in any order
+    assert 1 <= len(finished) <= 4, predictions
+    first = finished[0]
+    assert predictions[first]["result"][0]["from_name"] == "impression"
+    assert predictions[first]["result"][0]["value"] == {"rating": expected(first)}
     assert all(p["model_version"] == model.model_version for p in predictions)
     assert annotator.version_for("hotel_spans", HOTEL_XML) in model.model_version
     assert model.model_version.startswith("judgelab-llm-")
