@@ -22,22 +22,12 @@ from typing import Any
 
 import pandas as pd
 
-from judgelab.configs.schema import builtin_schema
 from judgelab.configs.tables import JUDGMENT_COLUMNS, SPAN_COLUMNS, TASK_COLUMNS
 
 PROBLEM_COLUMNS = ["project", "file", "line", "task_id", "kind", "message"]
 
 HUMAN = "human"
 GOLD = "gold"
-# the story schema's values, for the loaders of StorySumm's data sets
-_STORY = builtin_schema("story_consistency")
-CONSISTENT = _STORY.constant("consistent")
-INCONSISTENT = _STORY.constant("inconsistent")
-NOT_APPLICABLE = _STORY.constant("not_applicable")
-FAITHFUL = _STORY.constant("summary_faithful")
-UNFAITHFUL = _STORY.constant("summary_unfaithful")
-FAITHFUL_ITEM = _STORY.constant("summary_item")
-LINE_ITEM, LINE_EXPLANATION_ITEM = _STORY.constant("line_item"), _STORY.constant("line_explanation_item")
 
 
 class LoaderError(ValueError):

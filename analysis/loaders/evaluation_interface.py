@@ -45,16 +45,8 @@ import pandas as pd
 
 from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
-    CONSISTENT,
-    FAITHFUL,
-    FAITHFUL_ITEM,
     GOLD,
     HUMAN,
-    INCONSISTENT,
-    LINE_EXPLANATION_ITEM,
-    LINE_ITEM,
-    NOT_APPLICABLE,
-    UNFAITHFUL,
     Collector,
     LoaderError,
     judgment_base,
@@ -64,6 +56,16 @@ from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.analysis.loaders.storysumm import SCHEMA
 from judgelab.configs.items import expand
 from judgelab.configs.story_lines import split_sentences
+from judgelab.configs.story_words import (
+    CONSISTENT,
+    FAITHFUL,
+    INCONSISTENT,
+    LINE_EXPLANATION_ITEM,
+    LINE_ITEM,
+    NOT_APPLICABLE,
+    UNFAITHFUL,
+)
+from judgelab.configs.story_words import SUMMARY_ITEM as FAITHFUL_ITEM
 
 LINE_VERDICTS = {"yes": CONSISTENT, "no": INCONSISTENT, "n/a, just commentary": NOT_APPLICABLE}
 SUMMARY_VERDICTS = {"yes": FAITHFUL, "no": UNFAITHFUL}

@@ -35,13 +35,7 @@ import pandas as pd
 
 from judgelab.analysis.facets import Cut
 from judgelab.analysis.loaders.common import (
-    CONSISTENT,
-    FAITHFUL,
-    FAITHFUL_ITEM,
     GOLD,
-    INCONSISTENT,
-    LINE_ITEM,
-    UNFAITHFUL,
     Collector,
     LoaderError,
     concat_loaded,
@@ -52,6 +46,8 @@ from judgelab.analysis.loaders.common import (
 from judgelab.analysis.loaders.registry import DATA_SETS
 from judgelab.configs.items import expand
 from judgelab.configs.story_lines import line_texts
+from judgelab.configs.story_words import CONSISTENT, FAITHFUL, INCONSISTENT, LINE_ITEM, UNFAITHFUL
+from judgelab.configs.story_words import SUMMARY_ITEM as FAITHFUL_ITEM
 
 SCHEMA = "story_consistency"
 

@@ -26,18 +26,19 @@ from judgelab.analysis.agreement import category_counts, cohen_kappa, exact_agre
 from judgelab.analysis.krippendorff import krippendorff_alpha
 from judgelab.analysis.ratings import latest_per_task, unit_keys
 from judgelab.analysis.tables import HUMAN_SOURCE, latest_annotations, natural_key, usable_judgments
+from judgelab.configs import story_words as words
 from judgelab.configs.items import pattern_regex
-from judgelab.configs.schema import builtin_schema
+from judgelab.configs.story_words import (
+    CONSISTENT,
+    FAITHFUL,
+    INCONSISTENT,
+    NOT_APPLICABLE,
+    SUMMARY_ITEM,
+    UNFAITHFUL,
+)
 
-_STORY = builtin_schema("story_consistency")
-CONSISTENT = _STORY.constant("consistent")
-INCONSISTENT = _STORY.constant("inconsistent")
-NOT_APPLICABLE = _STORY.constant("not_applicable")
-FAITHFUL = _STORY.constant("summary_faithful")
-UNFAITHFUL = _STORY.constant("summary_unfaithful")
-SUMMARY_ITEM = _STORY.constant("summary_item")
 GOLD_SOURCE = "gold"
-LINE_ITEM = pattern_regex(_STORY.constant("line_item"))
+LINE_ITEM = pattern_regex(words.LINE_ITEM)
 REST = "rest"
 
 LINE_AGREEMENT_COLUMNS = [

@@ -382,7 +382,7 @@ def design_sample_cmd(
         )
     url = f"{conn.url.rstrip('/')}/projects/{result.project_id}"
     if out is not None:
-        _write_sample_file(client, out, result)
+        _write_sample_file(out, result)
     for line in _sample_lines(source.label(), result, url):
         output.line(line)
     output.result(result.as_json(url))
@@ -417,7 +417,7 @@ def _sample_lines(label: str, result, url: str) -> list[str]:
     return lines
 
 
-def _write_sample_file(client, path: Path, result) -> None:
+def _write_sample_file(path: Path, result) -> None:
     """The draw: every source task's id, key, inclusion probability and whether it was drawn."""
     import json
 

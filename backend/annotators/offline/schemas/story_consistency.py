@@ -22,9 +22,10 @@ from judgelab.backend.annotators.offline.text import (
     repeated,
 )
 from judgelab.backend.draft import Draft, SpanDraft
-from judgelab.configs.schema import Schema, builtin_schema, get_schema
+from judgelab.configs.schema import Schema, get_schema
 from judgelab.configs.story_lines import story_lines as parse_story_lines
 from judgelab.configs.story_lines import task_alternates
+from judgelab.configs.story_words import AMBIGUOUS, CONSISTENT, INCONSISTENT, KEEP, NOT_APPLICABLE, SWAP
 
 #: A line's probability of being inconsistent comes from a logistic model of two alignment
 #: features (``alignment.Passages.coverage`` over PASSAGE_SENTENCES sentences, and
@@ -173,13 +174,6 @@ def story_lines(data: dict) -> list[tuple[str, bool, str | None]]:
 
 
 SCHEMA = "story_consistency"
-_STORY = builtin_schema(SCHEMA)
-CONSISTENT = _STORY.constant("consistent")
-INCONSISTENT = _STORY.constant("inconsistent")
-NOT_APPLICABLE = _STORY.constant("not_applicable")
-SWAP = _STORY.constant("swap")
-KEEP = _STORY.constant("keep")
-AMBIGUOUS = _STORY.constant("ambiguous")
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,24 @@ from judgelab.backend.llm.tasks.api import Tally, align, free_text, list_index, 
 from judgelab.backend.llm.tasks.base import SchemaTask
 from judgelab.backend.llm.tasks.schemas import LLM_TASKS
 from judgelab.configs.items import expand
-from judgelab.configs.schema import builtin_schema
 from judgelab.configs.story_lines import story_lines, task_alternates
+from judgelab.configs.story_words import (
+    AMBIGUOUS,
+    CONSISTENT,
+    INCONSISTENT,
+    KEEP,
+    LINE_ITEM,
+    NOT_APPLICABLE,
+    STORY,
+    SWAP,
+)
 
-_STORY = builtin_schema("story_consistency")
-CONSISTENT = _STORY.constant("consistent")
-INCONSISTENT = _STORY.constant("inconsistent")
-NOT_APPLICABLE = _STORY.constant("not_applicable")
-VERDICTS = _STORY.item_values(_STORY.constant("line_item"))
-SWAP, KEEP = _STORY.constant("swap"), _STORY.constant("keep")
+VERDICTS = STORY.item_values(LINE_ITEM)
 VERDICT_CONTROL, EXPLANATION_CONTROL, SWAP_CONTROL, SWAP_EXPLANATION_CONTROL = (
-    _STORY.item_control(_STORY.constant(k))
+    STORY.item_control(STORY.constant(k))
     for k in ("line_item", "line_explanation_item", "swap_item", "swap_explanation_item")
 )
-AMBIGUOUS_CONTROL, AMBIGUOUS = _STORY.span_control(_STORY.constant("line_item")), _STORY.constant("ambiguous")
+AMBIGUOUS_CONTROL = STORY.span_control(LINE_ITEM)
 
 
 def verdict_of(value: Any) -> str | None:
