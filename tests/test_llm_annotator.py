@@ -193,7 +193,9 @@ def test_deadline_returns_what_is_finished_and_a_retry_finishes_more(closing):
         assert elapsed < 3.0 + LATE_S, elapsed
         # 4 at a time, 1 s each, 3 s: at most 12; a loaded machine may finish fewer than the ideal
         assert 4 <= len(done) <= 12, len(done)
-        assert done == list(range(len(done)))  # first come, first served
+        # first come, first served: finished tasks are among the first sent (4 in flight at the deadline
+        # may end in any order on a loaded machine)
+        assert max(done) < len(done) + 4, done
         assert all(drafts[i].ratings["impression"] == expected(i) for i in done)
         assert annotator.stats["unfinished at deadline"] == 40 - len(done)
         asked_first = sim.count
