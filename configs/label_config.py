@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from label_studio_sdk.label_interface import LabelInterface
 from lxml import etree
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -194,6 +193,11 @@ def _parse_cached(xml: str) -> LabelConfig:
 
 
 def _parse(xml: str) -> LabelConfig:
+    # imported here: the SDK's label interface takes about 0.5 s to import (it brings cloud storage
+    # clients along), which every process importing this module would pay, parsing or not (a
+    # backend's --help or a bad setting, CLI commands that read no config)
+    from label_studio_sdk.label_interface import LabelInterface
+
     try:
         root = etree.fromstring(xml.encode("utf-8"), parser=etree.XMLParser(resolve_entities=False))
         interface = LabelInterface(xml)

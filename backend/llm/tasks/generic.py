@@ -8,8 +8,6 @@ import math
 import re
 from typing import Any
 
-from label_studio_sdk.label_interface import LabelInterface
-
 from judgelab.backend.draft import Draft, SpanDraft
 from judgelab.backend.llm.answers import extract_json, parse_rating, resolve_label
 from judgelab.backend.llm.contracts import RawSpan
@@ -55,6 +53,8 @@ class GenericTask:
         self.config = parse_label_config(label_config_xml)
         # what the task needs of the SDK's parse is read here and the parse dropped: kept for a
         # config of many labels, it would take about 30 times the config's size
+        from label_studio_sdk.label_interface import LabelInterface  # slow to import: see label_config._parse
+
         interface = LabelInterface(label_config_xml)
         self.variant = variant or "main"
         # control (template) name -> alias -> value, for the aliases whose value differs
