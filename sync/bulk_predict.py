@@ -56,6 +56,10 @@ class PushReport:
     failures: dict[str, int] = field(default_factory=dict)
     model_versions: list[str] = field(default_factory=list)
     budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
+    # the listing after the last round: tasks of the project then, and how many lacked a prediction
+    # of some version, the blind arm's included (the caller's counts need not list them again)
+    tasks_after: int = 0
+    missing_after: int = 0
 
 
 @dataclass
@@ -87,18 +91,27 @@ def _as_versions(model_version: str | list[str]) -> list[str]:
 
 
 def tasks_missing_version(
-    client: LabelStudio, project_id: int, version: str | list[str], blind: list[int] | None = None
+    client: LabelStudio,
+    project_id: int,
+    version: str | list[str],
+    blind: list[int] | None = None,
+    *,
+    read_blind: bool = True,
 ) -> tuple[list[int], int]:
     """(ids of the tasks without a prediction of ``version`` (of any of the versions), in id order;
     number of tasks): one filtered Data Manager listing per version.
 
     Tasks of the blind arm (data ``arm: blind``) are never missing one: their ids go to ``blind``
-    when given. Only the data of the tasks lacking a prediction is read to find them."""
+    when given. Only the data of the tasks lacking a prediction is read to find them.
+    ``read_blind=False``: no data is read and the blind arm's tasks are among those returned (for
+    :func:`push_predictions`, which reads each chunk's data anyway and leaves them out there)."""
     missing: set[int] = set()
     total = 0
     for each in _as_versions(version):
         ids, total = missing_version(client, project_id, each)
         missing.update(ids)
+    if not read_blind:
+        return sorted(missing), total
     blind_ids = blind_among(client, project_id, sorted(missing))
     if blind is not None:
         blind.extend(blind_ids)
@@ -145,7 +158,7 @@ def push_predictions(
     budget: Budget | None = None,
     progress: Callable[[int], None] | None = None,
     ask: bool = True,
-    plan: tuple[list[int], int, int] | None = None,
+    plan: tuple[list[int], int] | None = None,
 ) -> PushReport:
     """Send the project's unpredicted tasks to the backend and import the predictions.
 
@@ -155,8 +168,11 @@ def push_predictions(
     ``extra_params``: the project's judges, sent along (the backend uses them even if it was
     restarted since ``/setup``). ``budget``: stop before the run would cost more. ``ask=False``:
     only the answers the backend holds (its cache, a batch API's), nothing asked of the LLM live.
-    ``plan``: (the tasks to predict, the project's number of tasks, how many are in the blind arm)
-    when the caller has just listed them (:func:`tasks_missing_version`), so they are not listed again."""
+    ``plan``: (the tasks lacking a prediction, the project's number of tasks) when the caller has just
+    listed them (:func:`tasks_missing_version` with ``read_blind=False``), so they are not listed again.
+
+    The blind arm's tasks are left out as each chunk's data is read (a task whose data says
+    ``arm: blind`` is never sent), so no task's data is read twice: one read per task sent."""
     if isinstance(backend, str):
         with BackendClient(backend) as own:
             return push_predictions(
@@ -177,30 +193,43 @@ def push_predictions(
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
     if plan is None:
-        blind: list[int] = []
-        missing, report.tasks = tasks_missing_version(client, project_id, versions, blind)
-        report.blind = len(blind)
+        missing, report.tasks = tasks_missing_version(client, project_id, versions, read_blind=False)
     else:
-        missing, report.tasks, report.blind = list(plan[0]), plan[1], plan[2]
-    report.already = report.tasks - len(missing) - report.blind
+        missing, report.tasks = list(plan[0]), plan[1]
+    blind: set[int] = set()  # the blind arm's tasks met in the chunks read
 
-    def predicted(ids: list[int]) -> list[dict[str, Any]]:
+    def predicted(ids: list[int]) -> tuple[list[dict[str, Any]], int]:
         data = task_data(client, project_id, ids)
-        chunk = [(task_id, data[task_id]) for task_id in ids if task_id in data]
-        return _predict_chunk(backend, project, chunk, report, extra_params, ask)
+        chunk = []
+        for task_id in ids:
+            if task_id not in data:
+                continue
+            if is_blind(data[task_id]):
+                blind.add(task_id)
+            else:
+                chunk.append((task_id, data[task_id]))
+        skipped = len(ids) - len(chunk)  # blind, or gone: told to the progress bar as done with
+        return (_predict_chunk(backend, project, chunk, report, extra_params, ask) if chunk else []), skipped
 
+    report.already = report.tasks - len(missing)
     # Without a budget the next chunk's data is read and predicted while this chunk's predictions
     # are checked and imported (the backend and Label Studio work at the same time); with one, a
     # chunk's size depends on what the previous one cost, so they go one after another.
+    report.tasks_after, report.missing_after = report.tasks, len(missing)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-predict") as ahead:
         for _ in range(max_rounds):
-            if not missing or report.budget_stopped:
+            queue = [task_id for task_id in missing if task_id not in blind]
+            if not queue or report.budget_stopped:
                 break
             report.rounds += 1
-            _push_round(client, project_id, versions, list(missing), chunk_size, budget, predicted, ahead, report,
-                        progress)  # fmt: skip
-            missing, _ = tasks_missing_version(client, project_id, versions)
-    report.unfinished = len(missing)
+            _push_round(client, project_id, versions, queue, chunk_size, budget, predicted, ahead, report, progress)
+            missing, report.tasks_after = tasks_missing_version(client, project_id, versions, read_blind=False)
+            report.missing_after = len(missing)
+    unfinished = [task_id for task_id in missing if task_id not in blind]
+    if unfinished:  # not reached (budget, failures): those of the blind arm are not unfinished
+        blind.update(blind_among(client, project_id, unfinished))
+    report.blind = len(blind)
+    report.unfinished = sum(1 for task_id in unfinished if task_id not in blind)
     return report
 
 
@@ -211,7 +240,7 @@ def _push_round(
     queue: list[int],
     chunk_size: int,
     budget: Budget | None,
-    predicted: Callable[[list[int]], list[dict[str, Any]]],
+    predicted: Callable[[list[int]], tuple[list[dict[str, Any]], int]],
     ahead: ThreadPoolExecutor,
     report: PushReport,
     progress: Callable[[int], None] | None,
@@ -227,7 +256,7 @@ def _push_round(
                     return
                 ids, queue = queue[:size], queue[size:]
                 pending = ahead.submit(predicted, ids)
-            predictions = pending.result()
+            predictions, skipped = pending.result()
             pending = None
             if budget is None and queue:
                 ids, queue = queue[:chunk_size], queue[chunk_size:]
@@ -243,7 +272,7 @@ def _push_round(
                     ) from None
                 report.pushed += len(fresh)
             if progress:
-                progress(len({p["task"] for p in fresh}))
+                progress(len({p["task"] for p in fresh}) + skipped)
     finally:
         if pending is not None:  # an error above: the chunk read ahead is not imported (a re-run sends it)
             pending.cancel()

@@ -36,7 +36,15 @@ import httpx
 from judgelab.sync.backend_client import BackendClient
 from judgelab.sync.backend_link import BackendUnreachable, RunUsage, backend_usage
 from judgelab.sync.batch_predict import BatchReport, batch_preannotate
-from judgelab.sync.bulk_predict import CHUNK_SIZE, MAX_ROUNDS, Budget, push_predictions, tasks_missing_version
+from judgelab.sync.bulk_predict import (
+    CHUNK_SIZE,
+    MAX_ROUNDS,
+    Budget,
+    PushReport,
+    blind_among,
+    push_predictions,
+    tasks_missing_version,
+)
 from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.prediction_status import missing_version
 
@@ -215,22 +223,17 @@ def preannotate_project(
     def spent() -> RunUsage | None:
         return run_usage(backend, project_id, after=usage_before.last_id if usage_before else 0)
 
-    blind: list[int] = []
-    missing, total = _missing(client, project_id, versions, blind)
-    report = PreannotateReport(
-        project_id, versions[0], options.method, versions, tasks=total, already=total - len(missing) - len(blind)
-    )
-    report.blind = len(blind)
-    # one version: the tasks that have it are those the listing did not return (blind ones lack it)
-    before = (
-        {versions[0]: total - len(missing) - len(blind)}
-        if len(versions) == 1
-        else _counts(client, project_id, versions)
-    )
+    # listed without reading any task's data: the push reads each chunk's and leaves the blind arm
+    # out there; the other routes read the data of the tasks listed, to leave it out before sending
+    listed, total = tasks_missing_version(client, project_id, versions, read_blind=False)
+    report = PreannotateReport(project_id, versions[0], options.method, versions, tasks=total)
+    # one version: the tasks that have it are those the listing did not return
+    before = {versions[0]: total - len(listed)} if len(versions) == 1 else _counts(client, project_id, versions)
     if options.batch is not None:
         if backend is None:
             raise SyncError("the batch route needs the backend's URL as judgelab reaches it (--backend-url)")
         report.method = "batch"
+        missing = _without_blind(client, project_id, listed, report)
         if on_plan:
             on_plan(len(missing))
         report.batch = batch_preannotate(
@@ -238,12 +241,13 @@ def preannotate_project(
         )
         return _finished(client, report, versions, before, spent() if usage_before is not None else None, True)
     if options.method == "auto":
-        report.method = _auto_method(len(missing), backend)
-    if on_plan:
-        on_plan(len(missing))
-    if missing and report.method == "push":
+        report.method = _auto_method(len(listed), backend)
+    if listed and report.method == "push":
         if backend is None:
             raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
+        report.already = total - len(listed)
+        if on_plan:
+            on_plan(len(listed))  # the blind arm's tasks among them count as done when their chunk is read
         budget = Budget(options.budget, spent) if options.budget is not None else None
         pushed = push_predictions(
             client,
@@ -254,13 +258,26 @@ def preannotate_project(
             extra_params=extra_params,
             budget=budget,
             progress=progress,
-            plan=(missing, total, len(blind)),
+            plan=(listed, total),
         )
-        report.failures, report.budget_stopped = pushed.failures, pushed.budget_stopped
-    elif missing:
+        report.failures, report.budget_stopped, report.blind = pushed.failures, pushed.budget_stopped, pushed.blind
+        return _finished(client, report, versions, before, spent() if usage_before is not None else None, True, pushed)
+    missing = _without_blind(client, project_id, listed, report)
+    if on_plan:
+        on_plan(len(missing))
+    if missing:
         size = len(missing) if report.method == "retrieve" else max(1, options.chunk_size)
         _retrieve_in_chunks(client, project_id, missing, size, timeout, report, progress)
     return _finished(client, report, versions, before, spent() if usage_before is not None else None, bool(missing))
+
+
+def _without_blind(client: Any, project_id: int, listed: list[int], report: PreannotateReport) -> list[int]:
+    """``listed`` but the blind arm's tasks (their number goes to ``report``, with the tasks that
+    had a prediction already)."""
+    blind = set(blind_among(client, project_id, listed))
+    report.blind = len(blind)
+    report.already = report.tasks - len(listed)
+    return [task_id for task_id in listed if task_id not in blind]
 
 
 def _auto_method(n_missing: int, backend: BackendClient | None) -> str:
@@ -305,12 +322,22 @@ def _finished(
     before: dict[str, int],
     usage: RunUsage | None,
     recount: bool,
+    pushed: PushReport | None = None,
 ) -> PreannotateReport:
     """``report`` completed after the run: the tasks still without a prediction, the predictions per
-    version (counted again when anything was sent, else ``before``), those added, the LLM's usage."""
-    still, _ = _missing(client, report.project_id, versions)
-    report.unfinished = len(still)
-    report.per_version = _counts(client, report.project_id, versions) if recount else before
+    version (counted again when anything was sent, else ``before``), those added, the LLM's usage.
+    ``pushed``: the push's report, whose last listing is used instead of listing the project again
+    (one version: the tasks with it are the tasks then less those listed)."""
+    if pushed is not None:
+        report.unfinished = pushed.unfinished
+        if len(versions) == 1:
+            report.per_version = {versions[0]: pushed.tasks_after - pushed.missing_after}
+        else:
+            report.per_version = _counts(client, report.project_id, versions)
+    else:
+        still, _ = _missing(client, report.project_id, versions)
+        report.unfinished = len(still)
+        report.per_version = _counts(client, report.project_id, versions) if recount else before
     report.added = sum(report.per_version.values()) - sum(before.values())
     report.usage = usage
     return report

@@ -116,6 +116,13 @@ def test_blind_tasks_get_no_prediction_from_preannotate_nor_when_opened(live_sta
         link = connect_backend(client, project.id, live_stack.backend_url)
         report = push_predictions(client, project.id, live_stack.backend_url, link.model_version)
         assert (report.blind, report.pushed, report.unfinished) == (6, 0, 0)
+        # the suggested arm's predictions gone, a push mixes both arms in its chunks (the blind arm
+        # left out as each chunk's data is read): the suggested arm's come back, none for the blind
+        for prediction in client.predictions.list(project=project.id):
+            client.predictions.delete(id=prediction.id)
+        report = push_predictions(client, project.id, live_stack.backend_url, link.model_version)
+        assert (report.tasks, report.already, report.blind, report.pushed, report.unfinished) == (11, 0, 6, 5, 0)
+        assert _predictions_per_task(client, project.id) == counts
         # Label Studio asks the backend itself when a task without predictions is opened (its
         # "show predictions to annotators" default) and when the Data Manager lists tasks with
         # "evaluate predictions automatically": the backend answers blind tasks without a result
