@@ -18,7 +18,13 @@ process (its Python start included) and its Label Studio baseline:
   streamed to a file; the mean of one export before and one after the sync;
 - **incremental**: 1% of the tasks changed (a third annotations updated, added, deleted), then
   ``judgelab sync`` | the same JSON export (a sync of 1% should cost a fraction of it);
-- **report**: ``judgelab report`` on the synced tables (no Label Studio counterpart: "-").
+- **report**: ``judgelab report`` on the synced tables (no Label Studio counterpart: "-");
+- **llm** (at sizes up to ``--llm-max``, 10,000): a second backend, in ``llm`` mode, against the
+  simulated OpenAI-compatible server (``tests/llm_sim.py``, a process of its own) answering every
+  prompt after ``--llm-latency`` (50 ms), and ``judgelab preannotate --push`` again: a second
+  prediction per task, each from its own prompt (each summary ends with its own reference) | the
+  same bulk prediction import as the preannotate stage's; the note gives the bound the latency
+  alone sets (tasks x latency / the 8 requests the backend keeps in flight).
 
 For each it prints seconds, milliseconds per task, the ratio to Label Studio, the peak RSS of
 judgelab's processes (the CLI and its children; the backend during pre-annotation), sampled
@@ -99,7 +105,10 @@ from judgelab.sync.projects import ensure_project, import_batches  # noqa: E402
 SCHEMA = "hotel_spans"
 ANNOTATORS = ["rater.a@judgelab.local", "rater.b@judgelab.local", "rater.c@judgelab.local"]
 CHUNK = 100  # judgelab preannotate's default --chunk-size; the baseline's prediction requests too
-STAGES = ("import", "preannotate", "sync", "incremental", "report")
+STAGES = ("import", "preannotate", "sync", "incremental", "report", "llm")
+LLM_MODEL = "sim-judge"
+# the simulated LLM's answer for every prompt: one error span on the "ref" each summary ends with
+LLM_ANSWER = json.dumps({"annotations": [{"reason": "not in the descriptions", "text": "ref", "annotation_type": 0}]})
 SAMPLE_EVERY = 0.2
 
 
@@ -123,6 +132,8 @@ def write_files(folder: Path, n: int, seed: int) -> tuple[Path, Path]:
             for i in range(start, min(n, start + 1000)):
                 data = dict(samples[i % len(samples)])
                 data["id"] = f"scale-{n}-{i:06d}"
+                # each summary its own (an LLM prompt per task, not one per sample from the cache)
+                data["summary"] = f"{data['summary']} (ref R{i:06d})"
                 data["group"] = "A"
                 annotations = [
                     {
@@ -313,13 +324,16 @@ class Bench:
     rng: random.Random
     tmp: Path
     backend_pid: int | None = None
+    llm_latency: float = 0.05
+    llm_max: int = 10_000
+    ls_push: dict[int, float] = field(default_factory=dict)  # size -> Label Studio's bulk prediction import, s
     rows: list[dict] = field(default_factory=list)
 
     @property
     def url(self) -> str:
         return self.settings.ls_url
 
-    def cli(self, *args: str, kill_when=None, backend: bool = False) -> Run:
+    def cli(self, *args: str, kill_when=None, backend: bool | int = False) -> Run:
         """``judgelab ARGS`` in a child process, its RSS sampled; with ``kill_when`` (a function
         polled every 0.1 s: true once the run has done the chosen share of its work, or a number of
         seconds), killed (SIGKILL, the whole process group) then and run again to the end."""
@@ -336,7 +350,8 @@ class Bench:
             out_path, err_path = self.tmp / "cli.out", self.tmp / "cli.err"
             with out_path.open("w") as out, err_path.open("w") as err:  # files: a pipe left unread blocks it
                 proc = subprocess.Popen(cmd, cwd=self.tmp, env=env, stdout=out, stderr=err, start_new_session=True)
-            sampler = Sampler(proc.pid, self.backend_pid if backend else None)
+            backend_pid = backend if not isinstance(backend, bool) else self.backend_pid if backend else None
+            sampler = Sampler(proc.pid, backend_pid)
             if attempt == "killed":
                 due = kill_when
                 if isinstance(kill_when, float):
@@ -498,7 +513,7 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
                     content=body.encode(),
                     headers={"Content-Type": "application/json"},
                 ).raise_for_status()
-        ls_push = time.perf_counter() - t0
+        ls_push = bench.ls_push[n] = time.perf_counter() - t0
         del bodies
         check("LS prediction import", bench.db.counts(base), {"predictions": n, "predicted_tasks": n})
         bench.record("preannotate", n, run, ls_push, "(backend predicting included)")
@@ -544,8 +559,58 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         html = list((folder / "report").rglob("*.html"))
         if not html:
             raise SystemExit("report: no HTML written")
+    if "llm" in stages and n <= bench.llm_max:
+        llm_stage(bench, project, n)
     if not bench.kill_check:
         client.projects.delete(id=base)
+
+
+def llm_stage(bench: Bench, project: int, n: int) -> None:
+    """The project pre-annotated again by the backend in ``llm`` mode, against the simulated
+    OpenAI-compatible server (a process of its own) answering every prompt after a fixed latency:
+    a second prediction per task. Its counterpart: Label Studio's bulk import of as many
+    predictions (the preannotate stage's); the note gives the bound of the LLM's latency alone
+    (tasks x latency / requests in flight)."""
+    from llm_throughput import start_sim, stop_sim
+
+    sim, url = start_sim(bench.llm_latency, LLM_ANSWER)
+    home = bench.tmp / f"llm-backend-{n}"
+    settings = StackSettings(home=home, ls_port=bench.settings.ls_port, backend_port=free_port(), annotator="llm")
+    concurrency = 8  # the backend's default JUDGELAB_LLM_CONCURRENCY
+    try:
+        start_backend(
+            settings,
+            {
+                "JUDGELAB_LLM_BASE_URL": url,
+                "JUDGELAB_LLM_MODEL": LLM_MODEL,
+                "JUDGELAB_LLM_CONCURRENCY": str(concurrency),
+                "JUDGELAB_CACHE_PATH": str(home / "llm-cache.sqlite"),
+                "PYTHONPATH": str(ROOT / "scripts" / "editable"),
+            },
+        )
+        backend = settings.backend_url
+        bench.cli("connect", "--project", str(project), "--backend-url", backend)
+        before = bench.db.counts(project)["predictions"]
+        run = bench.cli(
+            "preannotate",
+            "--project",
+            str(project),
+            "--push",
+            "--backend-url",
+            backend,
+            "--chunk-size",
+            str(CHUNK),
+            backend=int((home / "backend.pid").read_text()),
+            kill_when=bench.kill_at_share(lambda: (bench.db.counts(project)["predictions"] - before) / n),
+        )
+        got = bench.db.counts(project)
+        check("judgelab preannotate (LLM)", got, {"predictions": before + n, "versions": 2})
+        bound = n * bench.llm_latency / concurrency
+        note = f"(LLM at {bench.llm_latency * 1000:.0f} ms, {concurrency} in flight: {bound:.0f} s of latency alone)"
+        bench.record("llm", n, run, bench.ls_push.get(n), note)
+    finally:
+        stop_stack(home)
+        stop_sim(sim)
 
 
 def make_changes(client, project_id: int, n: int, rng: random.Random) -> None:
@@ -587,6 +652,8 @@ def main() -> None:
     ap.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
     ap.add_argument("--kill-check", action="store_true", help="kill -9 each stage at a random point, re-run, check")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--llm-latency", type=float, default=0.05, help="seconds per simulated LLM answer (stage llm)")
+    ap.add_argument("--llm-max", type=int, default=10_000, help="the llm stage runs at sizes up to this one")
     ap.add_argument("--home", type=Path, help="SQLite: a (migrated) Label Studio state folder to use")
     ap.add_argument(
         "--ls-default-prediction-import",
@@ -626,7 +693,15 @@ def main() -> None:
         print(f"Label Studio ({args.database}) and the backend up in {time.perf_counter() - t0:.0f} s; {tmp}")
         backend_pid = int((settings.home / "backend.pid").read_text())
         bench = Bench(
-            settings, creds.token, Database(settings), args.kill_check, random.Random(args.seed), tmp, backend_pid
+            settings,
+            creds.token,
+            Database(settings),
+            args.kill_check,
+            random.Random(args.seed),
+            tmp,
+            backend_pid,
+            llm_latency=args.llm_latency,
+            llm_max=args.llm_max,
         )
         client = connect(Connection(url=settings.ls_url, token=creds.token), timeout=3600)
         for n in sizes:
