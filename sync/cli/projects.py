@@ -198,6 +198,7 @@ def import_cmd(
         add_missing_annotations,
         ensure_users,
         read_annotations,
+        task_refs,
     )
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
     from judgelab.sync.projects import task_keys
@@ -224,7 +225,9 @@ def import_cmd(
         have = {key for key in keys.values() if key is not None}
         annotated = annotations is not None or any(rows.annotators for _, rows in checked)
         outcome = AnnotationOutcome()
-        later, where, emails = _annotations_plan(checked, annotations, keys, have, existing.id if existing else 0)
+        later, where, emails, streamed = _annotations_plan(
+            checked, annotations, keys, have, existing.id if existing else 0
+        )
         project = existing or ensure_named_project(client, ref, schema)
         if annotated:
             ensure_users(client, emails, outcome)
@@ -232,6 +235,10 @@ def import_cmd(
         files_json = _import_files(client, project, checked, have, outcome if annotated else None, out)
         if later:
             outcome.merge(add_missing_annotations(client, project.id, later, where))
+        if streamed:  # the files' annotations of tasks already there, read again a chunk at a time
+            refs = task_refs(keys)
+            for chunk, chunk_where in _annotations_of_existing(checked, have, EXISTING_CHUNK):
+                outcome.merge(add_missing_annotations(client, project.id, chunk, chunk_where, tasks=refs))
         if annotated:
             source = f"{annotations_file}: " if annotations_file else "annotations: "
             skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
@@ -241,12 +248,18 @@ def import_cmd(
         out.result({"project": entry, "files": files_json, "annotations": outcome.as_json()})
 
 
+#: Tasks already in the project whose file annotations are checked against Label Studio's at once
+#: (one export by ids, then the missing ones created): a re-run of a big import holds this many.
+EXISTING_CHUNK = 1000
+
+
 def _annotations_plan(checked, annotations, keys: dict, have: set[str], project_id: int):
-    """``(later, where, emails)``: the annotations of tasks the project has already (added one by
-    one after the import, by task key, with the file line each came from), and the annotators whose
-    accounts the import needs. Annotations naming no task are refused here, before a project or a
-    task is created; rows are held only when an annotations file needs them (they were read with
-    it), else streamed once."""
+    """``(later, where, emails, streamed)``: the annotations of tasks the project has already (added
+    one by one after the import, by task key, with the file line each came from), the annotators
+    whose accounts the import needs, and whether the files hold annotations of tasks already there
+    (then read again after the import, a chunk at a time: :func:`_annotations_of_existing`).
+    Annotations naming no task are refused here, before a project or a task is created; rows are
+    held only when an annotations file needs them (they were read with it), else streamed."""
     from judgelab.sync.importers.annotations import annotations_for_existing_tasks
     from judgelab.sync.importers.rows import annotator_emails
 
@@ -255,20 +268,38 @@ def _annotations_plan(checked, annotations, keys: dict, have: set[str], project_
     if annotations is not None:
         all_rows = [row for _, rows in checked for row in rows]
         later, where = annotations_for_existing_tasks(all_rows, annotations, keys, project_id)
-        return later, where, annotator_emails(row for row in all_rows if row.key not in have)
+        return later, where, annotator_emails(row for row in all_rows if row.key not in have), False
     if not any(rows.annotators for _, rows in checked):
-        return later, where, set()
+        return later, where, set(), False
     if not have:  # all for new tasks: their annotators were noted when the files were checked
-        return later, where, set().union(*(rows.annotators for _, rows in checked))
+        return later, where, set().union(*(rows.annotators for _, rows in checked)), False
     emails: set[str] = set()
+    streamed = False
     for _, rows in checked:
         for row in rows:
             if row.annotations and row.key in have:
-                later.setdefault(row.key, []).extend(row.annotations)
-                where.setdefault(row.key, row.where)
+                streamed = True
             elif row.annotations:
                 emails |= annotator_emails([row])
-    return later, where, emails
+    return later, where, emails, streamed
+
+
+def _annotations_of_existing(checked, have: set[str], size: int):
+    """The files' annotations of tasks the project had before the import, ``(key -> annotations,
+    key -> file line)`` for ``size`` tasks at a time (the rows read again, not held)."""
+    later: dict[str, list[dict]] = {}
+    where: dict[str, str] = {}
+    for _, rows in checked:
+        for row in rows:
+            if not (row.annotations and row.key in have):
+                continue
+            if row.key not in later and len(later) >= size:
+                yield later, where
+                later, where = {}, {}
+            later.setdefault(row.key, []).extend(row.annotations)
+            where.setdefault(row.key, row.where)
+    if later:
+        yield later, where
 
 
 def _import_files(client, project, checked, have: set[str], outcome, out: Output) -> list[dict]:

@@ -381,7 +381,12 @@ def _existing_annotations(client: Any, project_id: int, task_ids: list[int]) -> 
 
 
 def add_missing_annotations(
-    client: Any, project_id: int, annotations: Mapping[str, list[dict[str, Any]]], where: Mapping[str, str]
+    client: Any,
+    project_id: int,
+    annotations: Mapping[str, list[dict[str, Any]]],
+    where: Mapping[str, str],
+    *,
+    tasks: Mapping[str, int] | None = None,
 ) -> AnnotationOutcome:
     """Create, on tasks already in the project, the annotations their raters do not have there yet.
 
@@ -390,15 +395,18 @@ def add_missing_annotations(
     already has one with the same result on the task is "already there"; one whose rater has a
     different one is not added (nothing stored is replaced). A reference matching no task
     raises :class:`SyncError` before anything is created; rater accounts are created only for
-    annotations that are added.
+    annotations that are added. ``tasks``: the project's ``reference -> task id``
+    (:func:`task_refs`) when the caller has it (called once per chunk of a big import), else
+    listed here.
     """
     outcome = AnnotationOutcome()
     refs = [ref for ref, items in annotations.items() if items]
     if not refs:
         return outcome
-    from judgelab.sync.projects import task_keys
+    if tasks is None:
+        from judgelab.sync.projects import task_keys
 
-    tasks = task_refs(task_keys(client, project_id))
+        tasks = task_refs(task_keys(client, project_id))
     missing = [ref for ref in refs if ref not in tasks]
     if missing:
         raise SyncError(
