@@ -58,8 +58,9 @@ Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--size
 | report | 30,000 | 29.3 | 0.98 | - | - | 1117 |
 
 per-task time growth 30,000 / 10,000: import 1.02x, preannotate 0.97x, sync 0.93x,
-incremental 0.90x, report 0.69x. The 100,000 run (``--sizes 100000 --kill-check``) takes about 45
-minutes without the kill check and about an hour with it, from the figures at 30,000.
+incremental 0.90x, report 0.69x. The 100,000 run with the kill check (``--sizes 10000,100000
+--kill-check``, about 70 minutes here) and what it changed: docs/benchmarks.md, "100,000 tasks,
+each command killed and resumed".
 """
 
 from __future__ import annotations
