@@ -334,10 +334,11 @@ class Bench:
     def url(self) -> str:
         return self.settings.ls_url
 
-    def cli(self, *args: str, kill_when=None, backend: bool | int = False) -> Run:
+    def cli(self, *args: str, kill_when=None, backend_pid: int | None = None) -> Run:
         """``judgelab ARGS`` in a child process, its RSS sampled; with ``kill_when`` (a function
         polled every 0.1 s: true once the run has done the chosen share of its work, or a number of
-        seconds), killed (SIGKILL, the whole process group) then and run again to the end."""
+        seconds), killed (SIGKILL, the whole process group) then and run again to the end.
+        ``backend_pid``: a backend whose RSS is sampled too."""
         env = {
             **os.environ,
             "JUDGELAB_LS_URL": self.url,
@@ -351,7 +352,6 @@ class Bench:
             out_path, err_path = self.tmp / "cli.out", self.tmp / "cli.err"
             with out_path.open("w") as out, err_path.open("w") as err:  # files: a pipe left unread blocks it
                 proc = subprocess.Popen(cmd, cwd=self.tmp, env=env, stdout=out, stderr=err, start_new_session=True)
-            backend_pid = backend if not isinstance(backend, bool) else self.backend_pid if backend else None
             sampler = Sampler(proc.pid, backend_pid)
             if attempt == "killed":
                 due = kill_when
@@ -481,22 +481,8 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
 
     out = folder / "tables"
     if "preannotate" in stages:
-        backend = bench.settings.backend_url
-        # the connection (/setup) outside the timing: pre-annotation itself is measured
-        bench.cli("connect", "--project", str(project), "--backend-url", backend)
         # the baseline needs the predictions: judgelab runs first, its predictions go to LS's bulk import
-        run = bench.cli(
-            "preannotate",
-            "--project",
-            str(project),
-            "--push",
-            "--backend-url",
-            backend,
-            "--chunk-size",
-            str(CHUNK),
-            backend=True,
-            kill_when=bench.kill_at_share(lambda: bench.db.counts(project)["predictions"] / n),
-        )
+        run = pushed(bench, project, n, bench.settings.backend_url, bench.backend_pid)
         got = bench.db.counts(project)
         check("judgelab preannotate", got, {"predictions": n, "predicted_tasks": n, "versions": 1})
         predictions = bench.db.predictions_by_key(project)
@@ -566,6 +552,25 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         client.projects.delete(id=base)
 
 
+def pushed(bench: Bench, project: int, n: int, backend: str, backend_pid: int | None, before: int = 0) -> Run:
+    """``judgelab preannotate --push`` of the project's ``n`` tasks by the backend at ``backend``
+    (connected first, outside the timing: the pre-annotation itself is measured); under
+    ``--kill-check`` killed once a share of the ``n`` predictions past ``before`` is in."""
+    bench.cli("connect", "--project", str(project), "--backend-url", backend)
+    return bench.cli(
+        "preannotate",
+        "--project",
+        str(project),
+        "--push",
+        "--backend-url",
+        backend,
+        "--chunk-size",
+        str(CHUNK),
+        backend_pid=backend_pid,
+        kill_when=bench.kill_at_share(lambda: (bench.db.counts(project)["predictions"] - before) / n),
+    )
+
+
 def llm_stage(bench: Bench, project: int, n: int) -> None:
     """The project pre-annotated again by the backend in ``llm`` mode, against the simulated
     OpenAI-compatible server (a process of its own) answering every prompt after a fixed latency:
@@ -589,21 +594,8 @@ def llm_stage(bench: Bench, project: int, n: int) -> None:
                 "PYTHONPATH": str(ROOT / "scripts" / "editable"),
             },
         )
-        backend = settings.backend_url
-        bench.cli("connect", "--project", str(project), "--backend-url", backend)
         before = bench.db.counts(project)["predictions"]
-        run = bench.cli(
-            "preannotate",
-            "--project",
-            str(project),
-            "--push",
-            "--backend-url",
-            backend,
-            "--chunk-size",
-            str(CHUNK),
-            backend=int((home / "backend.pid").read_text()),
-            kill_when=bench.kill_at_share(lambda: (bench.db.counts(project)["predictions"] - before) / n),
-        )
+        run = pushed(bench, project, n, settings.backend_url, int((home / "backend.pid").read_text()), before)
         got = bench.db.counts(project)
         check("judgelab preannotate (LLM)", got, {"predictions": before + n, "versions": 2})
         bound = n * bench.llm_latency / concurrency

@@ -226,9 +226,10 @@ def preannotate_project(
     # listed without reading any task's data: the push reads each chunk's and leaves the blind arm
     # out there; the other routes read the data of the tasks listed, to leave it out before sending
     listed, total = tasks_missing_version(client, project_id, versions, read_blind=False)
-    report = PreannotateReport(project_id, versions[0], options.method, versions, tasks=total)
+    already = total - len(listed)
+    report = PreannotateReport(project_id, versions[0], options.method, versions, tasks=total, already=already)
     # one version: the tasks that have it are those the listing did not return
-    before = {versions[0]: total - len(listed)} if len(versions) == 1 else _counts(client, project_id, versions)
+    before = {versions[0]: already} if len(versions) == 1 else _counts(client, project_id, versions)
     if options.batch is not None:
         if backend is None:
             raise SyncError("the batch route needs the backend's URL as judgelab reaches it (--backend-url)")
@@ -245,7 +246,6 @@ def preannotate_project(
     if listed and report.method == "push":
         if backend is None:
             raise SyncError("--push needs the backend's URL as judgelab reaches it (--backend-url)")
-        report.already = total - len(listed)
         if on_plan:
             on_plan(len(listed))  # the blind arm's tasks among them count as done when their chunk is read
         budget = Budget(options.budget, spent) if options.budget is not None else None
@@ -272,11 +272,9 @@ def preannotate_project(
 
 
 def _without_blind(client: Any, project_id: int, listed: list[int], report: PreannotateReport) -> list[int]:
-    """``listed`` but the blind arm's tasks (their number goes to ``report``, with the tasks that
-    had a prediction already)."""
+    """``listed`` but the blind arm's tasks (their number goes to ``report``)."""
     blind = set(blind_among(client, project_id, listed))
     report.blind = len(blind)
-    report.already = report.tasks - len(listed)
     return [task_id for task_id in listed if task_id not in blind]
 
 
