@@ -487,7 +487,7 @@ def sync_project(
 
     predictions = PredictionReader(client, project_id, plan.with_predictions, plan.project_predictions)
     waited = 0.0
-    with closing(_exported_batches(client, project_id, plan, predictions)) as batches:
+    with closing(predictions), closing(_exported_batches(client, project_id, plan, predictions)) as batches:
         for batch, exported, wait in batches:
             waited += wait
             rows = _batch_rows(project_id, schema_name, schema, exported, users, settings, predictions)

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import base64
 import json
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import ijson
 
 from judgelab.sync.client import Connection, SyncError, body_summary, require_token
-from judgelab.sync.http_retry import retrying_client
+from judgelab.sync.http_retry import read_policy, retrying_client
 
 PROJECT_PAGE_SIZE = 100
+#: Bytes read at a time from an answer spooled to a file (:meth:`LabelStudioAPI.iter_json_list`).
+SPOOL_CHUNK_BYTES = 1 << 20
 #: What judgelab reads of a project in a listing. Asked for by ``include``: without it Label Studio
 #: counts every project's tasks, annotations and predictions for the listing, 3-4x the CPU of the
 #: request (a version that does not know ``include`` ignores it and sends every field).
@@ -58,6 +63,14 @@ class _Reads:
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError
 
+    def iter_json_list(self, path: str, params: dict[str, Any] | None = None) -> Iterator[Any]:
+        """The items of an answer that is a JSON list, one at a time. Here the answer is read
+        whole first; :class:`LabelStudioAPI` streams it."""
+        payload = self.get_json(path, params)
+        if not isinstance(payload, list):
+            raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {body_summary(payload)!r}")
+        yield from payload
+
     def projects(self) -> list[dict[str, Any]]:
         """Every project the token can see, all pages, with the fields judgelab reads
         (:data:`PROJECT_FIELDS`)."""
@@ -91,9 +104,12 @@ class LabelStudioAPI(_Reads):
         self._bearer = _jwt_type(token) is not None
         self._access: str | None = None
         self._http = retrying_client(timeout, base_url=self.url + "/")  # reads retried on 5xx and drops
+        # for answers streamed to a file: the retrying transport reads each body into memory first
+        self._stream_http = httpx.Client(timeout=timeout, base_url=self.url + "/", follow_redirects=True)
 
     def close(self) -> None:
         self._http.close()
+        self._stream_http.close()
 
     def _refresh(self) -> None:
         try:
@@ -116,9 +132,53 @@ class LabelStudioAPI(_Reads):
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
         """GET ``path`` (relative to the server) as JSON; a clear :class:`SyncError` otherwise."""
+        response = self._get(path, lambda: self._http.get(path, params=params, headers=self._headers()))
+        try:
+            return response.json()
+        except ValueError:
+            raise SyncError(f"Label Studio: GET {path} did not answer JSON: {body_summary(response.text)!r}") from None
+
+    def iter_json_list(self, path: str, params: dict[str, Any] | None = None) -> Iterator[Any]:
+        """The items of an answer that is a JSON list, one at a time, its body spooled to a
+        temporary file as it comes and parsed from there: a big answer (a project's predictions)
+        is never held in memory, neither as bytes nor as objects. Retried as reads are (a body
+        cut in the middle is asked for again)."""
+        with tempfile.TemporaryFile() as spool:
+
+            def download() -> httpx.Response:
+                spool.seek(0)
+                spool.truncate()
+                request = self._stream_http.build_request("GET", path, params=params, headers=self._headers())
+                response = self._stream_http.send(request, stream=True)
+                try:
+                    if response.status_code < 400:
+                        for chunk in response.iter_bytes(SPOOL_CHUNK_BYTES):
+                            spool.write(chunk)
+                    else:
+                        response.read()  # an error's text, for the message
+                finally:
+                    response.close()
+                return response
+
+            self._get(path, lambda: read_policy(f"GET {path}")(download))
+            spool.seek(0)
+            start = spool.read(SPOOL_CHUNK_BYTES).lstrip()[:1]
+            if start != b"[":  # another shape (an object, a page) would give no items, silently
+                spool.seek(0)
+                said = body_summary(spool.read(300).decode("utf-8", "replace"))
+                raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {said!r}")
+            spool.seek(0)
+            try:
+                yield from ijson.items(spool, "item", use_float=True)
+            except ijson.JSONError as exc:
+                raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {exc}") from None
+
+    def _get(self, path: str, send: Callable[[], httpx.Response]) -> httpx.Response:
+        """``send()`` a GET of ``path``, again once with a new access token when the one held
+        expired; its answer when it is not an error, else a clear :class:`SyncError`."""
         for attempt in (1, 2):
             try:
-                response = self._http.get(path, params=params, headers=self._headers())
+                response = send()
             except httpx.HTTPError as exc:  # connection refused, reset, timed out
                 raise Unreachable(f"Label Studio at {self.url}: GET {path} failed: {exc!r}", repr(exc)) from None
             if response.status_code == 401 and self._bearer and attempt == 1:
@@ -135,10 +195,7 @@ class LabelStudioAPI(_Reads):
                 + (" (after retries)" if response.status_code >= 500 else "")
                 + f": {body_summary(response.text, 300)}"
             )
-        try:
-            return response.json()
-        except ValueError:
-            raise SyncError(f"Label Studio: GET {path} did not answer JSON: {body_summary(response.text)!r}") from None
+        return response
 
 
 class _SdkAPI(_Reads):

@@ -5,6 +5,7 @@ counts and smallest/largest task ids, the quick export of chosen task ids, and p
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -137,14 +138,26 @@ class PredictionReader:
     batch, one Data Manager page of the batch's tasks with their predictions (selected by id;
     ``review=1``, so it never calls the ML backend). A prediction newer than what was read is
     asked for with its task alone.
+
+    The bulk read is streamed into a temporary SQLite database (on disk, gone when the reader is
+    closed) and each task's predictions are read back from it when its batch is written: the
+    memory it takes does not grow with the project (100,000 predictions held as objects took
+    several hundred MB).
     """
 
     def __init__(self, client: Any, project_id: int, tasks_needing: int, project_predictions: int) -> None:
         self.api, self.project_id = as_api(client), project_id
         self.bulk = tasks_needing > 0 and tasks_needing * PREDICTIONS_PER_LISTED_TASK > project_predictions
-        self._by_task: dict[int, list[dict[str, Any]]] | None = None
+        self._by_task: dict[int, list[dict[str, Any]]] | None = None  # the batch's (Data Manager reads)
+        self._stored: sqlite3.Connection | None = None  # the project's (the bulk read)
         self.requests = 0
         self.seconds = 0.0  # spent in these requests
+
+    def close(self) -> None:
+        """Drop the bulk read's temporary database."""
+        if self._stored is not None:
+            self._stored.close()
+            self._stored = None
 
     @contextmanager
     def _request(self) -> Iterator[None]:
@@ -158,15 +171,27 @@ class PredictionReader:
 
     def preload(self) -> None:
         """Read the project's predictions now (when the bulk read was chosen)."""
-        if self.bulk and self._by_task is None:
-            self._by_task = self._load_project()
+        if self.bulk and self._stored is None:
+            self._stored = self._load_project()
 
-    def _load_project(self) -> dict[int, list[dict[str, Any]]]:
-        by_task: dict[int, list[dict[str, Any]]] = {}
+    def _load_project(self) -> sqlite3.Connection:
+        # "": a private temporary database, on disk beyond SQLite's small page cache
+        stored = sqlite3.connect("", check_same_thread=False)  # filled by the preload's thread
+        stored.execute("CREATE TABLE prediction (task INTEGER NOT NULL, body TEXT NOT NULL)")
         with self._request():
-            for pred in self.api.get_json("api/predictions/", {"project": self.project_id}):
-                by_task.setdefault(int(pred["task"]), []).append(pred)
-        return by_task
+            predictions = self.api.iter_json_list("api/predictions/", {"project": self.project_id})
+            stored.executemany(
+                "INSERT INTO prediction VALUES (?, ?)", ((int(p["task"]), json.dumps(p)) for p in predictions)
+            )
+        stored.execute("CREATE INDEX prediction_task ON prediction (task)")
+        stored.commit()
+        return stored
+
+    def _stored_for(self, task_id: int) -> list[dict[str, Any]]:
+        if self._stored is None:
+            self._stored = self._load_project()
+        rows = self._stored.execute("SELECT body FROM prediction WHERE task = ? ORDER BY rowid", (task_id,))
+        return [json.loads(body) for (body,) in rows]
 
     def load_batch(self, task_ids: list[int]) -> None:
         """The predictions of these tasks, one Data Manager page (unless the bulk read is used)."""
@@ -186,9 +211,8 @@ class PredictionReader:
     def for_task(self, task_id: int, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
             return []
-        if self.bulk and self._by_task is None:
-            self._by_task = self._load_project()
-        found = {p["id"]: p for p in (self._by_task or {}).get(task_id, [])}
+        held = self._stored_for(task_id) if self.bulk else (self._by_task or {}).get(task_id, [])
+        found = {p["id"]: p for p in held}
         if set(ids) <= set(found):
             return [found[i] for i in ids]
         # a prediction newer than what was read: ask for this task only

@@ -17,8 +17,9 @@ from judgelab.sync.ls_api import LabelStudioAPI
 class Flaky:
     """Answers each path's first ``failures`` requests with 500 (or by closing the connection)."""
 
-    def __init__(self, failures: int, drop: bool = False, truncate: bool = False) -> None:
+    def __init__(self, failures: int, drop: bool = False, truncate: bool = False, payload: object = None) -> None:
         self.failures, self.drop, self.truncate = failures, drop, truncate
+        self.payload = payload if payload is not None else {"id": 1, "email": "a@b.c", "username": "a", "ok": True}
         self.seen: dict[str, int] = {}
         outer = self
 
@@ -44,9 +45,9 @@ class Flaky:
                         return
                     self._answer(500, {"detail": "export failed: database is locked"})
                     return
-                self._answer(200, {"id": 1, "email": "a@b.c", "username": "a", "ok": True})
+                self._answer(200, outer.payload)
 
-            def _answer(self, status: int, payload: dict) -> None:
+            def _answer(self, status: int, payload: object) -> None:
                 body = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -80,6 +81,36 @@ def test_the_syncs_reads_are_retried(how):
         api = LabelStudioAPI(server.url, "token")
         assert api.get_json("api/projects/1/export", {"ids[]": ["1"]})["ok"] is True
         assert server.seen["GET /api/projects/1/export"] == 3
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("how", ["500", "drop", "truncate"])
+def test_a_streamed_list_is_read_again_when_its_answer_fails(how):
+    """The project's predictions are streamed to a file and parsed from it: a body cut in the
+    middle is asked for again and read from its start, never half parsed."""
+    predictions = [{"id": i, "task": i // 2, "result": [{"value": {"rating": 3}}], "score": 0.5} for i in range(300)]
+    server = Flaky(failures=2, drop=how == "drop", truncate=how == "truncate", payload=predictions)
+    try:
+        api = LabelStudioAPI(server.url, "token")
+        assert list(api.iter_json_list("api/predictions/", {"project": 1})) == predictions
+        assert server.seen["GET /api/predictions/"] == 3
+    finally:
+        server.close()
+
+
+def test_a_streamed_answer_that_is_not_a_list_or_keeps_failing_is_a_clear_error():
+    server = Flaky(failures=0)
+    try:
+        with pytest.raises(SyncError, match="did not answer a JSON list"):
+            list(LabelStudioAPI(server.url, "token").iter_json_list("api/predictions/"))
+    finally:
+        server.close()
+    server = Flaky(failures=100)
+    try:
+        with pytest.raises(SyncError, match=r"answered HTTP 500 \(after retries\)"):
+            list(LabelStudioAPI(server.url, "token").iter_json_list("api/predictions/"))
+        assert server.seen["GET /api/predictions/"] == 5
     finally:
         server.close()
 

@@ -13,7 +13,7 @@ from judgelab.backend.llm.answers import extract_json, parse_rating, resolve_lab
 from judgelab.backend.llm.contracts import RawSpan
 from judgelab.backend.llm.prompting import PromptTemplate, find_template, short_hash
 from judgelab.backend.llm.tasks.api import Tally, align, checked, free_text, json_response_format, lookup, raw_spans
-from judgelab.configs.label_config import Control, parse_label_config
+from judgelab.configs.label_config import Control, parse_with_interface
 from judgelab.configs.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -50,12 +50,9 @@ class GenericTask:
     def __init__(self, schema: Schema | None, label_config_xml: str, variant: str | None = None):
         self.schema = schema
         self.name = schema.name if schema is not None else "custom"
-        self.config = parse_label_config(label_config_xml)
         # what the task needs of the SDK's parse is read here and the parse dropped: kept for a
         # config of many labels, it would take about 30 times the config's size
-        from label_studio_sdk.label_interface import LabelInterface  # slow to import: see label_config._parse
-
-        interface = LabelInterface(label_config_xml)
+        self.config, interface = parse_with_interface(label_config_xml)
         self.variant = variant or "main"
         # control (template) name -> alias -> value, for the aliases whose value differs
         self.choice_values: dict[str, dict[str, str]] = {}
