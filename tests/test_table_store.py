@@ -141,6 +141,22 @@ def test_parquet_types_are_fixed_whatever_the_chunk_holds(db, tmp_path):
     pd.testing.assert_frame_equal(stored.judgments, judgments)
 
 
+def test_long_texts_end_a_parquet_chunk_before_its_row_count(db, tmp_path):
+    """A chunk holds at most about ``max_chunk_bytes`` of text: tasks with long texts are written
+    in several row groups (memory bounded whatever the project's size) and read back the same."""
+    texts = {t: f"task {t} " + "an article that goes on " * 40 for t in range(1, 31)}  # ~1 kB each
+    with db:
+        table_store.insert_rows(db, merged(*(task_rows(1, t, 3, data={"article": texts[t]}) for t in texts)))
+    table_store.write_parquet(db, tmp_path, chunk_rows=1_000, max_chunk_bytes=10_000)
+    assert pq.read_metadata(tmp_path / "tasks.parquet").num_row_groups == 3  # 30 kB of text, 10 kB a group
+    assert pq.read_metadata(tmp_path / "judgments.parquet").num_row_groups == 1  # short rows: one group
+    tasks = pd.read_parquet(tmp_path / "tasks.parquet")
+    assert tasks.set_index("task_id")["article"].to_dict() == texts
+    frames = table_store.read_frames(db)
+    for name in table_store.TABLES:
+        pd.testing.assert_frame_equal(frames[name], pd.read_parquet(tmp_path / f"{name}.parquet"), obj=name)
+
+
 def test_empty_tables_still_have_their_columns(db, tmp_path):
     table_store.write_parquet(db, tmp_path)
     spans = pd.read_parquet(tmp_path / "spans.parquet")
