@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.sync.backend_client import BackendClient, BackendUnreachable
 from judgelab.sync.client import SyncError, api_error_message
+
+if TYPE_CHECKING:
+    from label_studio_sdk.base_client import LabelStudioBase
 
 log = logging.getLogger("judgelab.sync")
 OUR_PREFIX = "judgelab"  # the titles judgelab gives its ML backends (then their model version)
@@ -52,7 +54,7 @@ def _same_url(a: str | None, b: str | None) -> bool:
     return (a or "").rstrip("/") == (b or "").rstrip("/")
 
 
-def linked_backend(client: LabelStudio, project_id: int) -> Any | None:
+def linked_backend(client: LabelStudioBase, project_id: int) -> Any | None:
     """The ML backend judgelab connected to the project (the first one when there are several)."""
     backends = list(client.ml.list(project=project_id))
     ours = [ml for ml in backends if (ml.title or "").startswith(OUR_PREFIX)]
@@ -72,7 +74,7 @@ def _refused(project_id: int, url: str, exc: ApiError) -> SyncError:
 
 
 def connect_backend(
-    client: LabelStudio,
+    client: LabelStudioBase,
     project_id: int,
     url: str,
     auth: tuple[str, str] | None = None,
@@ -113,7 +115,7 @@ def connect_backend(
 
 
 def _attach(
-    client: LabelStudio, project_id: int, url: str, chosen: Any | None, timeout: float, extra: dict[str, Any]
+    client: LabelStudioBase, project_id: int, url: str, chosen: Any | None, timeout: float, extra: dict[str, Any]
 ) -> tuple[Any, bool]:
     """Update the ML backend ``chosen`` to ``url``, or create one there (titled as judgelab's);
     the ML backend Label Studio answers with, and whether it was created. Label Studio refusing
@@ -137,7 +139,7 @@ def _attach(
         raise _refused(project_id, url, exc) from None
 
 
-def _reported_version(client: LabelStudio, ml: Any, url: str) -> str:
+def _reported_version(client: LabelStudioBase, ml: Any, url: str) -> str:
     """The model version the backend reported to Label Studio (asked again when the answer lacks
     it); none is a :class:`SyncError` (not the judgelab backend, or its /setup failed)."""
     if not getattr(ml, "model_version", None):  # the answer carries what /setup reported; else ask again
@@ -296,7 +298,7 @@ def backend_usage(backend: BackendClient, project_id: int, after: int = 0) -> Ru
     )
 
 
-def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int] | None = None) -> None:
+def retrieve_predictions(client: LabelStudioBase, project_id: int, exclude: list[int] | None = None) -> None:
     """Label Studio's own "Retrieve predictions" action on every task of the project but ``exclude``
     (the blind arm's tasks: the backend would answer them without a prediction anyway)."""
     try:
@@ -309,14 +311,14 @@ def retrieve_predictions(client: LabelStudio, project_id: int, exclude: list[int
         raise SyncError(f"retrieve predictions failed for project {project_id}: {api_error_message(exc)}") from None
 
 
-def prediction_counts(client: LabelStudio, project_id: int, model_version: str) -> tuple[int, int]:
+def prediction_counts(client: LabelStudioBase, project_id: int, model_version: str) -> tuple[int, int]:
     """(tasks, tasks with a prediction of ``model_version``)."""
     tasks, counts = prediction_counts_by_version(client, project_id, [model_version])
     return tasks, counts[model_version]
 
 
 def prediction_counts_by_version(
-    client: LabelStudio, project_id: int, model_versions: list[str]
+    client: LabelStudioBase, project_id: int, model_versions: list[str]
 ) -> tuple[int, dict[str, int]]:
     """(tasks, per version the number of tasks with a prediction of it): one filtered listing each."""
     from judgelab.sync.prediction_status import missing_version

@@ -26,7 +26,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from judgelab.configs.arms import is_blind
@@ -37,6 +36,8 @@ from judgelab.sync.ls_api import as_api
 from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
 
 if TYPE_CHECKING:  # preannotate calls this module: only its options' type is named here
+    from label_studio_sdk.base_client import LabelStudioBase
+
     from judgelab.sync.preannotate import PreannotateOptions
 
 log = logging.getLogger("judgelab.sync")
@@ -91,7 +92,7 @@ def _as_versions(model_version: str | list[str]) -> list[str]:
 
 
 def tasks_missing_version(
-    client: LabelStudio,
+    client: LabelStudioBase,
     project_id: int,
     version: str | list[str],
     blind: list[int] | None = None,
@@ -148,7 +149,7 @@ def task_data(client: Any, project_id: int, ids: list[int]) -> dict[int, dict[st
 
 
 def push_predictions(
-    client: LabelStudio,
+    client: LabelStudioBase,
     project_id: int,
     backend: BackendClient | str,
     model_version: str | list[str],
@@ -234,7 +235,7 @@ def push_predictions(
 
 
 def _push_round(
-    client: LabelStudio,
+    client: LabelStudioBase,
     project_id: int,
     versions: list[str],
     queue: list[int],
@@ -335,7 +336,7 @@ def predict_body(
 
 
 def _not_yet_predicted(
-    client: LabelStudio, project_id: int, versions: str | list[str], predictions: list[dict[str, Any]]
+    client: LabelStudioBase, project_id: int, versions: str | list[str], predictions: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Drop predictions of another version than ``versions``, and those for tasks that got one of
     their version meanwhile (another run, Label Studio)."""

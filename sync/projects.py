@@ -17,7 +17,7 @@ from judgelab.sync.client import SyncError, api_error_message
 from judgelab.sync.importers import KEY_FIELD, TaskRow
 
 if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
-    from label_studio_sdk import LabelStudio
+    from label_studio_sdk.base_client import LabelStudioBase
 
 log = logging.getLogger("judgelab.sync")
 IMPORT_BATCH = 500
@@ -198,7 +198,7 @@ def is_schema_default(project: Mapping[str, Any], schema: Schema) -> bool:
 
 
 def find_project(
-    client: LabelStudio, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
+    client: LabelStudioBase, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
 ) -> dict[str, Any] | None:
     """The project (as Label Studio lists it) of ``schema`` called ``title`` (default: the schema's title).
 
@@ -222,7 +222,7 @@ MAX_TITLE = 50  # Label Studio refuses longer project titles
 
 
 def ensure_project(
-    client: LabelStudio, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
+    client: LabelStudioBase, schema: Schema, title: str | None = None, projects: list[dict[str, Any]] | None = None
 ) -> EnsuredProject:
     """The project for ``schema`` (created from its config if absent; never duplicated).
     ``projects``: Label Studio's listing, when the caller has it."""
@@ -253,7 +253,7 @@ def ensure_project(
     return EnsuredProject(project.id, project.title, schema.name, created=True)
 
 
-def refresh_instructions(client: LabelStudio, project_id: int, schema: Schema) -> bool:
+def refresh_instructions(client: LabelStudioBase, project_id: int, schema: Schema) -> bool:
     """Give a project the HTML form of its schema's instructions when it still has the ``<pre>``
     text an earlier judgelab wrote (a pop-up of one monospace line cut at the right edge).
     Instructions an admin edited are left as they are. Whether they were replaced."""
@@ -327,7 +327,7 @@ def import_batches(rows: Iterable[TaskRow], have: set[str]) -> Iterator[tuple[li
 
 
 def import_rows(
-    client: LabelStudio,
+    client: LabelStudioBase,
     project_id: int,
     rows: Iterable[TaskRow],
     *,
@@ -382,7 +382,7 @@ def import_rows(
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
 
 
-def _import_batch(client: LabelStudio, project_id: int, batch: list[dict[str, Any]], what: str) -> list[int]:
+def _import_batch(client: LabelStudioBase, project_id: int, batch: list[dict[str, Any]], what: str) -> list[int]:
     """Import one batch, riding out a busy Label Studio (:func:`~sync.http_retry.repeat_write`):
     after a failure the project's keys are listed again and only the tasks that did not land are
     sent again. The new tasks' ids (those of a batch whose answer was lost are not known)."""

@@ -317,6 +317,17 @@ def _wait_started_elsewhere(settings) -> None:
         time.sleep(1)
 
 
+def sdk_client(url: str, token: str):
+    """The SDK's ``LabelStudio`` client, as a team's notebook holds it (judgelab's commands use the
+    SDK's base client, without the extensions' imports), with reads retried as judgelab retries
+    them: a busy SQLite Label Studio answers 500 now and then on a loaded machine."""
+    from label_studio_sdk import LabelStudio
+
+    from judgelab.sync.http_retry import retrying_client
+
+    return LabelStudio(base_url=url, api_key=token, timeout=60, max_retries=0, httpx_client=retrying_client(60))
+
+
 def _run_stack(spawned, stop: bool = True):
     """Wait for the Label Studio of ``spawned``, start the backend; yield the LiveStack; stop both
     (unless ``stop`` is False: the xdist controller stops the shared PostgreSQL stack)."""
@@ -330,7 +341,8 @@ def _run_stack(spawned, stop: bool = True):
         else:
             _wait_started_elsewhere(settings)
         start_backend(settings)
-        client = connect(Connection(url=settings.ls_url, token=creds.token))
+        connect(Connection(url=settings.ls_url, token=creds.token))  # the checks judgelab's commands make
+        client = sdk_client(settings.ls_url, creds.token)
         for project in client.projects.list(include="id"):  # a kept state folder starts empty too
             client.projects.delete(id=project.id)
         yield LiveStack(settings=settings, creds=creds, client=client)
