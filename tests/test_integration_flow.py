@@ -294,7 +294,9 @@ def test_personal_access_token_works_and_a_wrong_token_is_refused(study):
     pat = client.tokens.create().token
     assert pat.count(".") == 2, "a personal access token is a JWT"
     with_pat = connect(Connection(url=stack.url, token=pat))
-    assert {p.id for p in with_pat.projects.list()} == {p.id for p in client.projects.list()}
+    assert with_pat.users.whoami().id == client.users.whoami().id
+    projects = {p.id: p.title for p in client.projects.list()}
+    assert projects and {i: with_pat.projects.get(id=i).title for i in projects} == projects
     with pytest.raises(SyncError, match="refused the token"):
         connect(Connection(url=stack.url, token="not-a-token"))
 
