@@ -145,7 +145,11 @@ def main() -> None:
     creds = load_credentials(home)
     print(f"Label Studio in {home} (first start migrates the database) ...", flush=True)
     start_label_studio(settings, creds)
-    client = connect(Connection(url=settings.ls_url, token=creds.token), timeout=300)
+    connect(Connection(url=settings.ls_url, token=creds.token), timeout=300)  # judgelab's checks of the token
+    # the SDK's LabelStudio, whose listings run to their end (judgelab's own client lists nothing)
+    from label_studio_sdk import LabelStudio
+
+    client = LabelStudio(base_url=settings.ls_url, api_key=creds.token, timeout=300, max_retries=0)
     for project in client.projects.list():
         client.projects.delete(id=project.id)
     rows = rows_from_records(
