@@ -57,6 +57,10 @@ def _jwt_type(token: str) -> str | None:
     return payload.get("token_type") if isinstance(payload, dict) else None
 
 
+def _not_a_list(path: str, said: str) -> SyncError:
+    return SyncError(f"Label Studio: GET {path} did not answer a JSON list: {said}")
+
+
 class _Reads:
     """Reads built on :meth:`get_json` (shared by both clients)."""
 
@@ -68,7 +72,7 @@ class _Reads:
         whole first; :class:`LabelStudioAPI` streams it."""
         payload = self.get_json(path, params)
         if not isinstance(payload, list):
-            raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {body_summary(payload)!r}")
+            raise _not_a_list(path, repr(body_summary(payload)))
         yield from payload
 
     def projects(self) -> list[dict[str, Any]]:
@@ -162,16 +166,14 @@ class LabelStudioAPI(_Reads):
 
             self._get(path, lambda: read_policy(f"GET {path}")(download))
             spool.seek(0)
-            start = spool.read(SPOOL_CHUNK_BYTES).lstrip()[:1]
-            if start != b"[":  # another shape (an object, a page) would give no items, silently
-                spool.seek(0)
-                said = body_summary(spool.read(300).decode("utf-8", "replace"))
-                raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {said!r}")
+            head = spool.read(SPOOL_CHUNK_BYTES)
             spool.seek(0)
+            if head.lstrip()[:1] != b"[":  # another shape (an object, a page) would give no items, silently
+                raise _not_a_list(path, repr(body_summary(head[:300].decode("utf-8", "replace"))))
             try:
                 yield from ijson.items(spool, "item", use_float=True)
             except ijson.JSONError as exc:
-                raise SyncError(f"Label Studio: GET {path} did not answer a JSON list: {exc}") from None
+                raise _not_a_list(path, str(exc)) from None
 
     def _get(self, path: str, send: Callable[[], httpx.Response]) -> httpx.Response:
         """``send()`` a GET of ``path``, again once with a new access token when the one held

@@ -188,8 +188,7 @@ class PredictionReader:
         return stored
 
     def _stored_for(self, task_id: int) -> list[dict[str, Any]]:
-        if self._stored is None:
-            self._stored = self._load_project()
+        self.preload()
         rows = self._stored.execute("SELECT body FROM prediction WHERE task = ? ORDER BY rowid", (task_id,))
         return [json.loads(body) for (body,) in rows]
 

@@ -357,11 +357,13 @@ def _arrow_schema(cols: list[tuple[str, str]]):
 
 
 def write_parquet(
-    db: sqlite3.Connection, out_dir: Path, chunk_rows: int = PARQUET_CHUNK_ROWS, max_chunk_bytes: int | None = None
+    db: sqlite3.Connection,
+    out_dir: Path,
+    chunk_rows: int = PARQUET_CHUNK_ROWS,
+    max_chunk_bytes: int = PARQUET_CHUNK_BYTES,
 ) -> list[Path]:
     """Each table as ``<out_dir>/<table>.parquet``, written chunk by chunk (a row group each: at
-    most ``chunk_rows`` rows and about ``max_chunk_bytes`` of text, :data:`PARQUET_CHUNK_BYTES` by
-    default) and swapped in whole."""
+    most ``chunk_rows`` rows and about ``max_chunk_bytes`` of text) and swapped in whole."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -374,7 +376,7 @@ def write_parquet(
         try:
             with pq.ParquetWriter(tmp, schema) as writer:
                 wrote = False
-                for rows in _chunks(cursor, chunk_rows, max_chunk_bytes or PARQUET_CHUNK_BYTES):
+                for rows in _chunks(cursor, chunk_rows, max_chunk_bytes):
                     arrays = [
                         pa.array([bool(v) if v is not None else None for v in values], pa.bool_())
                         if kind in ("bool", "Bool")

@@ -68,71 +68,60 @@ class Flaky:
         self.server.shutdown()
         self.server.server_close()
 
+    def __enter__(self) -> Flaky:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch):
     monkeypatch.setenv("JUDGELAB_HTTP_RETRY_PAUSE", "0.01")
 
 
+#: The two ways the sync reads: an answer parsed whole, and a list streamed through a file (the
+#: project's predictions), each a (path, read) pair.
+READS = {
+    "json": ("api/projects/1/export", lambda api, path: api.get_json(path, {"ids[]": ["1"]})),
+    "streamed list": ("api/predictions/", lambda api, path: list(api.iter_json_list(path, {"project": 1}))),
+}
+PREDICTIONS = [{"id": i, "task": i // 2, "result": [{"value": {"rating": 3}}], "score": 0.5} for i in range(300)]
+
+
+@pytest.mark.parametrize("read", READS)
 @pytest.mark.parametrize("how", ["500", "drop", "truncate"])
-def test_the_syncs_reads_are_retried(how):
-    server = Flaky(failures=2, drop=how == "drop", truncate=how == "truncate")
-    try:
-        api = LabelStudioAPI(server.url, "token")
-        assert api.get_json("api/projects/1/export", {"ids[]": ["1"]})["ok"] is True
-        assert server.seen["GET /api/projects/1/export"] == 3
-    finally:
-        server.close()
+def test_the_syncs_reads_are_retried(how, read):
+    """A streamed list is spooled to a file and parsed from there: a body cut in the middle is
+    asked for again and read from its start, never half parsed."""
+    path, reader = READS[read]
+    payload = PREDICTIONS if read == "streamed list" else None
+    with Flaky(failures=2, drop=how == "drop", truncate=how == "truncate", payload=payload) as server:
+        got = reader(LabelStudioAPI(server.url, "token"), path)
+        assert (got == PREDICTIONS) if read == "streamed list" else (got["ok"] is True)
+        assert server.seen[f"GET /{path}"] == 3
 
 
-@pytest.mark.parametrize("how", ["500", "drop", "truncate"])
-def test_a_streamed_list_is_read_again_when_its_answer_fails(how):
-    """The project's predictions are streamed to a file and parsed from it: a body cut in the
-    middle is asked for again and read from its start, never half parsed."""
-    predictions = [{"id": i, "task": i // 2, "result": [{"value": {"rating": 3}}], "score": 0.5} for i in range(300)]
-    server = Flaky(failures=2, drop=how == "drop", truncate=how == "truncate", payload=predictions)
-    try:
-        api = LabelStudioAPI(server.url, "token")
-        assert list(api.iter_json_list("api/predictions/", {"project": 1})) == predictions
-        assert server.seen["GET /api/predictions/"] == 3
-    finally:
-        server.close()
-
-
-def test_a_streamed_answer_that_is_not_a_list_or_keeps_failing_is_a_clear_error():
-    server = Flaky(failures=0)
-    try:
-        with pytest.raises(SyncError, match="did not answer a JSON list"):
-            list(LabelStudioAPI(server.url, "token").iter_json_list("api/predictions/"))
-    finally:
-        server.close()
-    server = Flaky(failures=100)
-    try:
+@pytest.mark.parametrize("read", READS)
+def test_a_read_failing_every_time_is_a_clear_error(read):
+    path, reader = READS[read]
+    with Flaky(failures=100) as server:
         with pytest.raises(SyncError, match=r"answered HTTP 500 \(after retries\)"):
-            list(LabelStudioAPI(server.url, "token").iter_json_list("api/predictions/"))
-        assert server.seen["GET /api/predictions/"] == 5
-    finally:
-        server.close()
+            reader(LabelStudioAPI(server.url, "token"), path)
+        assert server.seen[f"GET /{path}"] == 5
 
 
-def test_a_read_failing_every_time_is_a_clear_error():
-    server = Flaky(failures=100)
-    try:
-        with pytest.raises(SyncError, match=r"answered HTTP 500 \(after retries\)"):
-            LabelStudioAPI(server.url, "token").get_json("api/tasks/")
-        assert server.seen["GET /api/tasks/"] == 5
-    finally:
-        server.close()
+def test_a_streamed_answer_that_is_not_a_list_is_a_clear_error():
+    """An object where a list was asked for would give no items at all: an error, not an empty list."""
+    with Flaky(failures=0) as server, pytest.raises(SyncError, match="did not answer a JSON list"):
+        list(LabelStudioAPI(server.url, "token").iter_json_list("api/predictions/"))
 
 
 def test_the_sdk_client_retries_reads_and_never_repeats_a_write():
-    server = Flaky(failures=1)
-    try:
+    with Flaky(failures=1) as server:
         client = connect(Connection(url=server.url, token="token"))  # whoami: a read, failed once
         assert server.seen["GET /api/current-user/whoami"] == 2
         with pytest.raises(Exception) as info:
             client.projects.import_predictions(id=3, request=[])
         assert "500" in str(info.value)
         assert server.seen["POST /api/projects/3/import/predictions"] == 1  # the SDK alone sends it 3 times
-    finally:
-        server.close()
