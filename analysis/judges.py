@@ -244,7 +244,11 @@ def answer_groups(
     long = pd.concat([_item_rows(rows_j, meta, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
     if long.empty:
         return []
-    anchors = _anchors(pd.concat([rows_j, rows_s], ignore_index=True), sources)
+    wanted = ["task_id", "rater", "source", "parent_prediction"]  # what _anchors reads: not a copy of every column
+    anchors = _anchors(
+        pd.concat([frame[[c for c in wanted if c in frame.columns]] for frame in (rows_j, rows_s)], ignore_index=True),
+        sources,
+    )
     out = []
     for (group, kind), rows in long.groupby(["group", "kind"], sort=False):
         raters = rows["rater"].astype(str)

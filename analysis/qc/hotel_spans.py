@@ -19,7 +19,8 @@ The tidy tables of the ``hotel_spans`` schema: ``spans`` with labels ``Not Check
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from itertools import compress
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,14 +93,17 @@ def annotation_table(
         )
     table = ids.set_index(KEYS)
     _add_span_counts(table, span_rows)
-    box = judgment_rows[(judgment_rows["item"] == no_errors_item) & judgment_rows["value"].map(_box_ticked)]
+    box = judgment_rows[judgment_rows["item"] == no_errors_item]
+    box = box[box["value"].map(_box_ticked).astype(bool)]
     table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
     impressions = judgment_rows[judgment_rows["item"] == impression_item]
     impressions = impressions.assign(_score=pd.to_numeric(impressions["value"], errors="coerce"))
     table[IMPRESSION_ITEM] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
-    times = judgment_rows.groupby(KEYS).agg(
-        lead_time=("lead_time", lambda s: pd.to_numeric(s, errors="coerce").max()),
-        created_at=("created_at", "first"),
+    times = (
+        judgment_rows[[*KEYS, "created_at"]]
+        .assign(lead_time=pd.to_numeric(judgment_rows["lead_time"], errors="coerce"))
+        .groupby(KEYS)
+        .agg(lead_time=("lead_time", "max"), created_at=("created_at", "first"))
     )
     table["lead_time"] = times["lead_time"].reindex(table.index)
     table["created_at"] = times["created_at"].reindex(table.index)
@@ -138,9 +142,8 @@ def _add_span_counts(table: pd.DataFrame, span_rows: pd.DataFrame) -> None:
     for label in sorted(per_label.columns, key=natural_key):
         table[f"n_{label}"] = per_label[label].reindex(table.index).fillna(0).astype(int)
     used = [c for c in table.columns if c.startswith("n_") and c != "n_spans"]
-    table["labels"] = (
-        ["; ".join(c[2:] for c in used if row[c] > 0) for _, row in table[used].iterrows()] if used else ""
-    )
+    names = [c[2:] for c in used]
+    table["labels"] = ["; ".join(compress(names, row)) for row in (table[used].to_numpy() > 0)] if used else ""
 
 
 def _box_ticked(value: object) -> bool:
@@ -155,7 +158,7 @@ def _task_meta(tasks: pd.DataFrame | None, columns: Sequence[str]) -> pd.DataFra
     return tasks[["project", "task_id", *columns]].drop_duplicates(subset=["project", "task_id"])
 
 
-def reference_span(task: pd.Series) -> tuple[int, int] | None:
+def reference_span(task: Mapping[str, Any] | pd.Series) -> tuple[int, int] | None:
     """The task's reference error as ``(start, end)`` in its summary, if it has one:
     ``reference_start``/``reference_end``, else ``reference_text`` found in ``summary``."""
     start, end = task.get("reference_start"), task.get("reference_end")
@@ -179,6 +182,25 @@ def _found_error(annotation_spans: pd.DataFrame, reference: tuple[int, int] | No
     starts = pd.to_numeric(rows["start"], errors="coerce")
     ends = pd.to_numeric(rows["end"], errors="coerce")
     return bool(((starts < end) & (ends > start)).any())
+
+
+def _incorrect_spans_found(
+    annotations: pd.DataFrame, spans: pd.DataFrame | None, label: str | None
+) -> tuple[set[int], set[int]]:
+    """For the check annotations (rows of ``annotations``, with the task's ``_reference_start``
+    and ``_reference_end``): the rows with a ``label`` span (any span when ``label`` is empty) that
+    overlaps the task's reference span, and the rows with such a span anywhere."""
+    span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
+    if label:
+        span_rows = span_rows[span_rows["label"] == label]
+    if span_rows.empty or annotations.empty:
+        return set(), set()
+    keyed = annotations[[*KEYS, "_reference_start", "_reference_end"]].assign(_row=np.arange(len(annotations)))
+    hits = span_rows[[*KEYS, "start", "end"]].dropna(subset=KEYS).merge(keyed, on=KEYS)
+    starts = pd.to_numeric(hits["start"], errors="coerce")
+    ends = pd.to_numeric(hits["end"], errors="coerce")
+    overlaps = (starts < hits["_reference_end"]) & (ends > hits["_reference_start"])
+    return set(hits.loc[overlaps, "_row"].tolist()), set(hits["_row"].tolist())
 
 
 @dataclass(frozen=True)
@@ -210,20 +232,24 @@ def attention_checks(
     """
     meta = _task_meta(tasks, [check_column, "reference_start", "reference_end", "reference_text", "summary"])
     meta = meta[meta[check_column].isin([ERROR_FREE, OBVIOUS_INCORRECT])]
+    references = [reference_span(task) for task in meta.to_dict("records")]
+    meta = meta.assign(
+        _has_reference=[reference is not None for reference in references],
+        _reference_start=[reference[0] if reference else np.nan for reference in references],
+        _reference_end=[reference[1] if reference else np.nan for reference in references],
+    )
     annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
-    span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
-    by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
+    found_on_reference, found_any = _incorrect_spans_found(annotations, spans, incorrect_label)
+    has_reference = annotations["_has_reference"].tolist()
+    n_spans, boxes = annotations["n_spans"].tolist(), annotations["no_errors_box"].tolist()
     passed, reasons = [], []
-    for row in annotations.itertuples(index=False):
-        row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
-        check = getattr(row, check_column)
+    for row, check in enumerate(annotations[check_column].tolist()):
         if check == ERROR_FREE:
-            ok = row.n_spans == 0 and bool(row.no_errors_box)
-            why = "" if ok else ("marked spans" if row.n_spans else "no-errors box not ticked")
+            ok = n_spans[row] == 0 and bool(boxes[row])
+            why = "" if ok else ("marked spans" if n_spans[row] else "no-errors box not ticked")
         else:
-            reference = reference_span(pd.Series(row._asdict()))
-            ok = _found_error(row_spans, reference, incorrect_label)
-            why = "" if ok else f"no {incorrect_label} span" + (" on the reference error" if reference else "")
+            ok = row in (found_on_reference if has_reference[row] else found_any)
+            why = "" if ok else f"no {incorrect_label} span" + (" on the reference error" if has_reference[row] else "")
         passed.append(ok)
         reasons.append(why)
     per_annotation = annotations[[*KEYS, "annotator", check_column, "n_spans", "no_errors_box"]].assign(
@@ -282,6 +308,7 @@ def qualification_scores(
     meta = _qualification_examples(tasks, task_ids, qualification_column, check_column)
     annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
     span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
+    span_rows = span_rows[span_rows["annotation_id"].isin(annotations["annotation_id"])]  # the examples' only
     by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
     records = []
     for row in annotations.itertuples(index=False):

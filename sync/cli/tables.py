@@ -324,6 +324,7 @@ def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
     with a warning: its rows from both would count every annotation twice."""
     import pandas as pd
 
+    from judgelab.analysis.report import normalised_table
     from judgelab.sync.export import read_cuts, read_tables
     from judgelab.sync.usage import read_usage
 
@@ -352,6 +353,11 @@ def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
     combined = {
         name: pd.concat([part[name] for part in parts], ignore_index=True) for name in ("tasks", "judgments", "spans")
     }
+    # the report's form of each table (text as shared Python strings) replaces the one read, one
+    # table at a time: the two forms of every table at once were a third of the report's memory
+    del parts, tables
+    for name in TIDY_TABLES:
+        combined[name] = normalised_table(name, combined[name])
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
     if usage:
