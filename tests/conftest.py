@@ -75,6 +75,9 @@ class _Boot:
 
 
 _BOOTS: dict[str, _Boot] = {}
+# Label Studio state folders this process made in the temporary directory: removed at the end of a
+# session whose tests all passed (kept when one failed: its logs say what Label Studio saw)
+_MADE_HOMES: list[Path] = []
 STACKS = ("live_stack", "live_stack_postgres")
 _MODULES_USING: dict[str, set[str]] = {}  # fixture name -> test files that use it
 
@@ -146,15 +149,21 @@ def _template(shared: Path) -> Path:
     return template
 
 
+def _made_home(prefix: str) -> Path:
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    _MADE_HOMES.append(home)
+    return home
+
+
 def _sqlite_stack():
     from judgelab.sync.local_stack import StackSettings
 
     kept = os.environ.get("JUDGELAB_TEST_HOME")
     shared = _shared()
     if shared is None:
-        home = Path(kept or tempfile.mkdtemp(prefix="judgelab-stack-"))
+        home = Path(kept) if kept else _made_home("judgelab-stack-")
     else:  # one Label Studio per worker, from a copy of a migrated folder
-        home = Path(f"{kept}-{_WORKER}") if kept else Path(tempfile.mkdtemp(prefix=f"judgelab-stack-{_WORKER}-"))
+        home = Path(f"{kept}-{_WORKER}") if kept else _made_home(f"judgelab-stack-{_WORKER}-")
         if not _migrated(home):
             _copy_home(_template(shared), home)
     return _spawn_stack(StackSettings(home=home, ls_port=free_port(), backend_port=free_port()))
@@ -184,6 +193,7 @@ def _postgres_stack():
                 server.stop()
                 raise
             settings = started[0]
+            _MADE_HOMES.remove(settings.home)  # the controller stops this stack and removes its folder
             described = {
                 "root": str(server.root),
                 "bindir": str(server.bindir),
@@ -203,7 +213,7 @@ def _new_postgres_stack(server):
     from judgelab.sync.local_stack import StackSettings
 
     database = server.create_database("labelstudio")
-    home = Path(tempfile.mkdtemp(prefix="judgelab-stack-postgres-"))
+    home = _made_home("judgelab-stack-postgres-")
     settings = StackSettings(home=home, ls_port=free_port(), backend_port=free_port(), database=database)
     return _spawn_stack(settings)
 
@@ -222,8 +232,9 @@ def _shared_postgres_stack(described: dict):
     return settings, load_credentials(home), None
 
 
-def _stop_shared_postgres(shared: Path) -> None:
-    """The controller, at the end: stop the PostgreSQL Label Studio a worker started, and its server."""
+def _stop_shared_postgres(shared: Path, remove_home: bool) -> None:
+    """The controller, at the end: stop the PostgreSQL Label Studio a worker started, and its server
+    (and remove its state folder when ``remove_home``)."""
     import subprocess
 
     from judgelab.sync.local_stack import stop_stack
@@ -243,6 +254,8 @@ def _stop_shared_postgres(shared: Path) -> None:
         as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
     subprocess.run(pg_ctl, cwd=server_dir, capture_output=True, timeout=90, **as_user)
     shutil.rmtree(server_dir, ignore_errors=True)
+    if remove_home:
+        shutil.rmtree(described["home"], ignore_errors=True)
 
 
 # Test files that take 20 s or more, longest first (measured one after another on 2 cores). Under
@@ -401,12 +414,14 @@ def live_stack_postgres(_postgres_boot):
 
 def pytest_sessionfinish(session):
     """Stop what was started early for tests that were then not run (deselected, -x); the xdist
-    controller stops the PostgreSQL stack its workers shared and removes the run's folder."""
+    controller stops the PostgreSQL stack its workers shared and removes the run's folder. The
+    Label Studio state folders made in the temporary directory go too, unless a test failed."""
     from judgelab.sync.local_stack import stop_stack
 
+    passed = session.testsfailed == 0
     if _WORKER is None and os.environ.get(SHARED_ENV):
         shared = Path(os.environ[SHARED_ENV])
-        _stop_shared_postgres(shared)
+        _stop_shared_postgres(shared, remove_home=passed)
         shutil.rmtree(shared, ignore_errors=True)
     for name, boot in list(_BOOTS.items()):
         started = boot.result()
@@ -418,6 +433,9 @@ def pytest_sessionfinish(session):
         elif name == "sqlite":
             stop_stack(started[0].home)
         _BOOTS.pop(name, None)
+    if passed:
+        for home in _MADE_HOMES:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
