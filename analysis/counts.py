@@ -133,7 +133,8 @@ def counts_by_source(judgments: pd.DataFrame, spans: pd.DataFrame | None = None)
     judgment_rows = _with_defaults(judgments)
     judgment_rows = judgment_rows[~cancelled_mask(judgment_rows)]
     span_rows = _with_defaults(spans)
-    kept = pd.concat([judgment_rows, span_rows], ignore_index=True)
+    counted = ["project", "source", "task_id", "annotation_id"]  # not every column of both tables
+    kept = pd.concat([judgment_rows[counted], span_rows[counted]], ignore_index=True)
     if kept.empty:
         return pd.DataFrame(columns=SOURCE_COUNT_COLUMNS)
     keys = ["project", "source"]

@@ -133,8 +133,8 @@ def human_annotations(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFr
         if frame.empty or "annotation_id" not in frame.columns:
             continue
         source = frame["source"].fillna(HUMAN_SOURCE) if "source" in frame.columns else HUMAN_SOURCE
-        rows = frame[(source == HUMAN_SOURCE) & ~frame["annotation_id"].isin(cancelled)]
-        parts.append(rows.reindex(columns=columns))
+        kept = (source == HUMAN_SOURCE) & ~frame["annotation_id"].isin(cancelled)
+        parts.append(frame.reindex(columns=columns)[kept])  # the four columns' rows, not every column's
     if not parts:
         return pd.DataFrame(columns=columns)
     return pd.concat(parts, ignore_index=True).drop_duplicates(["project", "task_id", "annotation_id"])

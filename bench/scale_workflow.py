@@ -13,7 +13,8 @@ process (its Python start included) and its Label Studio baseline:
 - **preannotate**: ``judgelab preannotate --push`` (the backend predicts, judgelab imports each
   chunk's predictions) | the same predictions, precomputed, POSTed to
   ``/api/projects/{id}/import/predictions`` in chunks of the same size (the bare bulk import:
-  the backend's own work is not in it);
+  the backend's own work is not in it; the note gives that work alone, the same chunks sent to
+  the backend's ``/predict`` one after another);
 - **sync**: ``judgelab sync --full`` | the JSON export (``/export?download_all_tasks=true``),
   streamed to a file; the mean of one export before and one after the sync;
 - **incremental**: 1% of the tasks changed (a third annotations updated, added, deleted), then
@@ -503,7 +504,8 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         ls_push = bench.ls_push[n] = time.perf_counter() - t0
         del bodies
         check("LS prediction import", bench.db.counts(base), {"predictions": n, "predicted_tasks": n})
-        bench.record("preannotate", n, run, ls_push, "(backend predicting included)")
+        alone = backend_alone(bench, client, project, n)
+        bench.record("preannotate", n, run, ls_push, f"(backend predicting included; the backend alone: {alone:.1f} s)")
 
     if "sync" in stages:
         before = bench.export(project)
@@ -550,6 +552,26 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         llm_stage(bench, project, n)
     if not bench.kill_check:
         client.projects.delete(id=base)
+
+
+def backend_alone(bench: Bench, client, project: int, n: int) -> float:
+    """Seconds the backend takes to predict the project's ``n`` tasks, sent to its ``/predict`` in
+    chunks of the push's size one after another, as ``preannotate --push`` sends them (their data
+    read from Label Studio beforehand, outside the timing): the part of the pre-annotation that is
+    the annotator's own work, which Label Studio's bulk import of finished predictions has not."""
+    from judgelab.sync.bulk_predict import predict_body, task_data
+
+    meta = client.projects.get(id=project)
+    ids = sorted(bench.db.task_ids_by_key(project).values())
+    bodies = []
+    for start in range(0, n, CHUNK):
+        data = task_data(client, project, ids[start : start + CHUNK])
+        bodies.append(json.dumps(predict_body(meta, sorted(data.items()))).encode())
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=bench.settings.backend_url, timeout=3600) as http:
+        for body in bodies:
+            http.post("/predict", content=body, headers={"Content-Type": "application/json"}).raise_for_status()
+    return time.perf_counter() - t0
 
 
 def pushed(bench: Bench, project: int, n: int, backend: str, backend_pid: int | None, before: int = 0) -> Run:

@@ -391,9 +391,10 @@ def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
 
 
 def _rows_of(frame: pd.DataFrame, project: object) -> pd.DataFrame:
-    """The rows of ``project``: ``frame`` itself when they are all its rows (no copy of a one-project run)."""
+    """The rows of ``project``: all of ``frame``'s without copying them in a one-project run (a
+    shallow copy: a column a section adds stays its own)."""
     mine = frame["project"] == project
-    return frame if mine.all() else frame[mine]
+    return frame.copy(deep=False) if mine.all() else frame[mine]
 
 
 def _project_data(
