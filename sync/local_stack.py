@@ -15,6 +15,7 @@ names a PostgreSQL database (``judgelab up --database-url``: a server of the use
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -391,16 +392,26 @@ def start_label_studio(settings: StackSettings, creds: Credentials) -> bool:
     return True
 
 
-def spawn_label_studio(settings: StackSettings, creds: Credentials) -> subprocess.Popen:
-    """Start Label Studio's process and return at once (its first boot migrates the database for a
-    minute or two: :func:`wait_label_studio` waits for it)."""
+def label_studio_command() -> list[str]:
+    """How to run ``label-studio``: through :mod:`judgelab.sync.label_studio_server` (the same
+    command, its connections without the 40 ms delayed-acknowledgement wait per request) when
+    Label Studio is installed in judgelab's Python, else the ``label-studio`` program found."""
+    if importlib.util.find_spec("label_studio") is not None:
+        return [sys.executable, "-m", "judgelab.sync.label_studio_server"]
     exe = shutil.which("label-studio", path=str(Path(sys.executable).parent)) or shutil.which("label-studio")
     if not exe:
         raise SyncError("the label-studio command is not installed: pip install 'judgelab[server]'")
+    return [exe]
+
+
+def spawn_label_studio(settings: StackSettings, creds: Credentials) -> subprocess.Popen:
+    """Start Label Studio's process and return at once (its first boot migrates the database for a
+    minute or two: :func:`wait_label_studio` waits for it)."""
     log = settings.home / "label-studio.log"
     # --debug: Label Studio 1.23 then fails on a taken port instead of moving to the next one
     # unannounced (the flag does nothing else in `start`; Django's DEBUG is its own variable)
-    cmd = [exe, "start", "--no-browser", "--debug", "--port", str(settings.ls_port), "--internal-host", settings.host]
+    args = ["start", "--no-browser", "--debug", "--port", str(settings.ls_port), "--internal-host", settings.host]
+    cmd = [*label_studio_command(), *args]
     return _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
 
 

@@ -164,3 +164,31 @@ def test_the_stop_command_up_prints_works_as_printed_without_judgelab_on_the_pat
     # typed elsewhere: absolute paths; with this judgelab on the PATH: the bare name
     assert stop_command(home, cwd=tmp_path, path=bare_path).startswith(f"{venv_bin / 'judgelab'} --home state ")
     assert stop_command(Path(".judgelab"), cwd=checkout, path=str(venv_bin)) == "judgelab --home .judgelab down"
+
+
+def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay():
+    """Django's development server, which `label-studio start` uses, sends a response's headers and
+    body in two writes: without TCP_NODELAY each request waited for the client's delayed
+    acknowledgement (40 ms). judgelab starts Label Studio through its launcher, which sets the
+    option on the server's connections and runs `label-studio` with the same arguments."""
+    from judgelab.sync.local_stack import label_studio_command
+
+    assert label_studio_command() == [sys.executable, "-m", "judgelab.sync.label_studio_server"]
+    # the option, as the launcher leaves it when Label Studio's own main takes over
+    probe = (
+        "import label_studio.server as server\n"
+        "from django.core.servers import basehttp\n"
+        "server.main = lambda: print('nodelay', basehttp.WSGIRequestHandler.disable_nagle_algorithm) or 0\n"
+        "from judgelab.sync.label_studio_server import main\n"
+        "main()\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "nodelay True" in shown.stdout
+    # and the arguments reach Label Studio unchanged: `version` answers as `label-studio version` does
+    ours = subprocess.run([*label_studio_command(), "version"], capture_output=True, text=True, timeout=120)
+    theirs = subprocess.run(
+        [str(Path(sys.executable).parent / "label-studio"), "version"], capture_output=True, text=True, timeout=120
+    )
+    assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
+    assert '"label-studio-os-package"' in ours.stdout and ours.stdout == theirs.stdout
