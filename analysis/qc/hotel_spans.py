@@ -20,8 +20,8 @@ The tidy tables of the ``hotel_spans`` schema: ``spans`` with labels ``Not Check
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import compress
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 import numpy as np

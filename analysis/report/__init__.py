@@ -380,7 +380,9 @@ def _python_strings(frame: pd.DataFrame) -> pd.DataFrame:
     per row."""
     text = [column for column in frame.columns if pd.api.types.is_string_dtype(frame[column].dtype)]
     text = [column for column in text if frame[column].dtype != object]
-    return frame.assign(**{column: frame[column].astype("category").astype(object) for column in text}) if text else frame
+    return (
+        frame.assign(**{column: frame[column].astype("category").astype(object) for column in text}) if text else frame
+    )
 
 
 def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
