@@ -14,6 +14,7 @@ import time
 
 import httpx
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
@@ -260,12 +261,23 @@ def _radio(page, text):
 
 
 def _submit_expecting(page, message):
+    """Submit, expect Label Studio's refusal dialog, close it: True when ``message`` was shown. On a
+    loaded machine a click on OK can land while the dialog is still opening and be lost (the
+    dialog then covered the page for good), so OK is clicked until no dialog is left."""
     page.get_by_role("button", name="Submit").click()
     ok = page.get_by_role("button", name="OK")
-    ok.wait_for()  # the refusal's dialog
-    shown = page.inner_text("body")
-    ok.click()
-    return message in shown
+    ok.first.wait_for()  # the refusal's dialog
+    shown = []
+    deadline = time.monotonic() + 60
+    while ok.count() and time.monotonic() < deadline:
+        shown.append(page.inner_text("body"))
+        try:
+            ok.first.click(timeout=5_000)
+            ok.first.wait_for(state="hidden", timeout=2_000)
+        except PlaywrightError:
+            continue  # still there (or another one): look again
+    assert ok.count() == 0, "Label Studio's dialog did not close"
+    return any(message in text for text in shown)
 
 
 def test_story_cannot_be_submitted_with_a_line_left_unjudged(ui_projects, page, live_stack, artifacts):
