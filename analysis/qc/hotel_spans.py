@@ -172,35 +172,39 @@ def reference_span(task: Mapping[str, Any] | pd.Series) -> tuple[int, int] | Non
     return None
 
 
-def _found_error(annotation_spans: pd.DataFrame, reference: tuple[int, int] | None, label: str | None) -> bool:
-    rows = annotation_spans
-    if label:
-        rows = rows[rows["label"] == label]
-    if reference is None:
-        return not rows.empty
-    start, end = reference
-    starts = pd.to_numeric(rows["start"], errors="coerce")
-    ends = pd.to_numeric(rows["end"], errors="coerce")
-    return bool(((starts < end) & (ends > start)).any())
+def _with_references(meta: pd.DataFrame) -> pd.DataFrame:
+    """``meta`` (a row per task) with its :func:`reference_span` as ``_has_reference``,
+    ``_reference_start`` and ``_reference_end``."""
+    references = [reference_span(task) for task in meta.to_dict("records")]
+    return meta.assign(
+        _has_reference=[reference is not None for reference in references],
+        _reference_start=[reference[0] if reference else np.nan for reference in references],
+        _reference_end=[reference[1] if reference else np.nan for reference in references],
+    )
 
 
-def _incorrect_spans_found(
-    annotations: pd.DataFrame, spans: pd.DataFrame | None, label: str | None
-) -> tuple[set[int], set[int]]:
-    """For the check annotations (rows of ``annotations``, with the task's ``_reference_start``
-    and ``_reference_end``): the rows with a ``label`` span (any span when ``label`` is empty) that
-    overlaps the task's reference span, and the rows with such a span anywhere."""
+def _errors_found(annotations: pd.DataFrame, spans: pd.DataFrame | None) -> np.ndarray:
+    """For each row of ``annotations`` (an annotation with its task's reference span, from
+    :func:`_with_references`, and the ``_label`` looked for): whether it marked a ``_label`` span
+    (any span when ``_label`` is empty) over the reference span, or anywhere when the task has
+    none. One merge of the spans with the annotations, not a lookup per annotation."""
+    found = np.zeros(len(annotations), dtype=bool)
     span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
-    if label:
-        span_rows = span_rows[span_rows["label"] == label]
     if span_rows.empty or annotations.empty:
-        return set(), set()
-    keyed = annotations[[*KEYS, "_reference_start", "_reference_end"]].assign(_row=np.arange(len(annotations)))
-    hits = span_rows[[*KEYS, "start", "end"]].dropna(subset=KEYS).merge(keyed, on=KEYS)
+        return found
+    keyed = annotations[[*KEYS, "_label", "_has_reference", "_reference_start", "_reference_end"]]
+    hits = (
+        span_rows[[*KEYS, "label", "start", "end"]]
+        .dropna(subset=KEYS)
+        .merge(keyed.assign(_row=np.arange(len(annotations))), on=KEYS)
+    )
+    any_label = hits["_label"].isna() | (hits["_label"] == "")
     starts = pd.to_numeric(hits["start"], errors="coerce")
     ends = pd.to_numeric(hits["end"], errors="coerce")
-    overlaps = (starts < hits["_reference_end"]) & (ends > hits["_reference_start"])
-    return set(hits.loc[overlaps, "_row"].tolist()), set(hits["_row"].tolist())
+    on_reference = (starts < hits["_reference_end"]) & (ends > hits["_reference_start"])
+    hit = (any_label | (hits["label"] == hits["_label"])) & (on_reference | ~hits["_has_reference"].astype(bool))
+    found[hits.loc[hit, "_row"].to_numpy(dtype=int)] = True
+    return found
 
 
 @dataclass(frozen=True)
@@ -232,14 +236,10 @@ def attention_checks(
     """
     meta = _task_meta(tasks, [check_column, "reference_start", "reference_end", "reference_text", "summary"])
     meta = meta[meta[check_column].isin([ERROR_FREE, OBVIOUS_INCORRECT])]
-    references = [reference_span(task) for task in meta.to_dict("records")]
-    meta = meta.assign(
-        _has_reference=[reference is not None for reference in references],
-        _reference_start=[reference[0] if reference else np.nan for reference in references],
-        _reference_end=[reference[1] if reference else np.nan for reference in references],
+    annotations = annotation_table(judgments, spans, source=source).merge(
+        _with_references(meta), on=["project", "task_id"]
     )
-    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
-    found_on_reference, found_any = _incorrect_spans_found(annotations, spans, incorrect_label)
+    found = _errors_found(annotations.assign(_label=incorrect_label), spans)
     has_reference = annotations["_has_reference"].tolist()
     n_spans, boxes = annotations["n_spans"].tolist(), annotations["no_errors_box"].tolist()
     passed, reasons = [], []
@@ -248,7 +248,7 @@ def attention_checks(
             ok = n_spans[row] == 0 and bool(boxes[row])
             why = "" if ok else ("marked spans" if n_spans[row] else "no-errors box not ticked")
         else:
-            ok = row in (found_on_reference if has_reference[row] else found_any)
+            ok = bool(found[row])
             why = "" if ok else f"no {incorrect_label} span" + (" on the reference error" if has_reference[row] else "")
         passed.append(ok)
         reasons.append(why)
@@ -305,15 +305,19 @@ def qualification_scores(
     the no-errors checkbox" as: half of an example's point rests on using the box
     consistently, so answering "no errors" everywhere cannot reach the pass mark.
     """
-    meta = _qualification_examples(tasks, task_ids, qualification_column, check_column)
+    meta = _with_references(_qualification_examples(tasks, task_ids, qualification_column, check_column))
     annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
-    span_rows = _ensure(spans, [*KEYS, "label", "start", "end"])
-    span_rows = span_rows[span_rows["annotation_id"].isin(annotations["annotation_id"])]  # the examples' only
-    by_annotation = {key: group for key, group in span_rows.groupby(KEYS)} if not span_rows.empty else {}
-    records = []
-    for row in annotations.itertuples(index=False):
-        row_spans = by_annotation.get((row.project, row.task_id, row.annotation_id), span_rows.iloc[0:0])
-        records.append(_example_points(row, row_spans, check_column, partial_credit))
+    # the error an example's answer must find: its reference label, else Incorrect on an
+    # obvious-error check, else any label
+    looked_for = [
+        label if isinstance(label, str) and label else (INCORRECT if check == OBVIOUS_INCORRECT else None)
+        for label, check in zip(annotations["reference_label"], annotations[check_column], strict=True)
+    ]
+    found = _errors_found(annotations.assign(_label=looked_for), spans)
+    records = [
+        _example_points(row, bool(hit), check_column, partial_credit)
+        for row, hit in zip(annotations.itertuples(index=False), found, strict=True)
+    ]
     per_example = pd.DataFrame(records, columns=_PER_EXAMPLE_COLUMNS)
     # one answer per (annotator, example): the last one in table order
     per_example = per_example.drop_duplicates(subset=["annotator", "project", "task_id"], keep="last")
@@ -360,18 +364,12 @@ def _qualification_examples(
     return meta[meta[qualification_column].map(_truthy)]
 
 
-def _example_points(row: Any, row_spans: pd.DataFrame, check_column: str, partial_credit: float) -> dict[str, Any]:
+def _example_points(row: Any, error_found: bool, check_column: str, partial_credit: float) -> dict[str, Any]:
     """One annotation of a qualification example scored (see :func:`qualification_scores`): whether
-    it is correct, whether its no-errors box agrees with its spans, and its points."""
-    data = row._asdict()
-    error_free = data.get(check_column) == ERROR_FREE
-    if error_free:
-        correct = row.n_spans == 0
-    else:
-        label = data.get("reference_label")
-        if not isinstance(label, str) or not label:
-            label = INCORRECT if data.get(check_column) == OBVIOUS_INCORRECT else None
-        correct = _found_error(row_spans, reference_span(pd.Series(data)), label)
+    it is correct (``error_found``: :func:`_errors_found`'s, for an example with an error), whether
+    its no-errors box agrees with its spans, and its points."""
+    error_free = row._asdict().get(check_column) == ERROR_FREE
+    correct = row.n_spans == 0 if error_free else error_found
     consistent = bool(row.no_errors_box) == (row.n_spans == 0)
     points = (1.0 if consistent else partial_credit) if correct else 0.0
     return {
