@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # preannotate calls this module: only its options' type is na
 
 log = logging.getLogger("judgelab.sync")
 CHUNK_SIZE = 100  # tasks per /predict and per import
+TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
 MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)
 
 
@@ -61,6 +63,13 @@ class PushReport:
     # of some version, the blind arm's included (the caller's counts need not list them again)
     tasks_after: int = 0
     missing_after: int = 0
+    # where the run's time went, in seconds: Label Studio reading the chunks' data, the backend
+    # predicting them (these two run while the chunk before is imported), Label Studio checking and
+    # importing the predictions
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIMED, 0.0))
+
+    def timed(self, part: str, since: float) -> None:
+        self.seconds[part] += time.perf_counter() - since
 
 
 @dataclass
@@ -200,7 +209,9 @@ def push_predictions(
     blind: set[int] = set()  # the blind arm's tasks met in the chunks read
 
     def predicted(ids: list[int]) -> tuple[list[dict[str, Any]], int]:
+        started = time.perf_counter()
         data = task_data(client, project_id, ids)
+        report.timed("reading", started)
         chunk = []
         for task_id in ids:
             if task_id not in data:
@@ -210,7 +221,10 @@ def push_predictions(
             else:
                 chunk.append((task_id, data[task_id]))
         skipped = len(ids) - len(chunk)  # blind, or gone: told to the progress bar as done with
-        return (_predict_chunk(backend, project, chunk, report, extra_params, ask) if chunk else []), skipped
+        started = time.perf_counter()
+        predictions = _predict_chunk(backend, project, chunk, report, extra_params, ask) if chunk else []
+        report.timed("predicting", started)
+        return predictions, skipped
 
     report.already = report.tasks - len(missing)
     # Without a budget the next chunk's data is read and predicted while this chunk's predictions
@@ -262,6 +276,7 @@ def _push_round(
             if budget is None and queue:
                 ids, queue = queue[:chunk_size], queue[chunk_size:]
                 pending = ahead.submit(predicted, ids)
+            started = time.perf_counter()
             fresh = _not_yet_predicted(client, project_id, versions, predictions)
             if fresh:
                 try:
@@ -272,6 +287,7 @@ def _push_round(
                         f"{report.pushed} were imported before; re-run to continue"
                     ) from None
                 report.pushed += len(fresh)
+            report.timed("importing", started)
             if progress:
                 progress(len({p["task"] for p in fresh}) + skipped)
     finally:

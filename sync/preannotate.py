@@ -115,6 +115,7 @@ class PreannotateReport:
     budget_stopped: bool = False  # stopped before the budget would be passed; the rest is for a later run
     usage: RunUsage | None = None  # what the LLM used in this run (None: the backend keeps no usage)
     batch: BatchReport | None = None  # the batch route's run (method "batch")
+    seconds: dict[str, float] | None = None  # the push's time: reading, predicting, importing
 
     @property
     def predicted(self) -> int:
@@ -135,6 +136,7 @@ class PreannotateReport:
             "failures": dict(self.failures),
             "budget_stopped": self.budget_stopped,
             **({"batch": self.batch.as_json()} if self.batch is not None else {}),
+            **({"seconds": {part: round(s, 3) for part, s in self.seconds.items()}} if self.seconds else {}),
         }
 
 
@@ -261,6 +263,7 @@ def preannotate_project(
             plan=(listed, total),
         )
         report.failures, report.budget_stopped, report.blind = pushed.failures, pushed.budget_stopped, pushed.blind
+        report.seconds = dict(pushed.seconds)
         return _finished(client, report, versions, before, spent() if usage_before is not None else None, True, pushed)
     missing = _without_blind(client, project_id, listed, report)
     if on_plan:

@@ -85,9 +85,16 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
     )
     assert per_task == sorted(sorted(raters[: 1 + i % 3]) for i in range(12))
 
-    _run(live_stack, "preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url)
+    pushed = _run(live_stack, "preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url)
     (shown,) = _shown(bars, "preannotate")
     assert "12/12" in shown
+    # where a long push's time went: Label Studio's part and the backend's, told apart
+    took = re.search(
+        r"time spent: Label Studio reading tasks ([\d.]+) s, the backend predicting ([\d.]+) s, "
+        r"Label Studio checking and importing predictions ([\d.]+) s",
+        pushed,
+    )
+    assert took, pushed
 
     out = tmp_path / "tables"
     _run(live_stack, "sync", "--out", str(out), "--title", title)

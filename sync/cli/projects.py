@@ -707,6 +707,13 @@ def _say_preannotated(out: Output, project, report, budget: float | None) -> Non
             out.line(f"{name}: {done}/{report.tasks} tasks have a prediction of {version} {how}")
         if len(set(report.per_version.values())) > 1:
             out.line(f"{name}: some judges lack tasks; 'preannotate --push' completes them")
+    if report.seconds and report.added:
+        took = report.seconds
+        out.line(
+            f"{name}: time spent: Label Studio reading tasks {took['reading']:.1f} s, the backend predicting "
+            f"{took['predicting']:.1f} s, Label Studio checking and importing predictions {took['importing']:.1f} s "
+            "(a chunk is read and predicted while the one before is imported)"
+        )
     if report.blind:
         out.line(f"{name}: {report.blind} blind-arm task(s) left without one by design")
     if report.budget_stopped:
