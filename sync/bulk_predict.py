@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # preannotate calls this module: only its options' type is na
 log = logging.getLogger("judgelab.sync")
 CHUNK_SIZE = 100  # tasks per /predict and per import
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
+AHEAD = 3  # chunks under way at once without a budget: one imported, one predicted, one read
 MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)
 
 
@@ -208,7 +210,7 @@ def push_predictions(
         missing, report.tasks = list(plan[0]), plan[1]
     blind: set[int] = set()  # the blind arm's tasks met in the chunks read
 
-    def predicted(ids: list[int]) -> tuple[list[dict[str, Any]], int]:
+    def read(ids: list[int]) -> tuple[list[tuple[int, dict[str, Any]]], int]:
         started = time.perf_counter()
         data = task_data(client, project_id, ids)
         report.timed("reading", started)
@@ -220,24 +222,23 @@ def push_predictions(
                 blind.add(task_id)
             else:
                 chunk.append((task_id, data[task_id]))
-        skipped = len(ids) - len(chunk)  # blind, or gone: told to the progress bar as done with
+        return chunk, len(ids) - len(chunk)  # blind, or gone: told to the progress bar as done with
+
+    def predict(chunk: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
         started = time.perf_counter()
         predictions = _predict_chunk(backend, project, chunk, report, extra_params, ask) if chunk else []
         report.timed("predicting", started)
-        return predictions, skipped
+        return predictions
 
     report.already = report.tasks - len(missing)
-    # Without a budget the next chunk's data is read and predicted while this chunk's predictions
-    # are checked and imported (the backend and Label Studio work at the same time); with one, a
-    # chunk's size depends on what the previous one cost, so they go one after another.
     report.tasks_after, report.missing_after = report.tasks, len(missing)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-predict") as ahead:
+    with _Ahead(read, predict) as ahead:
         for _ in range(max_rounds):
             queue = [task_id for task_id in missing if task_id not in blind]
             if not queue or report.budget_stopped:
                 break
             report.rounds += 1
-            _push_round(client, project_id, versions, queue, chunk_size, budget, predicted, ahead, report, progress)
+            _push_round(client, project_id, versions, queue, chunk_size, budget, ahead, report, progress)
             missing, report.tasks_after = tasks_missing_version(client, project_id, versions, read_blind=False)
             report.missing_after = len(missing)
     unfinished = [task_id for task_id in missing if task_id not in blind]
@@ -248,6 +249,42 @@ def push_predictions(
     return report
 
 
+class _Ahead:
+    """The chunks of a push read and predicted ahead of their import, in their order.
+
+    Three parts of the work use three processes: Label Studio reads a chunk's data, the backend
+    predicts it, Label Studio imports the predictions. One thread reads and one predicts, so
+    while a chunk's predictions are imported the next chunk is predicted and the one after it
+    read; without that, a chunk's read waited for the import before it and its prediction for
+    its read, and the backend stood idle half the time."""
+
+    def __init__(
+        self,
+        read: Callable[[list[int]], tuple[list[tuple[int, dict[str, Any]]], int]],
+        predict: Callable[[list[tuple[int, dict[str, Any]]]], list[dict[str, Any]]],
+    ) -> None:
+        self._read, self._predict = read, predict
+        self._readers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-read")
+        self._predictors = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-predict")
+
+    def submit(self, ids: list[int]) -> Future:
+        """A future of (the predictions for ``ids``, how many of them were skipped: blind or gone)."""
+        reading = self._readers.submit(self._read, ids)
+
+        def predicted() -> tuple[list[dict[str, Any]], int]:
+            chunk, skipped = reading.result()
+            return self._predict(chunk), skipped
+
+        return self._predictors.submit(predicted)
+
+    def __enter__(self) -> _Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._predictors.shutdown(cancel_futures=True)
+        self._readers.shutdown(cancel_futures=True)
+
+
 def _push_round(
     client: LabelStudioBase,
     project_id: int,
@@ -255,27 +292,28 @@ def _push_round(
     queue: list[int],
     chunk_size: int,
     budget: Budget | None,
-    predicted: Callable[[list[int]], tuple[list[dict[str, Any]], int]],
-    ahead: ThreadPoolExecutor,
+    ahead: _Ahead,
     report: PushReport,
     progress: Callable[[int], None] | None,
 ) -> None:
-    """One pass over ``queue``: each chunk predicted and its new predictions imported."""
-    pending: Future | None = None
+    """One pass over ``queue``: each chunk predicted and its new predictions imported.
+
+    Without a budget, two chunks are under way ahead of the one imported (:class:`_Ahead`); with
+    one, a chunk's size depends on what the previous one cost, so they go one after another."""
+    pending: deque[Future] = deque()
+    depth = 1 if budget is not None else AHEAD
     try:
-        while queue or pending is not None:
-            if pending is None:
+        while queue or pending:
+            while queue and len(pending) < depth:
                 size = chunk_size if budget is None else budget.affordable(min(chunk_size, len(queue)))
                 if size <= 0:
                     report.budget_stopped = True
-                    return
+                    break
                 ids, queue = queue[:size], queue[size:]
-                pending = ahead.submit(predicted, ids)
-            predictions, skipped = pending.result()
-            pending = None
-            if budget is None and queue:
-                ids, queue = queue[:chunk_size], queue[chunk_size:]
-                pending = ahead.submit(predicted, ids)
+                pending.append(ahead.submit(ids))
+            if not pending:
+                return
+            predictions, skipped = pending.popleft().result()
             started = time.perf_counter()
             fresh = _not_yet_predicted(client, project_id, versions, predictions)
             if fresh:
@@ -290,11 +328,14 @@ def _push_round(
             report.timed("importing", started)
             if progress:
                 progress(len({p["task"] for p in fresh}) + skipped)
+            if report.budget_stopped:
+                return
     finally:
-        if pending is not None:  # an error above: the chunk read ahead is not imported (a re-run sends it)
-            pending.cancel()
+        for future in pending:  # an error above: the chunks read ahead are not imported (a re-run sends them)
+            future.cancel()
+        for future in pending:
             with contextlib.suppress(Exception):
-                pending.result()
+                future.result()
 
 
 def _predict_chunk(
