@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 STEM_SIZE = 5
 ACRONYM_MAX_WORDS = 5
@@ -267,8 +267,8 @@ class Token:
     start: int
     end: int
 
-    @property
-    def folded(self) -> str:
+    @cached_property
+    def folded(self) -> str:  # kept on the token: matching asks for it many times
         return fold(self.text)
 
     @property
@@ -350,7 +350,17 @@ def stem(word: str, size: int = STEM_SIZE) -> str:
 
 def tokenize(text: str) -> list[Token]:
     """Letter/digit runs of ``text`` with offsets; apostrophes and hyphens split words."""
-    return [Token(m.group(), m.start(), m.end()) for m in _WORD_RE.finditer(text)]
+    return list(_tokens(text))
+
+
+# An annotator reads one source several times (its index, its numbers, its measures): the last
+# texts' tokens and numbers are kept, so a source is split once per task, not once per reader.
+RECENT_TEXTS = 32
+
+
+@lru_cache(maxsize=RECENT_TEXTS)
+def _tokens(text: str) -> tuple[Token, ...]:
+    return tuple(Token(m.group(), m.start(), m.end()) for m in _WORD_RE.finditer(text))
 
 
 def is_content(token: Token, stopwords: frozenset[str] = STOPWORDS) -> bool:
@@ -360,7 +370,7 @@ def is_content(token: Token, stopwords: frozenset[str] = STOPWORDS) -> bool:
 
 
 def content_tokens(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[Token]:
-    return [t for t in tokenize(text) if is_content(t, stopwords)]
+    return [t for t in _tokens(text) if is_content(t, stopwords)]
 
 
 def parse_number(raw: str, lang: str = "en") -> float | None:
@@ -384,6 +394,11 @@ def parse_number(raw: str, lang: str = "en") -> float | None:
 
 def extract_numbers(text: str, lang: str = "en", words: bool = True) -> list[NumberMention]:
     """Numbers in ``text``: digit strings, and number words of ``lang`` when ``words``."""
+    return list(_numbers(text, lang, words))
+
+
+@lru_cache(maxsize=RECENT_TEXTS)
+def _numbers(text: str, lang: str, words: bool) -> tuple[NumberMention, ...]:
     found = []
     for m in _NUMBER_RE.finditer(text):
         raw = m.group().rstrip(".,")
@@ -394,7 +409,7 @@ def extract_numbers(text: str, lang: str = "en", words: bool = True) -> list[Num
         found.extend(_english_number_phrases(text))
     elif words:
         table = NUMBER_WORDS.get(lang, {})
-        tokens = tokenize(text)
+        tokens = _tokens(text)
         for i, token in enumerate(tokens):
             value = table.get(token.folded)
             if value is None and lang == "it" and token.folded == "sei":
@@ -403,7 +418,7 @@ def extract_numbers(text: str, lang: str = "en", words: bool = True) -> list[Num
                 value = 6 if following[-1:] in ("i", "e") and len(following) > 2 else None
             if value is not None:
                 found.append(NumberMention(token.text, token.start, token.end, float(value)))
-    return sorted(found, key=lambda n: n.start)
+    return tuple(sorted(found, key=lambda n: n.start))
 
 
 _EN_UNITS = {"one": 1, **{w: v for w, v in NUMBER_WORDS["en"].items() if v < 20 and v >= 1}}
@@ -416,7 +431,7 @@ def _english_number_phrases(text: str) -> list[NumberMention]:
 
     A lone ``one`` is not a number (``one of them``); ``dozen``, ``twice``, ``half`` are."""
     found = []
-    tokens = tokenize(text)
+    tokens = _tokens(text)
     i = 0
     while i < len(tokens):
         if not _is_number_word(tokens[i].folded) and tokens[i].folded not in NUMBER_WORDS["en"]:
@@ -502,7 +517,7 @@ def extract_entities(text: str, stopwords: frozenset[str] = STOPWORDS, include_i
     A capitalised word that starts a sentence is kept only when it is followed by another
     capitalised word, is an acronym, or ``include_initial`` is set, and it is not a stopword.
     """
-    tokens = tokenize(text)
+    tokens = _tokens(text)
     entities: list[Entity] = []
     i = 0
     while i < len(tokens):
@@ -626,7 +641,8 @@ class SourceIndex:
         self.stems: set[str] = set()
         self.numbers: set[float] = set()
         self.number_keys: set[str] = set()
-        self.initials: set[str] = set()  # "ong" for "organizzazioni non governative"
+        self._firsts: list[list[str]] = []  # per text, the first letter of each word
+        self._initials: set[str] | None = None
         self.positions: dict[str, list[int]] = {}  # stem -> token positions in the source
         self.length = 0  # tokens indexed
         self._next_position = 0
@@ -634,22 +650,34 @@ class SourceIndex:
             self.add(text)
 
     def add(self, text: str) -> None:
-        tokens = tokenize(text)
+        tokens = _tokens(text)
         offset = self._next_position
         for i, token in enumerate(tokens):
             self.words.add(token.folded)
             token_stem = stem(token.text, self.stem_size)
             self.stems.add(token_stem)
             self.positions.setdefault(token_stem, []).append(offset + i)
-            initials = token.folded[:1]
-            for follower in tokens[i + 1 : i + ACRONYM_MAX_WORDS]:
-                initials += follower.folded[:1]
-                self.initials.add(initials)
+        self._firsts.append([token.folded[:1] for token in tokens])
+        self._initials = None
         self.length += len(tokens)
         self._next_position = offset + len(tokens) + TEXT_GAP
         for number in extract_numbers(text, self.lang):
             self.numbers.add(round(number.value, 6))
             self.number_keys.add(re.sub(r"\D", "", number.text))
+
+    @property
+    def initials(self) -> set[str]:
+        """The initials of every run of 2 to ``ACRONYM_MAX_WORDS`` words of one text ("ong" for
+        "organizzazioni non governative"): made the first time an acronym is looked up, as most
+        sources are never asked for one."""
+        if self._initials is None:
+            self._initials = set()
+            for firsts in self._firsts:
+                for i, initials in enumerate(firsts):
+                    for first in firsts[i + 1 : i + ACRONYM_MAX_WORDS]:
+                        initials += first
+                        self._initials.add(initials)
+        return self._initials
 
     def has_word(self, word: str) -> bool:
         folded = fold(word)
