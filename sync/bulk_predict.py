@@ -33,7 +33,7 @@ from label_studio_sdk.core.api_error import ApiError
 from judgelab.configs.arms import is_blind
 from judgelab.sync.backend_client import BackendClient, BackendError, BackendUnreachable
 from judgelab.sync.backend_link import RunUsage
-from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.client import SyncError, api_error_message, post_json
 from judgelab.sync.ls_api import as_api
 from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
 
@@ -318,7 +318,7 @@ def _push_round(
             fresh = _not_yet_predicted(client, project_id, versions, predictions)
             if fresh:
                 try:
-                    client.projects.import_predictions(id=project_id, request=fresh)
+                    post_json(client, f"api/projects/{project_id}/import/predictions", fresh)
                 except ApiError as exc:
                     raise SyncError(
                         f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.instructions import instructions_html
 from judgelab.configs.schema import Schema
-from judgelab.sync.client import SyncError, api_error_message
+from judgelab.sync.client import SyncError, api_error_message, post_json
 from judgelab.sync.importers import KEY_FIELD, TaskRow
 
 if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
@@ -391,8 +391,8 @@ def _import_batch(client: LabelStudioBase, project_id: int, batch: list[dict[str
     pending = batch
 
     def send() -> list[int]:
-        response = client.projects.import_tasks(id=project_id, request=pending, return_task_ids=True)
-        return list(response.task_ids or [])
+        answer = post_json(client, f"api/projects/{project_id}/import", pending, {"return_task_ids": "true"})
+        return list(answer.get("task_ids") or []) if isinstance(answer, dict) else []
 
     def landed() -> list[int] | None:
         nonlocal pending
