@@ -32,7 +32,16 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def detect_schema(label_config: str | LabelConfig, schemas: dict[str, Schema]) -> Detection:
-    """The schema ``label_config`` (its text, or the config already parsed) is, by fingerprint."""
+    """The schema ``label_config`` (its text, or the config already parsed) is, by fingerprint.
+
+    A text that is a schema's config as it stands (a project judgelab created, unedited; blank
+    lines around it aside) is that schema without being parsed: parsing needs the SDK's label
+    interface, half a second to import at the start of every command that looks a project up."""
+    if isinstance(label_config, str):
+        text = label_config.strip()  # Label Studio keeps a config without its last newline
+        for schema in schemas.values():
+            if text == schema.config_xml.strip():
+                return Detection(schema, 1.0)
     parsed = label_config if isinstance(label_config, LabelConfig) else parse_label_config(label_config)
     fingerprint = parsed.fingerprint
     best: Detection = Detection(None, 0.0)

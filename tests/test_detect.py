@@ -7,6 +7,7 @@ import pytest
 from lxml import etree
 
 from judgelab.configs.detect import detect_schema
+from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import all_schemas
 
 SCHEMAS = all_schemas()
@@ -44,6 +45,15 @@ def test_each_schema_config_is_detected_as_itself(name):
     detection = detect_schema(SCHEMAS[name].config_xml, SCHEMAS)
     assert detection.name == name
     assert detection.similarity == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_schema_config_found_by_its_text_is_what_its_fingerprint_says(name):
+    """A config that is a schema's text is not parsed; parsed, it is the same schema."""
+    by_text = detect_schema(SCHEMAS[name].config_xml, SCHEMAS)
+    assert detect_schema(SCHEMAS[name].config_xml.strip(), SCHEMAS) == by_text  # as Label Studio keeps it
+    by_fingerprint = detect_schema(parse_label_config(SCHEMAS[name].config_xml), SCHEMAS)
+    assert by_text == by_fingerprint
 
 
 @pytest.mark.parametrize("name", NAMES)
