@@ -14,7 +14,8 @@ process (its Python start included) and its Label Studio baseline:
   chunk's predictions) | the same predictions, precomputed, POSTed to
   ``/api/projects/{id}/import/predictions`` in chunks of the same size (the bare bulk import:
   the backend's own work is not in it; the note gives that work alone, the same chunks sent to
-  the backend's ``/predict`` one after another);
+  the backend's ``/predict`` one after another); and **push**, the part of that run the command
+  reports as Label Studio checking and importing the predictions, against the same bulk import;
 - **sync**: ``judgelab sync --full`` | the JSON export (``/export?download_all_tasks=true``),
   streamed to a file; the mean of one export before and one after the sync;
 - **incremental**: 1% of the tasks changed (a third annotations updated, added, deleted), then
@@ -43,25 +44,26 @@ are checked; its time is then the killed run plus the re-run.
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
-(the import in a later run, after its batches were pipelined; see docs/benchmarks.md):
+(revision a9f7dd7; earlier runs and what changed between them: docs/benchmarks.md):
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
-| import | 10,000 | 27.7 | 2.77 | 19.0 | 1.45x | 220 |
-| preannotate | 10,000 | 56.0 | 5.60 | 14.3 | 3.92x | 211 + backend 122 |
-| sync | 10,000 | 29.3 | 2.93 | 21.6 | 1.35x | 310 |
-| incremental | 10,000 | 10.8 | 1.08 | 22.8 | 0.47x | 297 |
-| report | 10,000 | 14.1 | 1.41 | - | - | 556 |
-| import | 30,000 | 84.5 | 2.82 | 103.8 | 0.81x | 225 |
-| preannotate | 30,000 | 163.3 | 5.44 | 42.6 | 3.83x | 222 + backend 122 |
-| sync | 30,000 | 81.5 | 2.72 | 71.5 | 1.14x | 462 |
-| incremental | 30,000 | 29.4 | 0.98 | 68.8 | 0.43x | 435 |
-| report | 30,000 | 29.3 | 0.98 | - | - | 1117 |
+| import | 10,000 | 18.6 | 1.86 | 17.1 | 1.08x | 89 |
+| preannotate | 10,000 | 29.4 | 2.94 | 7.9 | 3.71x | 71 + backend 127 |
+| push | 10,000 | 21.4 | 2.14 | 7.9 | 2.70x | 71 |
+| sync | 10,000 | 24.3 | 2.43 | 19.0 | 1.28x | 245 |
+| incremental | 10,000 | 7.4 | 0.74 | 19.0 | 0.39x | 231 |
+| report | 10,000 | 4.7 | 0.47 | - | - | 410 |
+| import | 30,000 | 55.5 | 1.85 | 50.2 | 1.11x | 93 |
+| preannotate | 30,000 | 78.5 | 2.62 | 23.9 | 3.28x | 76 + backend 132 |
+| push | 30,000 | 56.0 | 1.87 | 23.9 | 2.34x | 76 |
+| sync | 30,000 | 68.7 | 2.29 | 60.1 | 1.14x | 287 |
+| incremental | 30,000 | 22.2 | 0.74 | 57.1 | 0.39x | 256 |
+| report | 30,000 | 9.7 | 0.32 | - | - | 683 |
 
-per-task time growth 30,000 / 10,000: import 1.02x, preannotate 0.97x, sync 0.93x,
-incremental 0.90x, report 0.69x. The 100,000 run with the kill check (``--sizes 10000,100000
---kill-check``, about 70 minutes here) and what it changed: docs/benchmarks.md, "100,000 tasks,
-each command killed and resumed".
+per-task time growth 30,000 / 10,000: import 1.00x, preannotate 0.89x, sync 0.94x,
+incremental 1.00x, report 0.69x. The 100,000 runs with the kill check and what they changed:
+docs/benchmarks.md, "100,000 tasks, each command killed and resumed".
 """
 
 from __future__ import annotations
