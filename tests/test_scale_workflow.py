@@ -103,3 +103,17 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
 
     _run(live_stack, "report", "--tables", str(out), "--out", str(tmp_path / "report"), "--n-boot", "50")
     _shown(bars, "report")
+
+    # --json gives the same three parts of the push's time as numbers
+    more = tmp_path / "more.jsonl"
+    more.write_text(
+        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"bar-more-{i}"}}) + "\n" for i in range(2))
+    )
+    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(more))
+    env = {"JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
+    args = ["preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url, "--json"]
+    result = CliRunner().invoke(main, args, env=env)
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["projects"]
+    assert entry["added"] == 2 and set(entry["seconds"]) == {"reading", "predicting", "importing"}
+    assert all(seconds >= 0 for seconds in entry["seconds"].values())
