@@ -73,7 +73,6 @@ import functools
 import json
 import os
 import random
-import re
 import signal
 import sqlite3
 import subprocess
@@ -568,13 +567,9 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
 
 
 def push_seconds(output: str) -> dict[str, float] | None:
-    """The time ``preannotate --push`` says it spent reading, predicting and importing."""
-    took = re.search(
-        r"time spent: Label Studio reading tasks ([\d.]+) s, the backend predicting ([\d.]+) s, "
-        r"Label Studio checking and importing predictions ([\d.]+) s",
-        output,
-    )
-    return dict(zip(("reading", "predicting", "importing"), map(float, took.groups()), strict=True)) if took else None
+    """The time ``preannotate --push --json`` says it spent reading, predicting and importing."""
+    (project,) = json.loads(output)["projects"]
+    return project.get("seconds")
 
 
 def backend_alone(bench: Bench, client, project: int, n: int) -> float:
@@ -611,6 +606,7 @@ def pushed(bench: Bench, project: int, n: int, backend: str, backend_pid: int | 
         backend,
         "--chunk-size",
         str(CHUNK),
+        "--json",
         backend_pid=backend_pid,
         kill_when=bench.kill_at_share(lambda: (bench.db.counts(project)["predictions"] - before) / n),
     )

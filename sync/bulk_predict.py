@@ -322,9 +322,10 @@ def _push_round(
                 pending.extend(ahead.submit([queue[:size]]))
                 queue = queue[size:]
             elif budget is None and queue and len(pending) < together:
-                chunks = [queue[start : start + chunk_size] for start in range(0, together * chunk_size, chunk_size)]
-                pending.extend(ahead.submit([ids for ids in chunks if ids]))
-                queue = queue[together * chunk_size :]
+                group, queue = queue[: together * chunk_size], queue[together * chunk_size :]
+                pending.extend(
+                    ahead.submit([group[start : start + chunk_size] for start in range(0, len(group), chunk_size)])
+                )
             if not pending:
                 return
             predictions, skipped = pending.popleft().result()
