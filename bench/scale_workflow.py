@@ -642,6 +642,16 @@ def llm_stage(bench: Bench, project: int, n: int) -> None:
         bound = n * bench.llm_latency / concurrency
         note = f"(LLM at {bench.llm_latency * 1000:.0f} ms, {concurrency} in flight: {bound:.0f} s of latency alone)"
         bench.record("llm", n, run, bench.ls_push.get(n), note)
+        took = push_seconds(run.output)
+        if took and not run.killed_at and bench.ls_push.get(n):
+            bench.record(
+                "llm push",
+                n,
+                Run(took["importing"], run.cli_mb),
+                bench.ls_push[n],
+                f"(checking and importing, with the backend waiting on the LLM rather than on the CPU; reading "
+                f"{took['reading']:.1f} s and predicting {took['predicting']:.1f} s ran alongside)",
+            )
     finally:
         stop_stack(home)
         stop_sim(sim)

@@ -4,8 +4,9 @@ The tasks still lacking a prediction of the backend's current ``model_version`` 
 its judges' versions, with several judges) are sent to the backend's ``/predict`` in chunks,
 and each chunk's finished predictions are imported into Label Studio at once. Placeholders
 (tasks the backend could not finish in time) are left for the next round or the next run, so
-the work is resumable, and a task never gets two predictions of one model version: before each
-chunk is imported, the project is asked again which versions its tasks already have.
+the work is resumable, and a task never gets two predictions of one model version: before a
+chunk (a group of chunks, without a budget) is imported, the project is asked again which
+versions its tasks already have.
 
 With a :class:`Budget`, each chunk is only as big as the money left allows at the dearest task
 seen so far in the run (the first task alone, until one has cost something); when not even one
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -46,8 +48,9 @@ log = logging.getLogger("judgelab.sync")
 CHUNK_SIZE = 100  # tasks per /predict and per import
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
 # Without a budget, the data of this many chunks is read in one Data Manager listing (Label Studio
-# builds a page of 300 tasks for about 80% of the time per task of a page of 100), while the
-# chunks read before are predicted and imported
+# builds a page of 300 tasks for about 80% of the time per task of a page of 100), and their
+# predictions are checked against the project's in one listing before they are imported, while
+# the next group is read and predicted
 READ_TOGETHER = 3
 MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)
 
@@ -212,13 +215,18 @@ def push_predictions(
     else:
         missing, report.tasks = list(plan[0]), plan[1]
     blind: set[int] = set()  # the blind arm's tasks met in the chunks read
+    # Label Studio serves one of the push's requests at a time: a read of the next chunks' data
+    # and an import sent together only took turns in its one process, each slower for the other
+    # (100 predictions imported in 38 ms alone, 91 ms while 300 tasks were read beside them)
+    turn = threading.Lock()
 
     def read(chunks: list[list[int]]) -> list[tuple[list[tuple[int, dict[str, Any]]], int]]:
         """Per chunk, (its tasks to predict with their data, how many were skipped: blind or gone,
         told to the progress bar as done with); the chunks' data read in one listing."""
-        started = time.perf_counter()
-        data = task_data(client, project_id, [task_id for ids in chunks for task_id in ids])
-        report.timed("reading", started)
+        with turn:
+            started = time.perf_counter()
+            data = task_data(client, project_id, [task_id for ids in chunks for task_id in ids])
+            report.timed("reading", started)
         out = []
         for ids in chunks:
             chunk = []
@@ -246,7 +254,7 @@ def push_predictions(
             if not queue or report.budget_stopped:
                 break
             report.rounds += 1
-            _push_round(client, project_id, versions, queue, chunk_size, budget, ahead, report, progress)
+            _push_round(client, project_id, versions, queue, chunk_size, budget, ahead, report, progress, turn)
             missing, report.tasks_after = tasks_missing_version(client, project_id, versions, read_blind=False)
             report.missing_after = len(missing)
     unfinished = [task_id for task_id in missing if task_id not in blind]
@@ -304,13 +312,17 @@ def _push_round(
     ahead: _Ahead,
     report: PushReport,
     progress: Callable[[int], None] | None,
+    turn: threading.Lock,
 ) -> None:
     """One pass over ``queue``: each chunk predicted and its new predictions imported.
 
-    Without a budget, the chunks' data is read :data:`READ_TOGETHER` chunks at a time, the next
-    ones while those before are predicted and imported (:class:`_Ahead`); with one, a chunk's
-    size depends on what the previous one cost, so they go one after another."""
-    pending: deque[Future] = deque()
+    Without a budget, the chunks go in groups of :data:`READ_TOGETHER`: a group's data is read
+    in one listing, and once its chunks are predicted, one question to Label Studio finds which
+    of its tasks got a prediction meanwhile before each chunk's predictions are imported; the
+    next group is read and predicted while one is imported (:class:`_Ahead`), Label Studio
+    serving the read and the import in turn (``turn``). With a budget, a
+    chunk's size depends on what the previous one cost, so chunks go one after another."""
+    pending: deque[list[Future]] = deque()  # groups of chunks, each a future per chunk
     together = 1 if budget is not None else max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))
     try:
         while queue or pending:
@@ -319,36 +331,56 @@ def _push_round(
                 if size <= 0:
                     report.budget_stopped = True
                     return
-                pending.extend(ahead.submit([queue[:size]]))
+                pending.append(ahead.submit([queue[:size]]))
                 queue = queue[size:]
-            elif budget is None and queue and len(pending) < together:
+            while budget is None and queue and len(pending) < 2:  # the group imported next, the one after it
                 group, queue = queue[: together * chunk_size], queue[together * chunk_size :]
-                pending.extend(
+                pending.append(
                     ahead.submit([group[start : start + chunk_size] for start in range(0, len(group), chunk_size)])
                 )
             if not pending:
                 return
-            predictions, skipped = pending.popleft().result()
-            started = time.perf_counter()
-            fresh = _not_yet_predicted(client, project_id, versions, predictions)
-            if fresh:
-                try:
-                    post_json(client, f"api/projects/{project_id}/import/predictions", fresh)
-                except ApiError as exc:
-                    raise SyncError(
-                        f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
-                        f"{report.pushed} were imported before; re-run to continue"
-                    ) from None
-                report.pushed += len(fresh)
-            report.timed("importing", started)
-            if progress:
-                progress(len({p["task"] for p in fresh}) + skipped)
+            chunks = [future.result() for future in pending.popleft()]
+            with turn:
+                _import_group(client, project_id, versions, chunks, report, progress)
     finally:
-        for future in pending:  # an error above: the chunks read ahead are not imported (a re-run sends them)
+        futures = [future for group in pending for future in group]
+        for future in futures:  # an error above: the chunks read ahead are not imported (a re-run sends them)
             future.cancel()
-        for future in pending:
+        for future in futures:
             with contextlib.suppress(Exception):
                 future.result()
+
+
+def _import_group(
+    client: LabelStudioBase,
+    project_id: int,
+    versions: list[str],
+    chunks: list[tuple[list[dict[str, Any]], int]],
+    report: PushReport,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Import a group's predictions, chunk by chunk (``chunks``: per chunk, its predictions and how
+    many of its tasks were skipped), but those of tasks that got one of their version meanwhile:
+    one check for the group (a Data Manager listing costs about as much for 300 tasks as for 100,
+    a fifth of a chunk's import)."""
+    started = time.perf_counter()
+    fresh = _not_yet_predicted(client, project_id, versions, [p for predictions, _ in chunks for p in predictions])
+    kept = {id(p) for p in fresh}
+    for predictions, skipped in chunks:
+        mine = [p for p in predictions if id(p) in kept]
+        if mine:
+            try:
+                post_json(client, f"api/projects/{project_id}/import/predictions", mine)
+            except ApiError as exc:
+                raise SyncError(
+                    f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
+                    f"{report.pushed} were imported before; re-run to continue"
+                ) from None
+            report.pushed += len(mine)
+        if progress:
+            progress(len({p["task"] for p in mine}) + skipped)
+    report.timed("importing", started)
 
 
 def _predict_chunk(

@@ -115,6 +115,22 @@ def import_lock(url: str, on_wait: Callable[[str], None] | None = None) -> Itera
 
 
 @contextmanager
+def preannotate_lock(url: str, project_id: int, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold this machine's lock on pre-annotating project ``project_id`` of the Label Studio at
+    ``url``. Two runs at once would list the same tasks as lacking a prediction, predict them side
+    by side and check them in the same moment before either imports, so both would import one;
+    a second run waits, saying so, then finds the first one's predictions and sends only what is
+    left. (Each chunk is still checked before its import, for a run on another machine or Label
+    Studio's own "Retrieve predictions".)"""
+    folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = hashlib.sha256(f"{url.rstrip('/').lower()} {project_id}".encode()).hexdigest()[:16]
+    waiting = f"another judgelab run{{holder}} pre-annotating project {project_id} at {url} to finish"
+    with _held(folder / f"preannotate-{name}.lock", waiting, on_wait, lambda exc: exc):
+        yield
+
+
+@contextmanager
 def _held(
     path: Path,
     waiting: str,

@@ -10,7 +10,10 @@ Nothing here depends on how fast anything ran."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -117,3 +120,42 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
     (entry,) = json.loads(result.stdout)["projects"]
     assert entry["added"] == 2 and set(entry["seconds"]) == {"reading", "predicting", "importing"}
     assert all(seconds >= 0 for seconds in entry["seconds"].values())
+
+
+def test_two_pushes_at_once_give_every_task_one_prediction(live_stack, tmp_path):
+    """Two `preannotate --push` runs started together on one project: the second waits for the
+    first and then finds nothing left, so no task gets two predictions of the version. (Without
+    the wait, runs that overlapped split the tasks between them, each only as safe as its check
+    before an import.)"""
+    schema = get_schema("hotel_spans")
+    samples = [s["data"] if "data" in s else s for s in schema.samples()]
+    tasks = tmp_path / "tasks.jsonl"
+    tag = uuid.uuid4().hex[:8]
+    n = 60
+    tasks.write_text(
+        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"two-{tag}-{i}"}}) + "\n" for i in range(n))
+    )
+    title = f"Two pushes {tag}"
+    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    env = {**os.environ, "JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
+    args = ["preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url, "--chunk-size", "3"]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "judgelab.sync.cli", *args, "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    added = [json.loads(stdout)["projects"][0]["added"] for stdout, _ in outputs]
+    assert sorted(added) == [0, n], outputs  # one run pushed every task, the other found them done
+    client = live_stack.client
+    (project,) = [p for p in client.projects.list() if p.title == title]
+    per_task = [
+        [p.model_version for p in client.predictions.list(task=t.id)] for t in client.tasks.list(project=project.id)
+    ]
+    assert len(per_task) == n and all(len(versions) == 1 for versions in per_task), per_task

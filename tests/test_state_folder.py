@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from judgelab.sync.client import SyncError
-from judgelab.sync.state_folder import LOCK_FILE, folder_lock, import_lock
+from judgelab.sync.state_folder import LOCK_FILE, folder_lock, import_lock, preannotate_lock
 
 HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from judgelab.sync.state_folder import folder_lock, import_lock
+    from judgelab.sync.state_folder import folder_lock, import_lock, preannotate_lock
     kind, where, flag = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    lock = folder_lock(Path(where)) if kind == "folder" else import_lock(where)
+    locks = {"folder": lambda: folder_lock(Path(where)), "import": lambda: import_lock(where)}
+    lock = locks.get(kind, lambda: preannotate_lock(where, 7))()
     with lock:
         (flag.parent / "held").write_text("yes")
         while not flag.exists():
@@ -42,7 +43,7 @@ def _hold_in_another_process(kind: str, where: str, tmp_path: Path) -> tuple[sub
     return proc, release
 
 
-@pytest.mark.parametrize("kind", ["folder", "import"])
+@pytest.mark.parametrize("kind", ["folder", "import", "preannotate"])
 def test_a_second_holder_waits_names_the_first_and_then_gets_the_lock(tmp_path, kind):
     out = tmp_path / "tables"
     out.mkdir()
@@ -54,11 +55,15 @@ def test_a_second_holder_waits_names_the_first_and_then_gets_the_lock(tmp_path, 
         messages.append(message)
         release.write_text("go")  # the first lets go only once the second waits
 
-    lock = folder_lock(out, on_wait) if kind == "folder" else import_lock(where, on_wait)
+    locks = {"folder": lambda: folder_lock(out, on_wait), "import": lambda: import_lock(where, on_wait)}
+    lock = locks.get(kind, lambda: preannotate_lock(where, 7, on_wait))()
     with lock:
         assert proc.wait(timeout=60) == 0  # the first finished before the second got the lock
     assert len(messages) == 1
-    assert messages[0].startswith(f"waiting for another judgelab {'sync' if kind == 'folder' else 'import'}")
+    said = {"folder": "sync", "import": "import", "preannotate": "run"}[kind]
+    assert messages[0].startswith(f"waiting for another judgelab {said}")
+    if kind == "preannotate":
+        assert f"pre-annotating project 7 at {where}" in messages[0]
     assert f"(pid {proc.pid})" in messages[0]
 
 

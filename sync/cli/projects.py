@@ -621,9 +621,11 @@ def preannotate_cmd(
     from judgelab.sync.backend_link import connect_backend, linked_backend
     from judgelab.sync.preannotate import preannotate_project
     from judgelab.sync.project_ref import resolve_projects
+    from judgelab.sync.state_folder import preannotate_lock
 
     schemas = [get_schema(n) for n in schema_names]
-    client = connect(_connection(ctx))
+    conn = _connection(ctx)
+    client = connect(conn)
     out, listed = Output(as_json), []
     requests: list[dict] = []  # --batch-file: every project's request lines, written at the end
     for project in resolve_projects(client, project_ids, titles, schemas, default="schemas"):
@@ -631,7 +633,10 @@ def preannotate_cmd(
         # a project's connection stays as it is unless --ls-backend-url (or 'connect') changes it
         ls_url = options.ls_backend_url or (current.url if current else None) or options.backend_url
         ls_url = ls_url or DEFAULT_BACKEND_URL
-        with options.backend_for(ls_url) as backend:
+        # one run at a time per project (from this machine): two would connect it and list its
+        # unpredicted tasks side by side, and both predict and import them
+        waited = lambda message: click.echo(message, err=True)  # noqa: E731
+        with preannotate_lock(conn.url, project.id, waited), options.backend_for(ls_url) as backend:
             link = connect_backend(
                 client, project.id, ls_url, auth=options.auth, extra_params=options.judges, backend=backend
             )
