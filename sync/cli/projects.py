@@ -717,7 +717,7 @@ def _say_preannotated(out: Output, project, report, budget: float | None) -> Non
         out.line(
             f"{name}: time spent: Label Studio reading tasks {took['reading']:.1f} s, the backend predicting "
             f"{took['predicting']:.1f} s, Label Studio checking and importing predictions {took['importing']:.1f} s "
-            "(a chunk is read and predicted while the one before is imported)"
+            "(the backend predicts some chunks while Label Studio imports those before and reads those after, in turn)"
         )
     if report.blind:
         out.line(f"{name}: {report.blind} blind-arm task(s) left without one by design")
