@@ -26,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,10 +48,11 @@ log = logging.getLogger("judgelab.sync")
 CHUNK_SIZE = 100  # tasks per /predict and per import
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
 # Without a budget, the data of this many chunks is read in one Data Manager listing (Label Studio
-# builds a page of 300 tasks for about 80% of the time per task of a page of 100), and their
-# predictions are checked against the project's in one listing before they are imported, while
-# the next group is read and predicted
+# builds a page of 300 tasks for about 80% of the time per task of a page of 100); those of its
+# chunks predicted by the time the group before is imported are checked against the project in
+# one listing before they are imported, while the next group is read and predicted
 READ_TOGETHER = 3
+GROUP_PATIENCE = 0.5  # seconds a predicted chunk waits for the rest of its group to be imported with it
 MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)
 
 
@@ -317,11 +318,12 @@ def _push_round(
     """One pass over ``queue``: each chunk predicted and its new predictions imported.
 
     Without a budget, the chunks go in groups of :data:`READ_TOGETHER`: a group's data is read
-    in one listing, and once its chunks are predicted, one question to Label Studio finds which
-    of its tasks got a prediction meanwhile before each chunk's predictions are imported; the
-    next group is read and predicted while one is imported (:class:`_Ahead`), Label Studio
-    serving the read and the import in turn (``turn``). With a budget, a
-    chunk's size depends on what the previous one cost, so chunks go one after another."""
+    in one listing; the chunks of a group predicted by the time the one before is imported are
+    imported together, after one question to Label Studio finds which of their tasks got a
+    prediction meanwhile (:func:`_predicted`). The next group is read and predicted while one is
+    imported (:class:`_Ahead`), Label Studio serving the read and the import in turn (``turn``).
+    With a budget, a chunk's size depends on what the previous one cost, so chunks go one after
+    another."""
     pending: deque[list[Future]] = deque()  # groups of chunks, each a future per chunk
     together = 1 if budget is not None else max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))
     try:
@@ -340,7 +342,7 @@ def _push_round(
                 )
             if not pending:
                 return
-            chunks = [future.result() for future in pending.popleft()]
+            chunks = [future.result() for future in _predicted(pending)]
             with turn:
                 _import_group(client, project_id, versions, chunks, report, progress)
     finally:
@@ -352,6 +354,23 @@ def _push_round(
                 future.result()
 
 
+def _predicted(pending: deque[list[Future]]) -> list[Future]:
+    """The first group's first chunk, once predicted, and the chunks after it in that group that
+    are predicted within :data:`GROUP_PATIENCE` (taken off ``pending``): with a backend that keeps
+    ahead of Label Studio's imports (the offline annotator) a whole group is checked and imported
+    at once, with a slow one (an LLM) each chunk as soon as it is predicted, so the progress bar
+    moves with every chunk."""
+    group = pending[0]
+    group[0].result()
+    wait(group[1:], timeout=GROUP_PATIENCE)
+    ready = [group.pop(0)]
+    while group and group[0].done():
+        ready.append(group.pop(0))
+    if not group:
+        pending.popleft()
+    return ready
+
+
 def _import_group(
     client: LabelStudioBase,
     project_id: int,
@@ -360,10 +379,10 @@ def _import_group(
     report: PushReport,
     progress: Callable[[int], None] | None,
 ) -> None:
-    """Import a group's predictions, chunk by chunk (``chunks``: per chunk, its predictions and how
-    many of its tasks were skipped), but those of tasks that got one of their version meanwhile:
-    one check for the group (a Data Manager listing costs about as much for 300 tasks as for 100,
-    a fifth of a chunk's import)."""
+    """Import some chunks' predictions, chunk by chunk (``chunks``: per chunk, its predictions and
+    how many of its tasks were skipped), but those of tasks that got one of their version
+    meanwhile: one check for them all (a Data Manager listing costs about as much for 300 tasks as
+    for 100: 40 ms on PostgreSQL beside 75 ms for a chunk's import)."""
     started = time.perf_counter()
     fresh = _not_yet_predicted(client, project_id, versions, [p for predictions, _ in chunks for p in predictions])
     kept = {id(p) for p in fresh}
