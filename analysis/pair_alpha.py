@@ -144,15 +144,16 @@ def _replicates(
     n_values = len(values)
     replicates = np.full((n_boot, len(matrices)), np.nan)
     rng = np.random.default_rng(seed)
-    draws = None if weights is not None else rng.integers(0, n_units, size=(n_boot, n_units))
     block = max(1, MAX_BLOCK_CELLS // n_rows)
     stacked = sparse.hstack(matrices).tocsc()  # rows x (pairs * V^2)
     for start in range(0, n_boot, block):
         size = min(block, n_boot - start)
         if weights is not None:  # units of each type in the replicate
             counts_t = rng.multinomial(n_units, weights / n_units, size=size).T.astype(np.float64)
-        else:  # draw counts laid out units x replicates (contiguous for the product)
-            flat = (draws[start : start + size] * size + np.arange(size)[:, None]).reshape(-1)
+        else:  # draw counts laid out units x replicates (contiguous for the product); a block's
+            # draws at a time, the same numbers as all at once (n_boot x units integers)
+            draws = rng.integers(0, n_units, size=(size, n_units))
+            flat = (draws * size + np.arange(size)[:, None]).reshape(-1)
             counts_t = np.bincount(flat, minlength=n_units * size).astype(np.float64).reshape(n_units, size)
         coincidences = np.asarray((stacked.T @ counts_t).T)  # size x (pairs * V^2)
         coincidences = coincidences.reshape(size, len(matrices), n_values, n_values)

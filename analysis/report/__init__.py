@@ -174,6 +174,7 @@ def project_section(
             if after_merge is not None:  # a builder's view across cells (agreement: a row per cell)
                 after_merge(merged, plan.by)
             built += merged
+        release_arrow_memory()
     n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
     sentences = plan_sentences(
         plan,
@@ -204,6 +205,16 @@ def project_cut(data: ProjectData) -> tuple[FacetPlan, dict[str, pd.DataFrame]]:
     plan = facet_plan(data.schema_meta, data.tasks, data.options.by, data.options.where, kept)
     own = {"tasks": data.tasks, "judgments": data.judgments, "spans": data.spans}
     return plan, filter_tables(own, plan.where)
+
+
+def release_arrow_memory() -> None:
+    """Hand the memory Arrow has freed back to the system. Text read from Parquet, and text
+    columns pandas makes, live in Arrow's memory pool, which keeps what is freed for later: the
+    report's tables as read, let go once converted (:func:`normalised_table`), stayed in the
+    process, about 100 MiB at 30,000 tasks, and a section's passing text columns added to it."""
+    import pyarrow
+
+    pyarrow.default_memory_pool().release_unused()
 
 
 def _task_count(tasks: pd.DataFrame) -> int:

@@ -324,7 +324,7 @@ def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
     with a warning: its rows from both would count every annotation twice."""
     import pandas as pd
 
-    from judgelab.analysis.report import normalised_table
+    from judgelab.analysis.report import normalised_table, release_arrow_memory
     from judgelab.sync.export import read_cuts, read_tables
     from judgelab.sync.usage import read_usage
 
@@ -358,6 +358,7 @@ def _read_report_tables(folders: tuple[Path, ...]) -> tuple[dict, dict, dict]:
     del parts, tables
     for name in TIDY_TABLES:
         combined[name] = normalised_table(name, combined[name])
+        release_arrow_memory()
     if problems:
         combined["problems"] = pd.concat(problems, ignore_index=True)
     if usage:
