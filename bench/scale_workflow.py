@@ -26,7 +26,9 @@ process (its Python start included) and its Label Studio baseline:
   prompt after ``--llm-latency`` (50 ms), and ``judgelab preannotate --push`` again: a second
   prediction per task, each from its own prompt (each summary ends with its own reference) | the
   same bulk prediction import as the preannotate stage's; the note gives the bound the latency
-  alone sets (tasks x latency / the 8 requests the backend keeps in flight).
+  alone sets (tasks x latency / the 8 requests the backend keeps in flight); and **llm push**,
+  that run's checking and importing against the same bulk import (the backend waits on the LLM
+  there, not on the CPU).
 
 For each it prints seconds, milliseconds per task, the ratio to Label Studio, the peak RSS of
 judgelab's processes (the CLI and its children; the backend during pre-annotation), sampled
@@ -44,25 +46,27 @@ are checked; its time is then the killed run plus the re-run.
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
-(revision a9f7dd7; earlier runs and what changed between them: docs/benchmarks.md):
+(revision 223ec40; earlier runs and what changed between them: docs/benchmarks.md):
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
-| import | 10,000 | 18.6 | 1.86 | 17.1 | 1.08x | 89 |
-| preannotate | 10,000 | 29.4 | 2.94 | 7.9 | 3.71x | 71 + backend 127 |
-| push | 10,000 | 21.4 | 2.14 | 7.9 | 2.70x | 71 |
-| sync | 10,000 | 24.3 | 2.43 | 19.0 | 1.28x | 245 |
-| incremental | 10,000 | 7.4 | 0.74 | 19.0 | 0.39x | 231 |
-| report | 10,000 | 4.7 | 0.47 | - | - | 410 |
-| import | 30,000 | 55.5 | 1.85 | 50.2 | 1.11x | 93 |
-| preannotate | 30,000 | 78.5 | 2.62 | 23.9 | 3.28x | 76 + backend 132 |
-| push | 30,000 | 56.0 | 1.87 | 23.9 | 2.34x | 76 |
-| sync | 30,000 | 68.7 | 2.29 | 60.1 | 1.14x | 287 |
-| incremental | 30,000 | 22.2 | 0.74 | 57.1 | 0.39x | 256 |
-| report | 30,000 | 9.7 | 0.32 | - | - | 683 |
+| import | 10,000 | 19.3 | 1.93 | 16.6 | 1.16x | 88 |
+| preannotate | 10,000 | 29.5 | 2.95 | 8.3 | 3.55x | 79 + backend 127 |
+| push | 10,000 | 12.9 | 1.29 | 8.3 | 1.55x | 79 |
+| sync | 10,000 | 24.9 | 2.49 | 19.4 | 1.29x | 249 |
+| incremental | 10,000 | 9.4 | 0.94 | 20.6 | 0.45x | 222 |
+| report | 10,000 | 5.3 | 0.53 | - | - | 398 |
+| llm | 10,000 | 82.6 | 8.26 | 8.3 | 9.93x | 80 + backend 135 |
+| llm push | 10,000 | 13.2 | 1.32 | 8.3 | 1.58x | 80 |
+| import | 30,000 | 60.7 | 2.02 | 54.3 | 1.12x | 94 |
+| preannotate | 30,000 | 81.2 | 2.71 | 24.8 | 3.27x | 85 + backend 131 |
+| push | 30,000 | 33.9 | 1.13 | 24.8 | 1.37x | 85 |
+| sync | 30,000 | 69.4 | 2.31 | 60.5 | 1.15x | 279 |
+| incremental | 30,000 | 25.8 | 0.86 | 59.2 | 0.44x | 271 |
+| report | 30,000 | 10.3 | 0.34 | - | - | 659 |
 
-per-task time growth 30,000 / 10,000: import 1.00x, preannotate 0.89x, sync 0.94x,
-incremental 1.00x, report 0.69x. The 100,000 runs with the kill check and what they changed:
+per-task time growth 30,000 / 10,000: import 1.05x, preannotate 0.92x, push 0.88x, sync 0.93x,
+incremental 0.92x, report 0.65x. The 100,000 runs with the kill check and what they changed:
 docs/benchmarks.md, "100,000 tasks, each command killed and resumed".
 """
 
