@@ -228,18 +228,7 @@ def push_predictions(
             started = time.perf_counter()
             data = task_data(client, project_id, [task_id for ids in chunks for task_id in ids])
             report.timed("reading", started)
-        out = []
-        for ids in chunks:
-            chunk = []
-            for task_id in ids:
-                if task_id not in data:
-                    continue
-                if is_blind(data[task_id]):
-                    blind.add(task_id)
-                else:
-                    chunk.append((task_id, data[task_id]))
-            out.append((chunk, len(ids) - len(chunk)))
-        return out
+        return [_to_predict(ids, data, blind) for ids in chunks]
 
     def predict(chunk: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
         started = time.perf_counter()
@@ -264,6 +253,22 @@ def push_predictions(
     report.blind = len(blind)
     report.unfinished = sum(1 for task_id in unfinished if task_id not in blind)
     return report
+
+
+def _to_predict(
+    ids: list[int], data: dict[int, dict[str, Any]], blind: set[int]
+) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """(a chunk's tasks to predict with their data, how many of ``ids`` were skipped: gone from
+    the project or in the blind arm, whose tasks go to ``blind``)."""
+    chunk = []
+    for task_id in ids:
+        if task_id not in data:
+            continue
+        if is_blind(data[task_id]):
+            blind.add(task_id)
+        else:
+            chunk.append((task_id, data[task_id]))
+    return chunk, len(ids) - len(chunk)
 
 
 class _Ahead:
