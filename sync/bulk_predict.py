@@ -330,7 +330,7 @@ def _push_round(
     With a budget, a chunk's size depends on what the previous one cost, so chunks go one after
     another."""
     pending: deque[list[Future]] = deque()  # groups of chunks, each a future per chunk
-    together = 1 if budget is not None else max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))
+    together = max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))  # chunks per group, without a budget
     try:
         while queue or pending:
             if budget is not None and not pending:

@@ -106,11 +106,8 @@ def import_lock(url: str, on_wait: Callable[[str], None] | None = None) -> Itera
     both add them (tasks, annotations and accounts twice); so a second run waits, saying so,
     and then finds what the first added. A file in the system's temporary folder, one per user
     and Label Studio URL."""
-    folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    name = hashlib.sha256(url.rstrip("/").lower().encode()).hexdigest()[:16]
     waiting = f"another judgelab import{{holder}} into {url} to finish (one import at a time per Label Studio)"
-    with _held(folder / f"import-{name}.lock", waiting, on_wait, lambda exc: exc):
+    with _held(_machine_lock_path("import", url.rstrip("/").lower()), waiting, on_wait, lambda exc: exc):
         yield
 
 
@@ -122,12 +119,18 @@ def preannotate_lock(url: str, project_id: int, on_wait: Callable[[str], None] |
     a second run waits, saying so, then finds the first one's predictions and sends only what is
     left. (Each chunk is still checked before its import, for a run on another machine or Label
     Studio's own "Retrieve predictions".)"""
+    waiting = f"another judgelab run{{holder}} pre-annotating project {project_id} at {url} to finish"
+    path = _machine_lock_path("preannotate", f"{url.rstrip('/').lower()} {project_id}")
+    with _held(path, waiting, on_wait, lambda exc: exc):
+        yield
+
+
+def _machine_lock_path(kind: str, key: str) -> Path:
+    """The file of this user's ``kind`` lock on ``key`` (a Label Studio URL, with a project for
+    some), in the system's temporary folder."""
     folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
-    name = hashlib.sha256(f"{url.rstrip('/').lower()} {project_id}".encode()).hexdigest()[:16]
-    waiting = f"another judgelab run{{holder}} pre-annotating project {project_id} at {url} to finish"
-    with _held(folder / f"preannotate-{name}.lock", waiting, on_wait, lambda exc: exc):
-        yield
+    return folder / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.lock"
 
 
 @contextmanager
