@@ -1,4 +1,5 @@
-"""Label Studio's own ``label-studio`` command, its server's connections with TCP_NODELAY.
+"""Label Studio's own ``label-studio`` command, its server's connections with TCP_NODELAY and its
+garbage collector tuned for a server.
 
 ``label-studio start`` serves with Django's development server, which writes a response's headers
 and its body in two sends on a socket with Nagle's algorithm on: the body waits until the client
@@ -10,19 +11,48 @@ when Label Studio is installed beside judgelab::
 
     python -m judgelab.sync.label_studio_server start --port 8080 ...
 
-takes the arguments of ``label-studio`` and runs it unchanged but for that option.
+takes the arguments of ``label-studio`` and runs it unchanged but for that option and the
+collector's settings (:func:`_tune_collector`).
 """
 
 from __future__ import annotations
 
+import gc
 import sys
+
+# Python collects its youngest objects every 700 allocations by default; a request to Label
+# Studio allocates hundreds of thousands (a page of tasks, their JSON), so collections ran many
+# times a request and the full ones, each a walk over all of Django's and Label Studio's objects,
+# took 200-250 ms: on PostgreSQL one import of 100 predictions in six took 320-370 ms instead of
+# 75 ms, a full collection inside it (77 of them in a pre-annotation of 6,000 tasks).
+YOUNG_COLLECTION_EVERY = 50_000
+
+
+def _tune_collector() -> None:
+    """Once the server is ready to serve: its objects loaded so far (Django, Label Studio, their
+    modules: they live as long as the process) moved out of the collector's sight (``gc.freeze``),
+    so a full collection walks only what requests made since, 20-60 ms; and the youngest objects
+    collected every :data:`YOUNG_COLLECTION_EVERY` allocations. A pre-annotation of 6,000 tasks on
+    PostgreSQL took 16-18 s before, 11 s after."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
 
 
 def main() -> None:
+    from django.core.management.commands import runserver
     from django.core.servers import basehttp
 
     # socketserver.StreamRequestHandler sets TCP_NODELAY on each connection when this is True
     basehttp.WSGIRequestHandler.disable_nagle_algorithm = True
+    serve = runserver.run  # what `runserver` calls once its checks ran and its handler is loaded
+
+    def tuned_then_served(*args, **kwargs):
+        _tune_collector()
+        return serve(*args, **kwargs)
+
+    runserver.run = tuned_then_served
     from label_studio.server import main as label_studio_main
 
     sys.argv[0] = "label-studio"

@@ -166,7 +166,7 @@ def test_the_stop_command_up_prints_works_as_printed_without_judgelab_on_the_pat
     assert stop_command(Path(".judgelab"), cwd=checkout, path=str(venv_bin)) == "judgelab --home .judgelab down"
 
 
-def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay():
+def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_its_collector():
     """Django's development server, which `label-studio start` uses, sends a response's headers and
     body in two writes: without TCP_NODELAY each request waited for the client's delayed
     acknowledgement (40 ms). judgelab starts Label Studio through its launcher, which sets the
@@ -185,6 +185,21 @@ def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay():
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert "nodelay True" in shown.stdout
+    # when `runserver` starts serving: the objects loaded so far frozen out of the collector's
+    # walks, the youngest collected every 50,000 allocations (a full walk took 200-250 ms of a
+    # request); the server it runs is Django's own
+    probe = (
+        "import gc\n"
+        "import label_studio.server as server\n"
+        "from django.core.management.commands import runserver\n"
+        "runserver.run = lambda *a, **k: print('serving', a, gc.get_freeze_count() > 1000, gc.get_threshold())\n"
+        "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0\n"
+        "from judgelab.sync.label_studio_server import main\n"
+        "main()\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "serving ('127.0.0.1', 8080) True (50000, 10, 10)" in shown.stdout
     # and the arguments reach Label Studio unchanged: `version` answers as `label-studio version` does
     ours = subprocess.run([*label_studio_command(), "version"], capture_output=True, text=True, timeout=120)
     theirs = subprocess.run(
