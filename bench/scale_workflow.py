@@ -46,27 +46,28 @@ end, and the same counts are checked; its time is then the killed run plus the r
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
-(revision 223ec40; earlier runs and what changed between them: docs/benchmarks.md):
+(revision 06dfe0e, Label Studio's collector tuned by judgelab's launcher; earlier runs and what
+changed between them: docs/benchmarks.md):
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
-| import | 10,000 | 19.3 | 1.93 | 16.6 | 1.16x | 88 |
-| preannotate | 10,000 | 29.5 | 2.95 | 8.3 | 3.55x | 79 + backend 127 |
-| push | 10,000 | 12.9 | 1.29 | 8.3 | 1.55x | 79 |
-| sync | 10,000 | 24.9 | 2.49 | 19.4 | 1.29x | 249 |
-| incremental | 10,000 | 9.4 | 0.94 | 20.6 | 0.45x | 222 |
-| report | 10,000 | 5.3 | 0.53 | - | - | 398 |
-| llm | 10,000 | 82.6 | 8.26 | 8.3 | 9.93x | 80 + backend 135 |
-| llm push | 10,000 | 13.2 | 1.32 | 8.3 | 1.58x | 80 |
-| import | 30,000 | 60.7 | 2.02 | 54.3 | 1.12x | 94 |
-| preannotate | 30,000 | 81.2 | 2.71 | 24.8 | 3.27x | 85 + backend 131 |
-| push | 30,000 | 33.9 | 1.13 | 24.8 | 1.37x | 85 |
-| sync | 30,000 | 69.4 | 2.31 | 60.5 | 1.15x | 279 |
-| incremental | 30,000 | 25.8 | 0.86 | 59.2 | 0.44x | 271 |
-| report | 30,000 | 10.3 | 0.34 | - | - | 659 |
+| import | 10,000 | 15.8 | 1.58 | 12.6 | 1.25x | 88 |
+| preannotate | 10,000 | 21.2 | 2.12 | 10.2 | 2.09x | 78 + backend 127 |
+| push | 10,000 | 11.1 | 1.11 | 10.2 | 1.09x | 78 |
+| sync | 10,000 | 20.3 | 2.03 | 15.8 | 1.29x | 245 |
+| incremental | 10,000 | 5.8 | 0.58 | 16.0 | 0.36x | 221 |
+| report | 10,000 | 4.7 | 0.47 | - | - | 400 |
+| llm | 10,000 | 76.4 | 7.64 | 10.2 | 7.52x | 81 + backend 134 |
+| llm push | 10,000 | 10.2 | 1.02 | 10.2 | 1.00x | 81 |
+| import | 30,000 | 45.1 | 1.50 | 39.8 | 1.13x | 95 |
+| preannotate | 30,000 | 60.7 | 2.02 | 18.9 | 3.21x | 83 + backend 131 |
+| push | 30,000 | 29.0 | 0.97 | 18.9 | 1.53x | 83 |
+| sync | 30,000 | 60.9 | 2.03 | 51.8 | 1.18x | 270 |
+| incremental | 30,000 | 17.8 | 0.59 | 49.8 | 0.36x | 267 |
+| report | 30,000 | 10.1 | 0.34 | - | - | 667 |
 
-per-task time growth 30,000 / 10,000: import 1.05x, preannotate 0.92x, push 0.88x, sync 0.93x,
-incremental 0.92x, report 0.65x. The 100,000 runs with the kill check and what they changed:
+per-task time growth 30,000 / 10,000: import 0.95x, preannotate 0.95x, push 0.87x, sync 1.00x,
+incremental 1.02x, report 0.71x. The 100,000 runs with the kill check and what they changed:
 docs/benchmarks.md, "100,000 tasks, each command killed and resumed".
 """
 
