@@ -12,9 +12,10 @@ process (its Python start included) and its Label Studio baseline:
   judgelab sends it, POSTed to ``/api/projects/{id}/import`` in the same requests;
 - **preannotate**: ``judgelab preannotate --push`` (the backend predicts, judgelab imports each
   chunk's predictions) | the same predictions, precomputed, POSTed to
-  ``/api/projects/{id}/import/predictions`` in chunks of the same size (the bare bulk import:
-  the backend's own work is not in it; the note gives that work alone, the same chunks sent to
-  the backend's ``/predict`` one after another); and **push**, the part of that run the command
+  ``/api/projects/{id}/import/predictions`` in requests of the push's (three chunks, 300
+  predictions: what the push imports at once when its backend keeps ahead of Label Studio) (the
+  bare bulk import: the backend's own work is not in it; the note gives that work alone, the
+  push's chunks sent to the backend's ``/predict`` one after another); and **push**, the part of that run the command
   reports as Label Studio checking and importing the predictions, against the same bulk import;
 - **sync**: ``judgelab sync --full`` | the JSON export (``/export?download_all_tasks=true``),
   streamed to a file; the mean of one export before and one after the sync;
@@ -97,6 +98,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
+from judgelab.sync.bulk_predict import READ_TOGETHER  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402
 from judgelab.sync.importers.annotations import ensure_annotators  # noqa: E402
@@ -113,7 +115,10 @@ from judgelab.sync.projects import ensure_project, import_batches  # noqa: E402
 
 SCHEMA = "hotel_spans"
 ANNOTATORS = ["rater.a@judgelab.local", "rater.b@judgelab.local", "rater.c@judgelab.local"]
-CHUNK = 100  # judgelab preannotate's default --chunk-size; the baseline's prediction requests too
+CHUNK = 100  # judgelab preannotate's default --chunk-size
+# the baseline's prediction requests: as many as a push imports in one request when its backend
+# keeps ahead of Label Studio (a group of chunks read together, checked and imported together)
+IMPORT_REQUEST = READ_TOGETHER * CHUNK
 INCREMENTAL_SHARE = 0.4  # the incremental sync's time as a share of the export's, about (for its kill point)
 STAGES = ("import", "preannotate", "sync", "incremental", "report", "llm")
 LLM_MODEL = "sim-judge"
@@ -498,8 +503,10 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         ids = bench.db.task_ids_by_key(base)
         bodies = []
         keys = sorted(ids)
-        for start in range(0, n, CHUNK):
-            bodies.append(json.dumps([{"task": ids[k], **predictions[k]} for k in keys[start : start + CHUNK]]))
+        for start in range(0, n, IMPORT_REQUEST):
+            bodies.append(
+                json.dumps([{"task": ids[k], **predictions[k]} for k in keys[start : start + IMPORT_REQUEST]])
+            )
         del predictions
         t0 = time.perf_counter()
         with bench.http() as http:

@@ -384,26 +384,24 @@ def _import_group(
     report: PushReport,
     progress: Callable[[int], None] | None,
 ) -> None:
-    """Import some chunks' predictions, chunk by chunk (``chunks``: per chunk, its predictions and
-    how many of its tasks were skipped), but those of tasks that got one of their version
-    meanwhile: one check for them all (a Data Manager listing costs about as much for 300 tasks as
-    for 100: 40 ms on PostgreSQL beside 75 ms for a chunk's import)."""
+    """Import some chunks' predictions (``chunks``: per chunk, its predictions and how many of its
+    tasks were skipped) in one request, but those of tasks that got one of their version
+    meanwhile: one check for them all. Label Studio's costs per request are much the same for 300
+    tasks as for 100: on PostgreSQL a Data Manager listing takes 35-40 ms either way, an import of
+    100 predictions 70-75 ms and one of 300 150-160 ms."""
     started = time.perf_counter()
     fresh = _not_yet_predicted(client, project_id, versions, [p for predictions, _ in chunks for p in predictions])
-    kept = {id(p) for p in fresh}
-    for predictions, skipped in chunks:
-        mine = [p for p in predictions if id(p) in kept]
-        if mine:
-            try:
-                post_json(client, f"api/projects/{project_id}/import/predictions", mine)
-            except ApiError as exc:
-                raise SyncError(
-                    f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
-                    f"{report.pushed} were imported before; re-run to continue"
-                ) from None
-            report.pushed += len(mine)
-        if progress:
-            progress(len({p["task"] for p in mine}) + skipped)
+    if fresh:
+        try:
+            post_json(client, f"api/projects/{project_id}/import/predictions", fresh)
+        except ApiError as exc:
+            raise SyncError(
+                f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
+                f"{report.pushed} were imported before; re-run to continue"
+            ) from None
+        report.pushed += len(fresh)
+    if progress:
+        progress(len({p["task"] for p in fresh}) + sum(skipped for _, skipped in chunks))
     report.timed("importing", started)
 
 
