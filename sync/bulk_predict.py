@@ -45,12 +45,12 @@ if TYPE_CHECKING:  # preannotate calls this module: only its options' type is na
     from judgelab.sync.preannotate import PreannotateOptions
 
 log = logging.getLogger("judgelab.sync")
-CHUNK_SIZE = 100  # tasks per /predict and per import
+CHUNK_SIZE = 100  # tasks per /predict (an import takes up to READ_TOGETHER chunks' predictions)
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
 # Without a budget, the data of this many chunks is read in one Data Manager listing (Label Studio
 # builds a page of 300 tasks for about 80% of the time per task of a page of 100); those of its
 # chunks predicted by the time the group before is imported are checked against the project in
-# one listing before they are imported, while the next group is read and predicted
+# one listing and imported in one request, while the next group is read and predicted
 READ_TOGETHER = 3
 GROUP_PATIENCE = 0.5  # seconds a predicted chunk waits for the rest of its group to be imported with it
 MAX_ROUNDS = 3  # passes over the tasks still without a prediction (placeholders are sent again)

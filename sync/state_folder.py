@@ -107,7 +107,7 @@ def import_lock(url: str, on_wait: Callable[[str], None] | None = None) -> Itera
     and then finds what the first added. A file in the system's temporary folder, one per user
     and Label Studio URL."""
     waiting = f"another judgelab import{{holder}} into {url} to finish (one import at a time per Label Studio)"
-    with _held(_machine_lock_path("import", url.rstrip("/").lower()), waiting, on_wait, lambda exc: exc):
+    with _held(_machine_lock_path("import", url), waiting, on_wait, lambda exc: exc):
         yield
 
 
@@ -120,16 +120,17 @@ def preannotate_lock(url: str, project_id: int, on_wait: Callable[[str], None] |
     left. (Each chunk is still checked before its import, for a run on another machine or Label
     Studio's own "Retrieve predictions".)"""
     waiting = f"another judgelab run{{holder}} pre-annotating project {project_id} at {url} to finish"
-    path = _machine_lock_path("preannotate", f"{url.rstrip('/').lower()} {project_id}")
-    with _held(path, waiting, on_wait, lambda exc: exc):
+    with _held(_machine_lock_path("preannotate", url, project_id), waiting, on_wait, lambda exc: exc):
         yield
 
 
-def _machine_lock_path(kind: str, key: str) -> Path:
-    """The file of this user's ``kind`` lock on ``key`` (a Label Studio URL, with a project for
-    some), in the system's temporary folder."""
+def _machine_lock_path(kind: str, url: str, project_id: int | None = None) -> Path:
+    """The file of this user's ``kind`` lock on the Label Studio at ``url`` (however its URL is
+    written: a trailing slash, capitals), or on its project ``project_id``, in the system's
+    temporary folder."""
     folder = Path(tempfile.gettempdir()) / f"judgelab-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    key = url.rstrip("/").lower() + ("" if project_id is None else f" {project_id}")
     return folder / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.lock"
 
 

@@ -166,6 +166,17 @@ def test_the_stop_command_up_prints_works_as_printed_without_judgelab_on_the_pat
     assert stop_command(Path(".judgelab"), cwd=checkout, path=str(venv_bin)) == "judgelab --home .judgelab down"
 
 
+def _launched(*setup: str) -> str:
+    """What the launcher's ``main`` prints in a fresh Python after ``setup`` (lines run first, with
+    ``label_studio.server`` imported as ``server``: they replace what Label Studio would run)."""
+    probe = "\n".join(
+        ["import label_studio.server as server", *setup, "from judgelab.sync.label_studio_server import main", "main()"]
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
 def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_its_collector():
     """Django's development server, which `label-studio start` uses, sends a response's headers and
     body in two writes: without TCP_NODELAY each request waited for the client's delayed
@@ -175,31 +186,21 @@ def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_
 
     assert label_studio_command() == [sys.executable, "-m", "judgelab.sync.label_studio_server"]
     # the option, as the launcher leaves it when Label Studio's own main takes over
-    probe = (
-        "import label_studio.server as server\n"
-        "from django.core.servers import basehttp\n"
-        "server.main = lambda: print('nodelay', basehttp.WSGIRequestHandler.disable_nagle_algorithm) or 0\n"
-        "from judgelab.sync.label_studio_server import main\n"
-        "main()\n"
+    shown = _launched(
+        "from django.core.servers import basehttp",
+        "server.main = lambda: print('nodelay', basehttp.WSGIRequestHandler.disable_nagle_algorithm) or 0",
     )
-    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
-    assert "nodelay True" in shown.stdout
+    assert "nodelay True" in shown
     # when `runserver` starts serving: the objects loaded so far frozen out of the collector's
     # walks, the youngest collected every 10,000 allocations (a full walk took 200-250 ms of a
     # request); the server it runs is Django's own
-    probe = (
-        "import gc\n"
-        "import label_studio.server as server\n"
-        "from django.core.management.commands import runserver\n"
-        "runserver.run = lambda *a, **k: print('serving', a, gc.get_freeze_count() > 1000, gc.get_threshold())\n"
-        "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0\n"
-        "from judgelab.sync.label_studio_server import main\n"
-        "main()\n"
+    shown = _launched(
+        "import gc",
+        "from django.core.management.commands import runserver",
+        "runserver.run = lambda *a, **k: print('serving', a, gc.get_freeze_count() > 1000, gc.get_threshold())",
+        "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0",
     )
-    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
-    assert "serving ('127.0.0.1', 8080) True (10000, 10, 10)" in shown.stdout
+    assert "serving ('127.0.0.1', 8080) True (10000, 10, 10)" in shown
     # and the arguments reach Label Studio unchanged: `version` answers as `label-studio version` does
     ours = subprocess.run([*label_studio_command(), "version"], capture_output=True, text=True, timeout=120)
     theirs = subprocess.run(

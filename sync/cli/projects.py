@@ -635,8 +635,8 @@ def preannotate_cmd(
         ls_url = ls_url or DEFAULT_BACKEND_URL
         # one run at a time per project (from this machine): two would connect it and list its
         # unpredicted tasks side by side, and both predict and import them
-        waited = preannotate_lock(conn.url, project.id, on_wait=lambda message: click.echo(message, err=True))
-        with waited, options.backend_for(ls_url) as backend:
+        one_run = preannotate_lock(conn.url, project.id, on_wait=lambda message: click.echo(message, err=True))
+        with one_run, options.backend_for(ls_url) as backend:
             link = connect_backend(
                 client, project.id, ls_url, auth=options.auth, extra_params=options.judges, backend=backend
             )
