@@ -202,9 +202,37 @@ def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_
     )
     assert "serving ('127.0.0.1', 8080) True (10000, 10, 10)" in shown
     # and the arguments reach Label Studio unchanged: `version` answers as `label-studio version` does
+    # (given the same git search as the launcher's, below: else it reads a checkout around it)
     ours = subprocess.run([*label_studio_command(), "version"], capture_output=True, text=True, timeout=120)
     theirs = subprocess.run(
-        [str(Path(sys.executable).parent / "label-studio"), "version"], capture_output=True, text=True, timeout=120
+        [str(Path(sys.executable).parent / "label-studio"), "version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(_label_studio_folder().parent)},
     )
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
     assert '"label-studio-os-package"' in ours.stdout and ours.stdout == theirs.stdout
+
+
+def _label_studio_folder() -> Path:
+    import label_studio
+
+    return Path(label_studio.__file__).parent
+
+
+def test_label_studio_through_the_launcher_does_not_take_a_checkout_around_its_install_for_its_own():
+    """Label Studio asks git for its version from its package's folder on every export request (five
+    git commands) and writes the answer over its version file. Installed in a virtualenv inside a
+    checkout (judgelab's `.venv`), git found the checkout: Label Studio called itself by the
+    checkout's commit, each export spending about 17 ms in git. Through the launcher, git finds no
+    repository from there, wherever the virtualenv is."""
+    core = _label_studio_folder() / "core"
+    git = f"subprocess.run(['git', 'rev-parse', '--git-dir'], cwd={str(core)!r}, capture_output=True)"
+    shown = _launched("import subprocess", f"server.main = lambda: print('git', {git}.returncode) or 0")
+    assert shown.startswith("git ") and "git 0" not in shown, shown
+    # the same Python without the launcher: a checkout around the virtualenv (as here) is found
+    checkout = Path(sys.prefix).parent
+    if (checkout / ".git").exists():
+        around = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=core, capture_output=True)
+        assert around.returncode == 0
