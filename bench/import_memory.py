@@ -4,9 +4,10 @@ a temporary folder), against the file's size and against the in-memory reading i
 Each measurement runs in a child process that reports its own peak RSS (``VmHWM``) as it exits:
 
 - **streamed pipeline**: ``read_tasks(..., stream=True)`` (one pass reading and checking every
-  row, keeping only the task keys) and then the import's second pass, the rows cut into requests
-  (:func:`judgelab.sync.projects.import_batches`, each request's JSON encoded as the sender
-  would) without sending them;
+  row, keeping only the task keys and writing each row as the import sends it to a temporary
+  file) and then the import's second pass, those rows cut into requests
+  (:func:`judgelab.sync.projects.import_batches`, each request's body made as the sender makes
+  it) without sending them;
 - **in-memory baseline** (same run): the same file read with ``stream=False``, every row held at
   once (how every file was read before), then cut into the same requests;
 - **interpreter**: the child importing judgelab and exiting (the fixed cost in every figure);
@@ -52,13 +53,13 @@ _PIPELINE = (
     _PEAK + "import json, sys, time\n"
     "from judgelab.configs.schema import get_schema\n"
     "from judgelab.sync.importers import read_tasks\n"
-    "from judgelab.sync.projects import import_batches\n"
+    "from judgelab.sync.projects import import_batches, import_body, import_lines\n"
     "t0 = time.perf_counter()\n"
     "schema, rows = read_tasks(sys.argv[1], get_schema(sys.argv[2]), 'generic', stream=sys.argv[3] == 'stream')\n"
     "t1 = time.perf_counter()\n"
     "tasks = requests = size = 0\n"
-    "for batch, _, _ in import_batches(rows, set()):\n"
-    "    size += len(json.dumps(batch).encode()); tasks += len(batch); requests += 1\n"
+    "for batch, _, _ in import_batches(import_lines(rows), set()):\n"
+    "    size += len(import_body(batch)); tasks += len(batch); requests += 1\n"
     "print(json.dumps({'tasks': tasks, 'requests': requests, 'json_mb': size / 2**20,\n"
     "                  'check_s': t1 - t0, 'send_s': time.perf_counter() - t1}))\n"
 )

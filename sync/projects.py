@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -13,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.instructions import instructions_html
 from judgelab.configs.schema import Schema
-from judgelab.sync.client import SyncError, api_error_message, post_json
+from judgelab.sync.client import SyncError, api_error_message, post_encoded
 from judgelab.sync.importers import KEY_FIELD, TaskRow
+from judgelab.sync.importers.rows import BadRow, ImportLine
 
 if TYPE_CHECKING:  # the SDK is imported by the functions that call it (it is slow to import)
     from label_studio_sdk.base_client import LabelStudioBase
@@ -302,51 +302,68 @@ class ImportReport:
     task_ids: list[int]
 
 
-def import_batches(rows: Iterable[TaskRow], have: set[str]) -> Iterator[tuple[list[dict[str, Any]], TaskRow, TaskRow]]:
-    """The rows whose key is not in ``have``, as import requests of at most :data:`IMPORT_BATCH`
-    tasks and about :data:`IMPORT_BATCH_BYTES` of JSON each (a request of long texts stays small
-    enough for Label Studio to take in one go): ``(tasks, first row, last row)``."""
-    batch: list[dict[str, Any]] = []
-    first = last = None
-    size = 0
+def import_lines(rows: Iterable[TaskRow | ImportLine]) -> Iterator[ImportLine]:
+    """``rows`` as the import sends them: a checked file's as its check wrote them
+    (:meth:`~judgelab.sync.importers.generic.FileRows.import_lines`), other rows encoded as they
+    come. A row JSON cannot send stops there, with an error naming it."""
+    spooled = getattr(rows, "import_lines", None)
+    if spooled is not None:
+        yield from spooled()
+        return
     for row in rows:
-        if row.key in have:
+        try:
+            yield row if isinstance(row, ImportLine) else ImportLine.of(row)
+        except BadRow as exc:
+            raise SyncError(f"{exc}; the rows before it were imported, the rest were not") from None
+
+
+def import_batches(
+    lines: Iterable[ImportLine], have: set[str]
+) -> Iterator[tuple[list[ImportLine], ImportLine, ImportLine]]:
+    """The lines whose key is not in ``have``, as import requests of at most :data:`IMPORT_BATCH`
+    tasks and about :data:`IMPORT_BATCH_BYTES` of JSON each (a request of long texts stays small
+    enough for Label Studio to take in one go): ``(lines, first, last)``."""
+    batch: list[ImportLine] = []
+    size = 0
+    for line in lines:
+        if line.key in have:
             continue
-        task = row.as_import()
-        body = len(json.dumps(task, ensure_ascii=False))
-        if batch and (len(batch) >= IMPORT_BATCH or size + body > IMPORT_BATCH_BYTES):
-            yield batch, first, last
+        if batch and (len(batch) >= IMPORT_BATCH or size + len(line.body) > IMPORT_BATCH_BYTES):
+            yield batch, batch[0], batch[-1]
             batch, size = [], 0
-        if not batch:
-            first = row
-        batch.append(task)
-        last = row
-        size += body
+        batch.append(line)
+        size += len(line.body)
     if batch:
-        yield batch, first, last
+        yield batch, batch[0], batch[-1]
+
+
+def import_body(lines: list[ImportLine]) -> bytes:
+    """The import request of ``lines``: their tasks as one JSON list."""
+    return b"[" + b",".join(line.body for line in lines) + b"]"
 
 
 def import_rows(
     client: LabelStudioBase,
     project_id: int,
-    rows: Iterable[TaskRow],
+    rows: Iterable[TaskRow | ImportLine],
     *,
     have: set[str] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import the rows whose key the project does not have yet (``have``: its keys, when the
     caller already listed them), in batches; rows are read once, as they come (a
-    :class:`~judgelab.sync.importers.generic.FileRows` is never held whole). ``progress`` is
-    told how many rows were settled (imported or found there) after each batch."""
+    :class:`~judgelab.sync.importers.generic.FileRows` is never held whole, and its rows are sent
+    as its check encoded them: :func:`import_lines`). ``progress`` is told how many rows were
+    settled (imported or found there) after each batch."""
     import httpx
     from label_studio_sdk.core.api_error import ApiError
 
     have = existing_keys(client, project_id) if have is None else have
     ids: list[int] = []
     imported = 0
-    counted = _Counting(rows)
+    counted = _Counting(import_lines(rows))
 
-    def settle(sent: tuple[Future, list[dict[str, Any]], TaskRow, TaskRow, int]) -> None:
+    def settle(sent: tuple[Future, list[ImportLine], ImportLine, ImportLine, int]) -> None:
         nonlocal imported
         future, batch, first, last, count = sent
         try:
@@ -364,9 +381,9 @@ def import_rows(
             progress(count - counted.reported)
             counted.reported = count
 
-    # A batch is sent while the next one is read and checked (Label Studio and judgelab work at
-    # the same time); the next is sent only once the previous one has landed, so a failure stops
-    # the import there, as before.
+    # A batch is sent while the next one is read (Label Studio and judgelab work at the same
+    # time); the next is sent only once the previous one has landed, so a failure stops the
+    # import there, as before.
     pending = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgelab-import") as sender:
         for batch, first, last in import_batches(counted, have):
@@ -382,7 +399,7 @@ def import_rows(
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
 
 
-def _import_batch(client: LabelStudioBase, project_id: int, batch: list[dict[str, Any]], what: str) -> list[int]:
+def _import_batch(client: LabelStudioBase, project_id: int, batch: list[ImportLine], what: str) -> list[int]:
     """Import one batch, riding out a busy Label Studio (:func:`~sync.http_retry.repeat_write`):
     after a failure the project's keys are listed again and only the tasks that did not land are
     sent again. The new tasks' ids (those of a batch whose answer was lost are not known)."""
@@ -391,13 +408,14 @@ def _import_batch(client: LabelStudioBase, project_id: int, batch: list[dict[str
     pending = batch
 
     def send() -> list[int]:
-        answer = post_json(client, f"api/projects/{project_id}/import", pending, {"return_task_ids": "true"})
+        path, params = f"api/projects/{project_id}/import", {"return_task_ids": "true"}
+        answer = post_encoded(client, path, import_body(pending), params)
         return list(answer.get("task_ids") or []) if isinstance(answer, dict) else []
 
     def landed() -> list[int] | None:
         nonlocal pending
         there = existing_keys(client, project_id)
-        pending = [task for task in pending if task["meta"][KEY_FIELD] not in there]
+        pending = [line for line in pending if line.key not in there]
         return None if pending else []
 
     return repeat_write(send, landed, what)

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -127,7 +128,7 @@ def test_writes_answered_500_or_lost_are_looked_for_then_sent_again(live_stack, 
             ("annotation", 3): "500",
         }.get((kind, seen[kind]))
 
-    raters = ("pilar", "tomas")
+    raters = tuple(f"{name}-{uuid.uuid4().hex[:8]}" for name in ("pilar", "tomas"))  # new accounts, whatever ran before
     tasks, ratings = _files(tmp_path, "busy", raters)
     with ScriptedFaultProxy(live_stack.url, script) as proxy:
         first = _run(live_stack, _import("Busy Label Studio", tasks), url=proxy.url)

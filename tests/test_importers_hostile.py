@@ -143,6 +143,37 @@ def test_a_lone_surrogate_in_a_key_or_a_nested_value_too(tmp_path):
         read_tasks(write(tmp_path / "s.jsonl", bad + "\n"), LIKERT, "generic")
 
 
+def test_a_number_json_cannot_carry_is_a_bad_row_named_by_file_line_and_field(tmp_path):
+    """`1e999` reads as infinity, which JSON cannot write: the import used to stop there, in the
+    middle of the file, every request before it sent. The check refuses it before anything is."""
+    good = json.dumps({"article": ARTICLE, "summary": "Bien."})
+    bad = '{"article": "A", "summary": "B", "meta": {"score": [1, -1e999]}}'
+    path = write(tmp_path / "inf.jsonl", "\n".join([good, bad]) + "\n")
+    with pytest.raises(SyncError, match=r"inf\.jsonl line 2: field 'meta': -inf is a number JSON cannot carry"):
+        read_tasks(path, LIKERT, "generic", stream=True)
+    rows = read_tasks(path, LIKERT, "generic", stream=True, skip_bad=True)[1]
+    assert [line.where for line in rows.import_lines()] == [row.where for row in rows] == ["inf.jsonl line 1"]
+    assert "line 2" in rows.skipped[0]
+    result = cli("import", "--schema", "likert_rubric_es", "--title", "T", str(path))
+    assert result.exit_code != 0 and "inf.jsonl line 2: field 'meta'" in result.output
+    assert "nothing was imported" in result.output
+
+
+def test_what_the_check_writes_is_what_the_import_sends(tmp_path):
+    """The check writes each row as the import sends it, so the import does not read the file
+    again: the same tasks, encoded as Label Studio's import API takes them, keys and lines kept."""
+    from judgelab.sync.projects import import_body, import_lines
+
+    records = [{"id": f"n-{i}", "article": f"{ARTICLE} \u2028 {i}\ttab", "summary": "Sí.\n"} for i in range(3)]
+    path = write(tmp_path / "t.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    rows = read_tasks(path, LIKERT, "generic", stream=True)[1]
+    lines = list(import_lines(rows))
+    assert [(line.key, line.where) for line in lines] == [(f"n-{i}", f"t.jsonl line {i + 1}") for i in range(3)]
+    sent = json.loads(import_body(lines))
+    assert sent == [row.as_import() for row in rows]
+    assert [task["data"]["article"] for task in sent] == [r["article"] for r in records]
+
+
 def test_duplicate_json_keys_are_reported_not_dropped(tmp_path):
     line = '{"article": "A", "summary": "first", "summary": "second"}'
     with pytest.raises(SyncError, match=r"dup\.jsonl line 1: key 'summary' appears twice"):

@@ -332,12 +332,14 @@ def _import_files(client, project, checked, have: set[str], outcome, out: Output
 
 
 def _annotations_counted(rows, have: set[str], outcome) -> Iterator:
-    """The rows as they are read for the import, their annotations counted as added (those of
-    rows the project has are added one by one later, and counted there)."""
-    for row in rows:
-        if row.key not in have:
-            outcome.added += len(row.annotations or [])
-        yield row
+    """The rows as the import sends them, their annotations counted as added (those of rows the
+    project has are added one by one later, and counted there)."""
+    from judgelab.sync.projects import import_lines
+
+    for line in import_lines(rows):
+        if line.key not in have:
+            outcome.added += line.annotations
+        yield line
 
 
 def _generic(files: tuple[Path, ...], fmt: str, mapping: dict[str, str]) -> bool:

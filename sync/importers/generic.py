@@ -1,9 +1,11 @@
 """The generic format: any CSV/TSV/JSONL/JSON file, fields taken as they are or from ``--map``.
 
-:class:`FileRows` reads a file twice, a record at a time, and never holds it: the first pass
-checks every record (all or nothing, or ``--skip-bad``) and keeps only the task keys; iterating
-reads and checks it again and yields the rows, which the import sends in chunks. Memory follows
-the largest record and the number of tasks, not the size of the file.
+:class:`FileRows` reads a file a record at a time and never holds it: the first pass checks every
+record (all or nothing, or ``--skip-bad``), keeps only the task keys, and writes each good row as
+the import will send it to a temporary file (:meth:`FileRows.import_lines` reads them back, so
+the import neither reads nor encodes the file again while Label Studio works); iterating reads
+and checks the file again and yields the rows. Memory follows the largest record and the number
+of tasks, not the size of the file.
 
 File-level problems are reported as such instead of once per row: a required field that no
 column holds (with the file's columns and a ``--map`` suggestion), a mapped column the file does
@@ -12,7 +14,9 @@ not have, and a JSON file that is one object where a list of tasks is expected.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -28,7 +32,16 @@ from judgelab.sync.importers.mapping import (
     unmapped_columns_error,
 )
 from judgelab.sync.importers.records import FileInfo, Record, file_info, iter_records
-from judgelab.sync.importers.rows import Rows, TaskRow, annotator_emails, checked, listing, rows_summary
+from judgelab.sync.importers.rows import (
+    BadRow,
+    ImportLine,
+    Rows,
+    TaskRow,
+    annotator_emails,
+    checked,
+    listing,
+    rows_summary,
+)
 
 MAX_ERRORS_KEPT = 1000  # without --skip-bad the first ones are shown and the rest counted
 MAX_COLUMNS_KEPT = 200
@@ -136,13 +149,15 @@ class FileRows:
         watch = _ColumnWatch(self.schema, self.mapping, info)
         errors: list[str] = []
         bad_rows = 0
+        self._spool = tempfile.TemporaryFile(prefix="judgelab-import-")  # gone when closed or killed
         records = watch.watch(iter_records(self.path, skip_bad=self.skip_bad, info=info))
         for item in self._stream(info, records):
-            if isinstance(item, str):
+            problem = item if isinstance(item, str) else self._spooled(item)
+            if problem is not None:
                 bad_rows += 1
                 if self.skip_bad or len(errors) < MAX_ERRORS_KEPT:
-                    errors.append(item)
-            else:
+                    errors.append(problem)
+            elif isinstance(item, TaskRow):
                 self._count += 1
                 if item.annotations:
                     self.annotators |= annotator_emails([item])
@@ -152,6 +167,26 @@ class FileRows:
         if (errors or info.bad) and not self.skip_bad:
             raise SyncError(listing(info.bad + errors, self.schema, len(info.bad) + bad_rows))
         self.skipped = info.bad + errors
+
+    def _spooled(self, row: TaskRow) -> str | None:
+        """Write ``row`` as the import sends it; what makes it unsendable, if anything."""
+        try:
+            line = ImportLine.of(row)
+        except BadRow as exc:
+            return str(exc)
+        head = json.dumps([line.key, line.where, line.annotations], ensure_ascii=False).encode("utf-8")
+        self._spool.write(head + b"\t" + line.body + b"\n")  # JSON holds no raw tab nor newline
+        return None
+
+    def import_lines(self) -> Iterator[ImportLine]:
+        """The checked rows as the import sends them, read back from what the check wrote (the
+        file itself is not read again)."""
+        self._spool.flush()
+        self._spool.seek(0)
+        for raw in self._spool:
+            head, body = raw.rstrip(b"\n").split(b"\t", 1)
+            key, where, annotations = json.loads(head)
+            yield ImportLine(key, where, annotations, body)
 
     def __len__(self) -> int:
         return self._count

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -18,7 +19,7 @@ from typing import Any
 
 from judgelab.configs.schema import Schema
 from judgelab.configs.task_data import TaskDataError, prepare_task_data
-from judgelab.sync.client import SyncError
+from judgelab.sync.client import SyncError, encode_json
 from judgelab.sync.importers.records import Record
 
 KEY_FIELD = "judgelab_key"
@@ -42,6 +43,27 @@ class TaskRow:
         return task
 
 
+@dataclass(frozen=True)
+class ImportLine:
+    """A row as the import sends it: its key, where it came from, how many annotations it carries,
+    and the task already encoded as Label Studio's import API takes it (``body``, UTF-8 JSON)."""
+
+    key: str
+    where: str
+    annotations: int
+    body: bytes
+
+    @classmethod
+    def of(cls, row: TaskRow) -> ImportLine:
+        """``row``'s line; a row JSON cannot carry raises :class:`BadRow` naming it (the check
+        refuses what it knows of first: :func:`unsendable`)."""
+        try:
+            body = encode_json(row.as_import()).encode("utf-8")
+        except ValueError as exc:
+            raise BadRow(f"{row.where}: JSON cannot carry this row ({exc})") from None
+        return cls(row.key, row.where, len(row.annotations or []), body)
+
+
 def task_key(data: dict[str, Any]) -> str:
     """The row's ``id`` if it has one, else a content hash of its data."""
     if data.get("id") not in (None, ""):
@@ -54,11 +76,13 @@ class BadRow(ValueError):
     """A record that cannot be a task; the message names the file and line (or item)."""
 
 
-def text_problem(value: Any) -> str | None:
-    """What makes ``value`` (or a string inside it, keys included) not Unicode text, if anything.
+def unsendable(value: Any) -> str | None:
+    """What in ``value`` (a string inside it, keys included, or a number) JSON cannot carry to
+    Label Studio, if anything.
 
-    A lone surrogate (``"\\ud800"`` in JSON) passes Python's json but no UTF-8 encoder: sent to
-    Label Studio it would break the import in the middle of a file.
+    A lone surrogate (``"\\ud800"`` in JSON) passes Python's json but no UTF-8 encoder, and a number
+    out of a float's range (``1e999``) reads as infinity, which JSON has no way to write: sent to
+    Label Studio either would break the import in the middle of a file.
     """
     if isinstance(value, str):
         if value.isascii():
@@ -68,14 +92,18 @@ def text_problem(value: Any) -> str | None:
         except UnicodeEncodeError as exc:
             return f"character {exc.start} is a lone surrogate ({value[exc.start]!r}), not text"
         return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return f"{value!r} is a number JSON cannot carry" + (" (too large for a float)" if math.isinf(value) else "")
     if isinstance(value, dict):
         for key, item in value.items():
-            problem = text_problem(key) or text_problem(item)
+            problem = unsendable(key) or unsendable(item)
             if problem:
                 return problem
     elif isinstance(value, list):
         for item in value:
-            problem = text_problem(item)
+            problem = unsendable(item)
             if problem:
                 return problem
     return None
@@ -88,7 +116,7 @@ def check_record(where: str, record: Any, schema: Schema) -> TaskRow:
     data = record.get("data") if isinstance(record.get("data"), dict) else record
     outside = [] if data is record else [(k, v) for k, v in record.items() if k != "data"]
     for name, value in chain(data.items(), outside):
-        problem = text_problem(name) or text_problem(value)
+        problem = unsendable(name) or unsendable(value)
         if problem:
             raise BadRow(f"{where}: field {name!r}: {problem}")
     try:
