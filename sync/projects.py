@@ -390,7 +390,7 @@ def import_rows(
             if pending is not None:
                 settle(pending)
             what = f"import of tasks {first.where} .. {last.where}"
-            future = sender.submit(_import_batch, client, project_id, batch, what)
+            future = sender.submit(import_batch, client, project_id, batch, what)
             pending = (future, batch, first, last, counted.count)
         if pending is not None:
             settle(pending)
@@ -399,7 +399,7 @@ def import_rows(
     return ImportReport(imported=imported, skipped_existing=counted.count - imported, task_ids=ids)
 
 
-def _import_batch(client: LabelStudioBase, project_id: int, batch: list[ImportLine], what: str) -> list[int]:
+def import_batch(client: LabelStudioBase, project_id: int, batch: list[ImportLine], what: str) -> list[int]:
     """Import one batch, riding out a busy Label Studio (:func:`~sync.http_retry.repeat_write`):
     after a failure the project's keys are listed again and only the tasks that did not land are
     sent again. The new tasks' ids (those of a batch whose answer was lost are not known)."""
