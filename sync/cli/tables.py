@@ -29,9 +29,10 @@ from judgelab.sync.cli.base import (
     "--batch-size",
     type=int,
     envvar="JUDGELAB_SYNC_BATCH_SIZE",
-    default=500,
+    default=900,
     show_default=True,
-    help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900).",
+    help="Tasks exported and committed together (a killed run redoes at most one batch; at most 900, "
+    "Label Studio's limit).",
 )
 @json_option
 @click.pass_context
