@@ -51,7 +51,10 @@ Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--size
 (revision 06dfe0e, Label Studio's collector tuned by judgelab's launcher; earlier runs and what
 changed between them: docs/benchmarks.md). Since revision d8e7e9d a push imports a group of three
 chunks in one request and this baseline sends requests of 300: at 10,000 tasks, push 8.7 s against
-6.0 s (1.45x), preannotate 19.4 s, llm push 1.68x.
+6.0 s (1.45x), preannotate 19.4 s, llm push 1.68x. Since revision be7797b the import's baseline
+is the mean of Label Studio's import before and after judgelab's, and the import sends what its
+check wrote: at 10,000 and 30,000 tasks, import 1.12x and 1.10x, sync 1.37x and 1.11x, push 1.32x
+and 1.54x (then, with the sync's batches of 900, at 10,000: import 1.16x, sync 1.27x, push 1.32x).
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
