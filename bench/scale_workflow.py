@@ -48,33 +48,28 @@ end, and the same counts are checked; its time is then the killed run plus the r
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
-(revision 06dfe0e, Label Studio's collector tuned by judgelab's launcher; earlier runs and what
-changed between them: docs/benchmarks.md). Since revision d8e7e9d a push imports a group of three
-chunks in one request and this baseline sends requests of 300: at 10,000 tasks, push 8.7 s against
-6.0 s (1.45x), preannotate 19.4 s, llm push 1.68x. Since revision be7797b the import's baseline
-is the mean of Label Studio's import before and after judgelab's, and the import sends what its
-check wrote: at 10,000 and 30,000 tasks, import 1.12x and 1.10x, sync 1.37x and 1.11x, push 1.32x
-and 1.54x (then, with the sync's batches of 900, at 10,000: import 1.16x, sync 1.27x, push 1.32x).
+(revision be7797b; earlier runs and what changed between them: docs/benchmarks.md):
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
-| import | 10,000 | 15.8 | 1.58 | 12.6 | 1.25x | 88 |
-| preannotate | 10,000 | 21.2 | 2.12 | 10.2 | 2.09x | 78 + backend 127 |
-| push | 10,000 | 11.1 | 1.11 | 10.2 | 1.09x | 78 |
-| sync | 10,000 | 20.3 | 2.03 | 15.8 | 1.29x | 245 |
-| incremental | 10,000 | 5.8 | 0.58 | 16.0 | 0.36x | 221 |
-| report | 10,000 | 4.7 | 0.47 | - | - | 400 |
-| llm | 10,000 | 76.4 | 7.64 | 10.2 | 7.52x | 81 + backend 134 |
-| llm push | 10,000 | 10.2 | 1.02 | 10.2 | 1.00x | 81 |
-| import | 30,000 | 45.1 | 1.50 | 39.8 | 1.13x | 95 |
-| preannotate | 30,000 | 60.7 | 2.02 | 18.9 | 3.21x | 83 + backend 131 |
-| push | 30,000 | 29.0 | 0.97 | 18.9 | 1.53x | 83 |
-| sync | 30,000 | 60.9 | 2.03 | 51.8 | 1.18x | 270 |
-| incremental | 30,000 | 17.8 | 0.59 | 49.8 | 0.36x | 267 |
-| report | 30,000 | 10.1 | 0.34 | - | - | 667 |
+| import | 10,000 | 13.9 | 1.39 | 12.4 | 1.12x | 83 |
+| preannotate | 10,000 | 19.2 | 1.92 | 6.2 | 3.12x | 79 + backend 127 |
+| push | 10,000 | 8.1 | 0.81 | 6.2 | 1.32x | 79 |
+| sync | 10,000 | 20.0 | 2.00 | 14.6 | 1.37x | 243 |
+| incremental | 10,000 | 6.1 | 0.61 | 14.8 | 0.41x | 222 |
+| report | 10,000 | 4.7 | 0.47 | - | - | 409 |
+| llm | 10,000 | 76.7 | 7.67 | 6.2 | 12.44x | 80 + backend 134 |
+| llm push | 10,000 | 9.1 | 0.91 | 6.2 | 1.47x | 80 |
+| import | 30,000 | 42.8 | 1.43 | 39.1 | 1.10x | 94 |
+| preannotate | 30,000 | 54.3 | 1.81 | 16.1 | 3.36x | 84 + backend 132 |
+| push | 30,000 | 24.8 | 0.83 | 16.1 | 1.54x | 84 |
+| sync | 30,000 | 57.9 | 1.93 | 52.4 | 1.11x | 283 |
+| incremental | 30,000 | 17.2 | 0.57 | 50.2 | 0.34x | 255 |
+| report | 30,000 | 9.8 | 0.33 | - | - | 667 |
 
-per-task time growth 30,000 / 10,000: import 0.95x, preannotate 0.95x, push 0.87x, sync 1.00x,
-incremental 1.02x, report 0.71x. The 100,000 runs with the kill check and what they changed:
+per-task time growth 30,000 / 10,000: import 1.03x, preannotate 0.94x, push 1.02x, sync 0.96x,
+incremental 0.94x, report 0.70x. With the sync's batches of 900 (revision 97b5d90), at 10,000
+tasks: import 1.16x, push 1.32x, sync 1.27x. The 100,000 runs with the kill check and what they changed:
 docs/benchmarks.md, "100,000 tasks, each command killed and resumed".
 """
 

@@ -423,7 +423,6 @@ def _create_sample_project(
 def _import_sampled(client: Any, project_id: int, tasks: Sequence[SourceTask]) -> int:
     """Import the tasks the sample project lacks (by key; a busy Label Studio is ridden out as
     :func:`sync.projects.import_rows` does); how many were imported."""
-    from judgelab.sync.client import encode_json
     from judgelab.sync.importers.rows import ImportLine
     from judgelab.sync.projects import existing_keys, import_batch
 
@@ -431,11 +430,8 @@ def _import_sampled(client: Any, project_id: int, tasks: Sequence[SourceTask]) -
     missing = [t for t in tasks if t.key not in have]
     for start in range(0, len(missing), IMPORT_BATCH):
         batch = [
-            ImportLine(
-                t.key,
-                f"sampled task {t.key}",
-                0,
-                encode_json({"data": t.data, "meta": {KEY_FIELD: t.key, META_KEY: t.meta[META_KEY]}}).encode("utf-8"),
+            ImportLine.encoded(
+                t.key, f"sampled task {t.key}", {"data": t.data, "meta": {KEY_FIELD: t.key, META_KEY: t.meta[META_KEY]}}
             )
             for t in missing[start : start + IMPORT_BATCH]
         ]

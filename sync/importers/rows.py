@@ -57,11 +57,17 @@ class ImportLine:
     def of(cls, row: TaskRow) -> ImportLine:
         """``row``'s line; a row JSON cannot carry raises :class:`BadRow` naming it (the check
         refuses what it knows of first: :func:`unsendable`)."""
+        return cls.encoded(row.key, row.where, row.as_import(), len(row.annotations or []))
+
+    @classmethod
+    def encoded(cls, key: str, where: str, task: dict[str, Any], annotations: int = 0) -> ImportLine:
+        """The line of ``task`` (as Label Studio's import API takes it); one JSON cannot carry
+        raises :class:`BadRow` naming ``where``."""
         try:
-            body = encode_json(row.as_import()).encode("utf-8")
+            body = encode_json(task).encode("utf-8")
         except ValueError as exc:
-            raise BadRow(f"{row.where}: JSON cannot carry this row ({exc})") from None
-        return cls(row.key, row.where, len(row.annotations or []), body)
+            raise BadRow(f"{where}: JSON cannot carry this row ({exc})") from None
+        return cls(key, where, annotations, body)
 
 
 def task_key(data: dict[str, Any]) -> str:
