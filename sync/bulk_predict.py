@@ -5,8 +5,9 @@ its judges' versions, with several judges) are sent to the backend's ``/predict`
 and each chunk's finished predictions are imported into Label Studio at once. Placeholders
 (tasks the backend could not finish in time) are left for the next round or the next run, so
 the work is resumable, and a task never gets two predictions of one model version: before a
-chunk (a group of chunks, without a budget) is imported, the project is asked again which
-versions its tasks already have.
+chunk (a group of chunks, without a budget) is imported, Label Studio is asked whether a
+prediction the push did not import has appeared in the project, and if one has, which of the
+chunk's tasks already have their version (:class:`_Strangers`).
 
 With a :class:`Budget`, each chunk is only as big as the money left allows at the dearest task
 seen so far in the run (the first task alone, until one has cost something); when not even one
@@ -37,7 +38,7 @@ from judgelab.sync.backend_client import BackendClient, BackendError, BackendUnr
 from judgelab.sync.backend_link import RunUsage
 from judgelab.sync.client import SyncError, api_error_message, post_json
 from judgelab.sync.ls_api import as_api
-from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, with_version
+from judgelab.sync.prediction_status import IDS_PER_QUERY, missing_version, prediction_count, with_version
 
 if TYPE_CHECKING:  # preannotate calls this module: only its options' type is named here
     from label_studio_sdk.base_client import LabelStudioBase
@@ -137,6 +138,60 @@ def tasks_missing_version(
     return sorted(missing - set(blind_ids)), total
 
 
+@dataclass(frozen=True)
+class PushPlan:
+    """What a push starts from: the tasks lacking a prediction of its versions (in id order), the
+    project's number of tasks, and its number of predictions counted just before the tasks were
+    listed (None: Label Studio did not count them)."""
+
+    missing: list[int]
+    tasks: int
+    predictions: int | None
+
+
+def plan_push(client: LabelStudioBase, project_id: int, versions: list[str]) -> PushPlan:
+    """The tasks a push has to predict (the blind arm's among them: the push leaves those out as it
+    reads their data). The predictions are counted first: one made while the tasks are listed is
+    then a stranger to the push (:class:`_Strangers`), never one it took for its own."""
+    predictions = prediction_count(client, project_id)
+    missing, tasks = tasks_missing_version(client, project_id, versions, read_blind=False)
+    return PushPlan(missing, tasks, predictions)
+
+
+class _Strangers:
+    """Whether a prediction the push did not import has appeared in the project since it listed
+    the tasks to predict.
+
+    A task must not get two predictions of one version, and while a push runs one may come from
+    elsewhere: an annotator opening a task makes Label Studio ask the backend for it, or another
+    run pushes. Asking which of a group's tasks got one (a filtered listing of its 300 tasks)
+    takes Label Studio 31-36 ms on PostgreSQL; the project's count of predictions 10-12 ms, about
+    what any request costs it. So the push counts: while the count is what it expects (the count
+    when the tasks were listed plus what it has imported since), nothing came from elsewhere and
+    the group is imported without a listing. Once the count differs, every group of the round is
+    listed before its import (the count does not say which tasks the strangers are on); the next
+    round counts and lists afresh. A Label Studio that does not answer the count has every group
+    listed.
+
+    Neither question is proof against everything. Both leave the moments between the answer and
+    the import (a prediction made then is doubled). The count also misses a stranger whose
+    prediction arrives while one is deleted from the project: the two cancel out. Deleting
+    predictions during a push is what would open that second gap."""
+
+    def __init__(self, client: LabelStudioBase, project_id: int, expected: int | None) -> None:
+        self._client, self._project_id, self._expected = client, project_id, expected
+
+    def none_yet(self) -> bool:
+        """True while the project holds only the predictions the push expects (one count)."""
+        if self._expected is not None and prediction_count(self._client, self._project_id) != self._expected:
+            self._expected = None
+        return self._expected is not None
+
+    def imported(self, created: int) -> None:
+        if self._expected is not None:
+            self._expected += created
+
+
 def blind_among(client: Any, project_id: int, ids: list[int]) -> list[int]:
     """Those of ``ids`` whose task is in the blind arm, in id order."""
     blind: list[int] = []
@@ -177,7 +232,7 @@ def push_predictions(
     budget: Budget | None = None,
     progress: Callable[[int], None] | None = None,
     ask: bool = True,
-    plan: tuple[list[int], int] | None = None,
+    plan: PushPlan | None = None,
 ) -> PushReport:
     """Send the project's unpredicted tasks to the backend and import the predictions.
 
@@ -187,8 +242,8 @@ def push_predictions(
     ``extra_params``: the project's judges, sent along (the backend uses them even if it was
     restarted since ``/setup``). ``budget``: stop before the run would cost more. ``ask=False``:
     only the answers the backend holds (its cache, a batch API's), nothing asked of the LLM live.
-    ``plan``: (the tasks lacking a prediction, the project's number of tasks) when the caller has just
-    listed them (:func:`tasks_missing_version` with ``read_blind=False``), so they are not listed again.
+    ``plan``: the caller's :func:`plan_push`, when it has just listed the tasks lacking a
+    prediction, so they are not listed again.
 
     The blind arm's tasks are left out as each chunk's data is read (a task whose data says
     ``arm: blind`` is never sent), so no task's data is read twice: one read per task sent."""
@@ -211,10 +266,8 @@ def push_predictions(
     versions = _as_versions(model_version)
     project = client.projects.get(id=project_id)
     report = PushReport(model_version=versions[0], model_versions=versions)
-    if plan is None:
-        missing, report.tasks = tasks_missing_version(client, project_id, versions, read_blind=False)
-    else:
-        missing, report.tasks = list(plan[0]), plan[1]
+    plan = plan or plan_push(client, project_id, versions)
+    missing, report.tasks = list(plan.missing), plan.tasks
     blind: set[int] = set()  # the blind arm's tasks met in the chunks read
     # Label Studio serves one of the push's requests at a time: a read of the next chunks' data
     # and an import sent together only took turns in its one process, each slower for the other
@@ -244,8 +297,11 @@ def push_predictions(
             if not queue or report.budget_stopped:
                 break
             report.rounds += 1
-            _push_round(client, project_id, versions, queue, chunk_size, budget, ahead, report, progress, turn)
-            missing, report.tasks_after = tasks_missing_version(client, project_id, versions, read_blind=False)
+            importer = _Importer(client, project_id, versions, report, progress, turn)
+            importer.strangers = _Strangers(client, project_id, plan.predictions)
+            _push_round(queue, chunk_size, budget, ahead, importer)
+            plan = plan_push(client, project_id, versions)
+            missing, report.tasks_after = plan.missing, plan.tasks
             report.missing_after = len(missing)
     unfinished = [task_id for task_id in missing if task_id not in blind]
     if unfinished:  # not reached (budget, failures): those of the blind arm are not unfinished
@@ -308,29 +364,18 @@ class _Ahead:
         self._readers.shutdown(cancel_futures=True)
 
 
-def _push_round(
-    client: LabelStudioBase,
-    project_id: int,
-    versions: list[str],
-    queue: list[int],
-    chunk_size: int,
-    budget: Budget | None,
-    ahead: _Ahead,
-    report: PushReport,
-    progress: Callable[[int], None] | None,
-    turn: threading.Lock,
-) -> None:
+def _push_round(queue: list[int], chunk_size: int, budget: Budget | None, ahead: _Ahead, importer: _Importer) -> None:
     """One pass over ``queue``: each chunk predicted and its new predictions imported.
 
     Without a budget, the chunks go in groups of :data:`READ_TOGETHER`: a group's data is read
     in one listing; the chunks of a group predicted by the time the one before is imported are
-    imported together, after one question to Label Studio finds which of their tasks got a
-    prediction meanwhile (:func:`_predicted`). The next group is read and predicted while one is
-    imported (:class:`_Ahead`), Label Studio serving the read and the import in turn (``turn``).
-    With a budget, a chunk's size depends on what the previous one cost, so chunks go one after
-    another."""
+    imported together (:func:`_predicted`, :meth:`_Importer.import_group`). The next group is
+    read and predicted while one is imported (:class:`_Ahead`), Label Studio serving the read and
+    the import in turn (``importer.turn``). With a budget, a chunk's size depends on what the
+    previous one cost, so chunks go one after another."""
     pending: deque[list[Future]] = deque()  # groups of chunks, each a future per chunk
     together = max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))  # chunks per group, without a budget
+    report = importer.report
     try:
         while queue or pending:
             if budget is not None and not pending:
@@ -347,9 +392,7 @@ def _push_round(
                 )
             if not pending:
                 return
-            chunks = [future.result() for future in _predicted(pending)]
-            with turn:
-                _import_group(client, project_id, versions, chunks, report, progress)
+            importer.import_group([future.result() for future in _predicted(pending)])
     finally:
         futures = [future for group in pending for future in group]
         for future in futures:  # an error above: the chunks read ahead are not imported (a re-run sends them)
@@ -376,33 +419,55 @@ def _predicted(pending: deque[list[Future]]) -> list[Future]:
     return ready
 
 
-def _import_group(
-    client: LabelStudioBase,
-    project_id: int,
-    versions: list[str],
-    chunks: list[tuple[list[dict[str, Any]], int]],
-    report: PushReport,
-    progress: Callable[[int], None] | None,
-) -> None:
-    """Import some chunks' predictions (``chunks``: per chunk, its predictions and how many of its
-    tasks were skipped) in one request, but those of tasks that got one of their version
-    meanwhile: one check for them all. Label Studio's costs per request are much the same for 300
-    tasks as for 100: on PostgreSQL a Data Manager listing takes 35-40 ms either way, an import of
-    100 predictions 70-75 ms and one of 300 150-160 ms."""
-    started = time.perf_counter()
-    fresh = _not_yet_predicted(client, project_id, versions, [p for predictions, _ in chunks for p in predictions])
-    if fresh:
+@dataclass
+class _Importer:
+    """What a push's imports share: where they go, the run's report and progress bar, Label
+    Studio's turn (:func:`push_predictions`) and the watch on predictions from elsewhere."""
+
+    client: LabelStudioBase
+    project_id: int
+    versions: list[str]
+    report: PushReport
+    progress: Callable[[int], None] | None
+    turn: threading.Lock
+    strangers: _Strangers | None = None
+
+    def import_group(self, chunks: list[tuple[list[dict[str, Any]], int]]) -> None:
+        """Import some chunks' predictions (``chunks``: per chunk, its predictions and how many of
+        its tasks were skipped) in one request, but those of tasks that got one of their version
+        meanwhile. Label Studio's costs per request are much the same for 300 tasks as for 100: on
+        PostgreSQL a Data Manager listing takes 35-40 ms either way, an import of 100 predictions
+        70-75 ms and one of 300 150-160 ms."""
+        with self.turn:
+            started = time.perf_counter()
+            fresh = self._fresh([p for predictions, _ in chunks for p in predictions])
+            if fresh:
+                self._post(fresh)
+            if self.progress:
+                self.progress(len({p["task"] for p in fresh}) + sum(skipped for _, skipped in chunks))
+            self.report.timed("importing", started)
+
+    def _fresh(self, predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``predictions`` but those of another version than the push's, and those for tasks that
+        got one of their version meanwhile (asked only when a stranger has come: :class:`_Strangers`)."""
+        wanted = set(self.versions)
+        predictions = [p for p in predictions if p["model_version"] in wanted]
+        if not predictions or (self.strangers is not None and self.strangers.none_yet()):
+            return predictions
+        return _not_yet_predicted(self.client, self.project_id, predictions)
+
+    def _post(self, fresh: list[dict[str, Any]]) -> None:
         try:
-            post_json(client, f"api/projects/{project_id}/import/predictions", fresh)
+            answer = post_json(self.client, f"api/projects/{self.project_id}/import/predictions", fresh)
         except ApiError as exc:
             raise SyncError(
-                f"Label Studio refused predictions for project {project_id}: {api_error_message(exc)}; "
-                f"{report.pushed} were imported before; re-run to continue"
+                f"Label Studio refused predictions for project {self.project_id}: {api_error_message(exc)}; "
+                f"{self.report.pushed} were imported before; re-run to continue"
             ) from None
-        report.pushed += len(fresh)
-    if progress:
-        progress(len({p["task"] for p in fresh}) + sum(skipped for _, skipped in chunks))
-    report.timed("importing", started)
+        self.report.pushed += len(fresh)
+        created = answer.get("created") if isinstance(answer, dict) else None
+        if self.strangers is not None:
+            self.strangers.imported(created if isinstance(created, int) else len(fresh))
 
 
 def _predict_chunk(
@@ -460,14 +525,10 @@ def predict_body(
 
 
 def _not_yet_predicted(
-    client: LabelStudioBase, project_id: int, versions: str | list[str], predictions: list[dict[str, Any]]
+    client: LabelStudioBase, project_id: int, predictions: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Drop predictions of another version than ``versions``, and those for tasks that got one of
-    their version meanwhile (another run, Label Studio)."""
-    wanted = set(_as_versions(versions))
-    predictions = [p for p in predictions if p["model_version"] in wanted]
-    if not predictions:
-        return []
+    """``predictions`` but those for tasks that got one of their version meanwhile (another run,
+    Label Studio): one filtered listing per version."""
     have: set[tuple[int, str]] = set()
     for version in {p["model_version"] for p in predictions}:
         have |= {

@@ -42,6 +42,7 @@ from judgelab.sync.bulk_predict import (
     Budget,
     PushReport,
     blind_among,
+    plan_push,
     push_predictions,
     tasks_missing_version,
 )
@@ -227,7 +228,8 @@ def preannotate_project(
 
     # listed without reading any task's data: the push reads each chunk's and leaves the blind arm
     # out there; the other routes read the data of the tasks listed, to leave it out before sending
-    listed, total = tasks_missing_version(client, project_id, versions, read_blind=False)
+    plan = plan_push(client, project_id, versions)
+    listed, total = plan.missing, plan.tasks
     already = total - len(listed)
     report = PreannotateReport(project_id, versions[0], options.method, versions, tasks=total, already=already)
     # one version: the tasks that have it are those the listing did not return
@@ -260,7 +262,7 @@ def preannotate_project(
             extra_params=extra_params,
             budget=budget,
             progress=progress,
-            plan=(listed, total),
+            plan=plan,
         )
         report.failures, report.budget_stopped, report.blind = pushed.failures, pushed.budget_stopped, pushed.blind
         report.seconds = dict(pushed.seconds)

@@ -20,7 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.configs.schema import get_schema
+from judgelab.sync.backend_link import connect_backend
+from judgelab.sync.bulk_predict import push_predictions
 from judgelab.sync.cli import base, main, projects, tables
+from judgelab.sync.preannotate import PreannotateOptions
 
 pytestmark = pytest.mark.integration
 
@@ -159,3 +162,43 @@ def test_two_pushes_at_once_give_every_task_one_prediction(live_stack, tmp_path)
         [p.model_version for p in client.predictions.list(task=t.id)] for t in client.tasks.list(project=project.id)
     ]
     assert len(per_task) == n and all(len(versions) == 1 for versions in per_task), per_task
+
+
+def test_predictions_made_elsewhere_during_a_push_are_never_doubled(live_stack, tmp_path):
+    """While a push runs, a prediction of its version can come from elsewhere: an annotator who
+    opens a task makes Label Studio ask the backend for one. Here, once the push has imported its
+    first group, such a prediction is made (through Label Studio's API) for a task the push has
+    yet to import, and one of another version for another such task. The first task
+    keeps that prediction alone; every other task gets the push's, the second beside its other
+    version's."""
+    schema = get_schema("hotel_spans")
+    samples = [s["data"] if "data" in s else s for s in schema.samples()]
+    tag, n = uuid.uuid4().hex[:8], 30
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"str-{tag}-{i}"}}) + "\n" for i in range(n))
+    )
+    title = f"Strangers {tag}"
+    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    client = live_stack.client
+    (project,) = [p for p in client.projects.list() if p.title == title]
+    version = connect_backend(client, project.id, live_stack.backend_url).model_version
+    ids = sorted(t.id for t in client.tasks.list(project=project.id))
+    made: list[int] = []
+
+    def stranger(_done: int) -> None:
+        if made:
+            return
+        for task_id, model_version in ((ids[-2], version), (ids[-1], "made-by-hand")):
+            client.predictions.create(task=task_id, result=[], score=0.125, model_version=model_version)
+            made.append(task_id)
+
+    report = push_predictions(
+        client, project.id, live_stack.backend_url, version, PreannotateOptions(chunk_size=3), progress=stranger
+    )
+    assert made and (report.pushed, report.unfinished) == (n - 1, 0)
+    versions = {task_id: sorted(p.model_version for p in client.predictions.list(task=task_id)) for task_id in ids}
+    assert versions[ids[-2]] == [version]
+    assert [p.score for p in client.predictions.list(task=ids[-2])] == [0.125]
+    assert versions[ids[-1]] == sorted([version, "made-by-hand"])
+    assert all(versions[task_id] == [version] for task_id in ids[:-2]), versions
