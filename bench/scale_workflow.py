@@ -48,28 +48,28 @@ end, and the same counts are checked; its time is then the killed run plus the r
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
-(revision be7797b; earlier runs and what changed between them: docs/benchmarks.md):
+(revision 68b22d9; earlier runs and what changed between them: docs/benchmarks.md):
 
 | stage | tasks | judgelab s | ms per task | Label Studio s | ratio | peak RSS judgelab MiB |
 |---|---|---|---|---|---|---|
-| import | 10,000 | 13.9 | 1.39 | 12.4 | 1.12x | 83 |
-| preannotate | 10,000 | 19.2 | 1.92 | 6.2 | 3.12x | 79 + backend 127 |
-| push | 10,000 | 8.1 | 0.81 | 6.2 | 1.32x | 79 |
-| sync | 10,000 | 20.0 | 2.00 | 14.6 | 1.37x | 243 |
-| incremental | 10,000 | 6.1 | 0.61 | 14.8 | 0.41x | 222 |
-| report | 10,000 | 4.7 | 0.47 | - | - | 409 |
-| llm | 10,000 | 76.7 | 7.67 | 6.2 | 12.44x | 80 + backend 134 |
-| llm push | 10,000 | 9.1 | 0.91 | 6.2 | 1.47x | 80 |
-| import | 30,000 | 42.8 | 1.43 | 39.1 | 1.10x | 94 |
-| preannotate | 30,000 | 54.3 | 1.81 | 16.1 | 3.36x | 84 + backend 132 |
-| push | 30,000 | 24.8 | 0.83 | 16.1 | 1.54x | 84 |
-| sync | 30,000 | 57.9 | 1.93 | 52.4 | 1.11x | 283 |
-| incremental | 30,000 | 17.2 | 0.57 | 50.2 | 0.34x | 255 |
-| report | 30,000 | 9.8 | 0.33 | - | - | 667 |
+| import | 10,000 | 14.9 | 1.49 | 13.1 | 1.14x | 81 |
+| preannotate | 10,000 | 19.2 | 1.92 | 5.9 | 3.23x | 81 + backend 127 |
+| push | 10,000 | 7.0 | 0.70 | 5.9 | 1.19x | 81 |
+| sync | 10,000 | 20.7 | 2.07 | 15.7 | 1.32x | 241 |
+| incremental | 10,000 | 6.6 | 0.66 | 15.9 | 0.41x | 229 |
+| report | 10,000 | 4.8 | 0.48 | - | - | 385 |
+| llm | 10,000 | 78.0 | 7.80 | 5.9 | 13.16x | 79 + backend 135 |
+| llm push | 10,000 | 7.4 | 0.74 | 5.9 | 1.24x | 79 |
+| import | 30,000 | 44.1 | 1.47 | 41.1 | 1.07x | 93 |
+| preannotate | 30,000 | 51.4 | 1.71 | 17.1 | 3.01x | 84 + backend 132 |
+| push | 30,000 | 23.0 | 0.77 | 17.1 | 1.35x | 84 |
+| sync | 30,000 | 59.8 | 1.99 | 50.0 | 1.20x | 290 |
+| incremental | 30,000 | 17.7 | 0.59 | 51.5 | 0.34x | 255 |
+| report | 30,000 | 9.6 | 0.32 | - | - | 649 |
 
-per-task time growth 30,000 / 10,000: import 1.03x, preannotate 0.94x, push 1.02x, sync 0.96x,
-incremental 0.94x, report 0.70x. With the sync's batches of 900 (revision 97b5d90), at 10,000
-tasks: import 1.16x, push 1.32x, sync 1.27x. The 100,000 runs with the kill check and what they changed:
+per-task time growth 30,000 / 10,000: import 0.99x, preannotate 0.89x, push 1.09x, sync 0.96x,
+incremental 0.90x, report 0.67x. The push at 10,000 tasks in three runs of that day: 1.18-1.27x.
+The 100,000 runs with the kill check and what they changed:
 docs/benchmarks.md, "100,000 tasks, each command killed and resumed".
 """
 
