@@ -50,8 +50,8 @@ CHUNK_SIZE = 100  # tasks per /predict (an import takes up to READ_TOGETHER chun
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
 # Without a budget, the data of this many chunks is read in one Data Manager listing (Label Studio
 # builds a page of 300 tasks for about 80% of the time per task of a page of 100); those of its
-# chunks predicted by the time the group before is imported are checked against the project in
-# one listing and imported in one request, while the next group is read and predicted
+# chunks predicted by the time the group before is imported are imported in one request (checked
+# against the project first: :class:`_Importer`), while the next group is read and predicted
 READ_TOGETHER = 3
 # Seconds a predicted chunk waits for the rest of its group, to be imported with it. Waiting costs
 # nothing but the progress bar's steps: the chunks after it are predicted meanwhile. An LLM that
@@ -302,8 +302,8 @@ def push_predictions(
             if not queue or report.budget_stopped:
                 break
             report.rounds += 1
-            importer = _Importer(client, project_id, versions, report, progress, turn)
-            importer.strangers = _Strangers(client, project_id, plan.predictions)
+            strangers = _Strangers(client, project_id, plan.predictions)
+            importer = _Importer(client, project_id, versions, report, progress, turn, strangers)
             _push_round(queue, chunk_size, budget, ahead, importer)
             plan = plan_push(client, project_id, versions)
             missing, report.tasks_after = plan.missing, plan.tasks
