@@ -85,8 +85,30 @@ class PostgresSettings:
         }
 
 
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+FREE_PORTS_BELOW = 12_000  # how many ports under the ephemeral range free_port draws from
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (for servers started on loopback)."""
+    """A TCP port nothing uses right now, for a server started on loopback, drawn at random below
+    the kernel's range of ephemeral ports. A port from ``bind(port 0)`` is one the kernel may hand
+    to any other socket meanwhile (another ``bind(port 0)``, an outgoing connection's local port),
+    and Label Studio binds its port only after its migrations, a minute or two later: in a test run
+    of a fresh clone it found its port taken and exited with "That port is already in use". Where
+    that range cannot be read, any port the kernel gives."""
+    try:
+        low = int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low - FREE_PORTS_BELOW >= 1024:
+        for _ in range(200):
+            port = secrets.randbelow(FREE_PORTS_BELOW) + low - FREE_PORTS_BELOW
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

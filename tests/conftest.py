@@ -19,7 +19,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,10 +125,36 @@ def _copy_home(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=skip, dirs_exist_ok=True)
 
 
+PORT_TAKEN = "That port is already in use"  # Label Studio's words when it cannot bind its port
+
+
+def _label_studio_up(settings, creds, proc, may_move: bool = True):
+    """Wait for the Label Studio that ``proc`` runs; (settings, proc) of the one that answers.
+
+    A port ``free_port`` gave can be taken before Label Studio binds it, which on a first boot is
+    after its migrations, a minute or two later: Label Studio then exits saying so, and is started
+    again on another port (its database is migrated by then: seconds). Not when other workers
+    wait for it on its port (``may_move`` False: the shared PostgreSQL stack)."""
+    from judgelab.sync.client import SyncError
+    from judgelab.sync.local_stack import spawn_label_studio, wait_label_studio
+
+    for _ in range(2 if may_move else 0):
+        try:
+            wait_label_studio(settings, proc)
+            return settings, proc
+        except SyncError as exc:
+            if PORT_TAKEN not in str(exc):
+                raise
+        settings = dataclasses.replace(settings, ls_port=free_port())
+        proc = spawn_label_studio(settings, creds)
+    wait_label_studio(settings, proc)
+    return settings, proc
+
+
 def _template(shared: Path) -> Path:
     """A migrated Label Studio state folder for the workers to copy: made once per run (from
     ``JUDGELAB_TEST_HOME`` when that one is migrated, else by a first start of Label Studio)."""
-    from judgelab.sync.local_stack import StackSettings, load_credentials, spawn_label_studio, wait_label_studio
+    from judgelab.sync.local_stack import StackSettings, load_credentials, spawn_label_studio
 
     template = shared / "ls-template"
     with _locked(shared / "ls-template.lock"):
@@ -138,11 +164,13 @@ def _template(shared: Path) -> Path:
                 _copy_home(kept, template)
             else:
                 settings = StackSettings(home=template, ls_port=free_port(), backend_port=free_port())
-                proc = spawn_label_studio(settings, load_credentials(template))
+                creds = load_credentials(template)
+                proc = spawn_label_studio(settings, creds)
                 try:
-                    wait_label_studio(settings, proc)
+                    settings, proc = _label_studio_up(settings, creds, proc)
                 finally:
-                    os.killpg(proc.pid, signal.SIGTERM)
+                    with suppress(ProcessLookupError):  # it may have exited already
+                        os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=60)
                     (template / "label-studio.pid").unlink(missing_ok=True)
             (shared / "ls-template.ready").touch()
@@ -345,12 +373,12 @@ def _run_stack(spawned, stop: bool = True):
     """Wait for the Label Studio of ``spawned``, start the backend; yield the LiveStack; stop both
     (unless ``stop`` is False: the xdist controller stops the shared PostgreSQL stack)."""
     from judgelab.sync.client import Connection, connect
-    from judgelab.sync.local_stack import start_backend, stop_stack, wait_label_studio
+    from judgelab.sync.local_stack import start_backend, stop_stack
 
     settings, creds, proc = spawned
     try:
         if proc is not None:
-            wait_label_studio(settings, proc)
+            settings, proc = _label_studio_up(settings, creds, proc, may_move=stop)
         else:
             _wait_started_elsewhere(settings)
         start_backend(settings)
