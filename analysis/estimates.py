@@ -276,8 +276,7 @@ def task_values(
     asked = not spans.empty if spans_asked is None else spans_asked
     judgments = _with_columns(judgments)
     spans = _with_columns(spans)
-    rows = answer_rows(judgments, spans, meta, gold=True)
-    rows = rows[~rows["group"].astype(str).str.startswith(SPANS_PREFIX)]
+    rows = answer_rows(judgments, spans, meta, gold=True, with_spans=False)  # spans: _span_values
     parts: list[pd.DataFrame] = []
     for (group, kind), part in rows.groupby(["group", "kind"], sort=False):
         parts += _group_values(str(group), str(kind), part, meta, labels)
@@ -365,6 +364,8 @@ def _stated_over_derived(out: pd.DataFrame) -> pd.DataFrame:
     A summary verdict is the rater's answer to the summary item where it gave one, else its lines'.
     """
     derived = out.pop("_derived").astype(bool)
+    if not derived.any():  # no line verdicts: nothing to replace (and no index of every row to build)
+        return out.reset_index(drop=True)
     stated = out[~derived].set_index(["task_id", "rater", "quantity"]).index
     own = pd.MultiIndex.from_frame(out[["task_id", "rater", "quantity"]])
     return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)
@@ -442,9 +443,13 @@ def _frame(
     derived: bool = False,
 ) -> pd.DataFrame:
     frame = y.rename("y").reset_index()
-    return frame.assign(
-        quantity=quantity, description=description, item=item, statistic=statistic, low=low, high=high, _derived=derived
-    )
+    # the words are the quantity's, the same on every row: one Python string shared by the rows,
+    # not a copy of its characters per row (a text column's default); at 100,000 tasks the values
+    # are over a million rows
+    shared = {"quantity": quantity, "description": description, "item": item, "statistic": statistic}
+    text = {name: pd.Series(value, index=frame.index, dtype=object) for name, value in shared.items()}
+    rater = frame["rater"].astype("category").astype(object)  # a rater's name: one string for its rows
+    return frame.assign(rater=rater, **text, low=low, high=high, _derived=derived)
 
 
 def _with_columns(frame: pd.DataFrame) -> pd.DataFrame:

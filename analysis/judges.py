@@ -29,8 +29,9 @@ with all, and ``anchored_share`` says how many of the human answers had seen its
 
 from __future__ import annotations
 
+import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,32 +195,44 @@ def _flags(checked: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
 def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
     """Yes/no units from spans: any span on the task, and a span of each label."""
     columns = ["task_id", "item", "group", "kind", "rater", "value"]
+    frames = list(_span_groups(spans, coverage))
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def _span_groups(spans: pd.DataFrame, coverage: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """The rows of :func:`_span_rows`, one group (any span, then each label) at a time: a group's
+    rows are one per rater and task, so all of them at once are several times the spans."""
     if spans.empty:
-        return pd.DataFrame(columns=columns)
+        return
     base = coverage[coverage["task_id"].isin(spans["task_id"].unique())].reset_index(drop=True)
     marks = spans.assign(label=spans["label"].astype(str)).drop_duplicates(["task_id", "rater", "label"])
     wide = marks.assign(_hit=True).set_index(["task_id", "rater", "label"])["_hit"].unstack("label")
     aligned = base.join(wide, on=["task_id", "rater"]).drop(columns=["task_id", "rater"]).notna().to_numpy()
     labels = [str(label) for label in wide.columns]
-    frames = [base.assign(item=SPANS_ANY, group=SPANS_ANY, kind="nominal",
-                          value=np.where(aligned.any(axis=1), MARKED, NOT_MARKED))]  # fmt: skip
+    yield base.assign(item=SPANS_ANY, group=SPANS_ANY, kind="nominal",
+                      value=np.where(aligned.any(axis=1), MARKED, NOT_MARKED))  # fmt: skip
     for i, label in sorted(enumerate(labels), key=lambda pair: pair[1]):
         if label in ("nan", "None"):
             continue
         name = f"spans: {label}"
-        frames.append(base.assign(item=name, group=name, kind="nominal",
-                                  value=np.where(aligned[:, i], MARKED, NOT_MARKED)))  # fmt: skip
-    return pd.concat(frames, ignore_index=True)[columns]
+        yield base.assign(item=name, group=name, kind="nominal", value=np.where(aligned[:, i], MARKED, NOT_MARKED))
 
 
 def answer_rows(
-    judgments: pd.DataFrame, spans: pd.DataFrame, schema_meta: Mapping[str, Any] | None = None, *, gold: bool = False
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame,
+    schema_meta: Mapping[str, Any] | None = None,
+    *,
+    gold: bool = False,
+    with_spans: bool = True,
 ) -> pd.DataFrame:
     """Every rater's answers as long rows ``task_id, item, group, kind, rater, value`` (the units
-    of :func:`answer_groups`; raters are humans, model sources and, with ``gold``, ``gold``)."""
+    of :func:`answer_groups`; raters are humans, model sources and, with ``gold``, ``gold``).
+    ``with_spans=False`` leaves out the yes/no units made from spans (the rated items alone)."""
     rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
-    return pd.concat([_item_rows(rows_j, schema_meta or {}, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
+    items = _item_rows(rows_j, schema_meta or {}, coverage)
+    return pd.concat([items, _span_rows(rows_s, coverage)], ignore_index=True) if with_spans else items
 
 
 def answer_groups(
@@ -241,35 +254,43 @@ def answer_groups(
         spans = pd.concat([spans[is_model_s], humans[1]], ignore_index=True)
     rows_j, rows_s = _usable(judgments), _usable(spans)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
-    long = pd.concat([_item_rows(rows_j, meta, coverage), _span_rows(rows_s, coverage)], ignore_index=True)
-    if long.empty:
-        return []
     wanted = ["task_id", "rater", "source", "parent_prediction"]  # what _anchors reads: not a copy of every column
     anchors = _anchors(
         pd.concat([frame[[c for c in wanted if c in frame.columns]] for frame in (rows_j, rows_s)], ignore_index=True),
         sources,
     )
+    # the rated items' rows, then each span group's: one group's rows at a time, never all of them
+    # (at 100,000 tasks the span groups alone were millions of rows)
+    pieces = itertools.chain([_item_rows(rows_j, meta, coverage)], _span_groups(rows_s, coverage))
     out = []
-    for (group, kind), rows in long.groupby(["group", "kind"], sort=False):
-        raters = rows["rater"].astype(str)
-        is_judge = raters.str.startswith(MODEL_SOURCE_PREFIX)
-        judges = sorted(map(str, raters[is_judge].unique()))
-        people = sorted(map(str, raters[~is_judge].unique()))
-        if not judges or len(people) < 2:
-            continue
-        values = (
-            rows.drop_duplicates(["task_id", "item", "rater"], keep="last")
-            .set_index(["task_id", "item", "rater"])["value"]
-            .unstack("rater")
-        )
-        values = values.reindex(columns=[*people, *judges])
-        anchored = pd.DataFrame(None, index=values.index, columns=people, dtype=object)
-        if not anchors.empty:
-            mine = anchors[anchors["rater"].isin(people)].set_index(["task_id", "rater"])["anchored_to"]
-            per_task = mine.unstack("rater").reindex(columns=people)
-            anchored = per_task.reindex(values.index.get_level_values("task_id")).set_axis(values.index)
-        out.append(GroupAnswers(str(group), str(kind), values, people, judges, anchored))
+    for piece in pieces:
+        for (group, kind), rows in piece.groupby(["group", "kind"], sort=False):
+            answers = _group_answers(str(group), str(kind), rows, anchors)
+            if answers is not None:
+                out.append(answers)
     return out
+
+
+def _group_answers(group: str, kind: str, rows: pd.DataFrame, anchors: pd.DataFrame) -> GroupAnswers | None:
+    """One group's :class:`GroupAnswers`; None without a judge and two humans."""
+    raters = rows["rater"].astype(str)
+    is_judge = raters.str.startswith(MODEL_SOURCE_PREFIX)
+    judges = sorted(map(str, raters[is_judge].unique()))
+    people = sorted(map(str, raters[~is_judge].unique()))
+    if not judges or len(people) < 2:
+        return None
+    values = (
+        rows.drop_duplicates(["task_id", "item", "rater"], keep="last")
+        .set_index(["task_id", "item", "rater"])["value"]
+        .unstack("rater")
+    )
+    values = values.reindex(columns=[*people, *judges])
+    anchored = pd.DataFrame(None, index=values.index, columns=people, dtype=object)
+    if not anchors.empty:
+        mine = anchors[anchors["rater"].isin(people)].set_index(["task_id", "rater"])["anchored_to"]
+        per_task = mine.unstack("rater").reindex(columns=people)
+        anchored = per_task.reindex(values.index.get_level_values("task_id")).set_axis(values.index)
+    return GroupAnswers(group, kind, values, people, judges, anchored)
 
 
 # -- calibration ------------------------------------------------------------------------------

@@ -292,6 +292,9 @@ def report_cmd(
 
     if keep_cut and by is None and where is None:
         _fail("--keep-cut keeps --by/--where: give at least one of them ('none' keeps the projects whole)")
+    from judgelab.analysis.report import arrow_memory_from_the_system
+
+    arrow_memory_from_the_system()
     combined, seen, cuts = _read_report_tables(tables_dirs or (Path("judgelab-data"),))
     if cluster and not clustering_available():
         click.secho(
