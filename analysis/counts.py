@@ -24,6 +24,8 @@ ANNOTATOR_COUNT_COLUMNS = [
 ]
 ITEM_COUNT_COLUMNS = ["project", "item", "kind", "n_judgments", "n_annotators", "n_tasks"]
 SOURCE_COUNT_COLUMNS = ["project", "source", "n_tasks", "n_annotations", "n_judgments", "n_spans"]
+# what the annotation and source counts read of a table (GROUP: a grouped count's group)
+COUNTED = ["project", "task_id", "annotation_id", "annotator", "source", "was_cancelled", GROUP]
 
 
 def annotation_counts_per_annotator(judgments: pd.DataFrame, spans: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -48,8 +50,8 @@ def annotation_counts_per_annotator_by_group(
     if source is not None:
         judgments = judgments[judgments["source"] == source]
         spans = None if spans is None else spans[spans["source"] == source]
-    judgment_rows = _with_defaults(judgments)
-    span_rows = _with_defaults(spans, groups)
+    judgment_rows = _with_defaults(judgments, only=COUNTED)
+    span_rows = _with_defaults(spans, groups, only=COUNTED)
     keys = [*group_keys(groups), "project", "source", "annotator"]
     cancelled = cancelled_mask(judgment_rows)
     kept = pd.concat([judgment_rows[~cancelled], span_rows], ignore_index=True)
@@ -130,9 +132,9 @@ def _per_group(
 def counts_by_source(judgments: pd.DataFrame, spans: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per project and source (``human``, ``model:<version>``): tasks, annotations,
     judgments and spans, cancelled annotations left out."""
-    judgment_rows = _with_defaults(judgments)
+    judgment_rows = _with_defaults(judgments, only=COUNTED)
     judgment_rows = judgment_rows[~cancelled_mask(judgment_rows)]
-    span_rows = _with_defaults(spans)
+    span_rows = _with_defaults(spans, only=COUNTED)
     counted = ["project", "source", "task_id", "annotation_id"]  # not every column of both tables
     kept = pd.concat([judgment_rows[counted], span_rows[counted]], ignore_index=True)
     if kept.empty:
@@ -151,10 +153,17 @@ def counts_by_source(judgments: pd.DataFrame, spans: pd.DataFrame | None = None)
     return _sorted(counts, keys)[SOURCE_COUNT_COLUMNS]
 
 
-def _with_defaults(frame: pd.DataFrame | None, groups: RowGroups | None = None) -> pd.DataFrame:
+def _with_defaults(
+    frame: pd.DataFrame | None, groups: RowGroups | None = None, *, only: list[str] | None = None
+) -> pd.DataFrame:
+    """A copy of ``frame`` with a source (human where missing), ``was_cancelled`` and ``annotator``.
+    ``only``: the columns a count reads (those ``frame`` has): a copy of every column of both
+    tables, the texts' included, was most of the counts' memory."""
     columns = ["project", "task_id", "annotation_id", "annotator", "source", *group_keys(groups)]
     if frame is None:
         return pd.DataFrame(columns=[*columns, "was_cancelled"])
+    if only is not None:
+        frame = frame[[column for column in only if column in frame.columns]]
     frame = frame.copy()
     defaults = {"source": HUMAN_SOURCE, "was_cancelled": False, "annotator": None}
     for column, default in defaults.items():

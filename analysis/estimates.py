@@ -565,8 +565,9 @@ def _estimate_rows(
     quantity the judge has no value of is left out."""
     rows = []
     for judge, predicted in judges.items():
+        answered = set(predicted.index.unique(level="quantity"))  # not every row's quantity per quantity
         for quantity, spec in described.iterrows():
-            if quantity not in predicted.index.get_level_values("quantity"):
+            if quantity not in answered:
                 continue
             yhat_q = predicted.xs(quantity, level="quantity")
             for group_key, task_ids in groups:

@@ -391,7 +391,22 @@ def normalised_table(name: str, frame: pd.DataFrame | None) -> pd.DataFrame:
     frame = frame.reindex(columns=[*frame.columns, *missing])
     if name != "tasks":
         frame = frame.assign(source=frame["source"].fillna(HUMAN_SOURCE) if "source" in frame else HUMAN_SOURCE)
-    return _python_strings(frame)
+    return _python_strings(_parsed_times(frame))
+
+
+TIME_COLUMNS = ("created_at", "updated_at")
+
+
+def _parsed_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """An annotation's times as times (UTC), parsed once as every section reads them (ISO 8601, a
+    text that is no time missing): as text they are one string per row, unlike every other column of
+    the judgments, 67 of the report's MiB at 100,000 tasks."""
+    text = [c for c in TIME_COLUMNS if c in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame[c])]
+    if not text:
+        return frame
+    return frame.assign(
+        **{column: pd.to_datetime(frame[column], errors="coerce", utc=True, format="ISO8601") for column in text}
+    )
 
 
 def _python_strings(frame: pd.DataFrame) -> pd.DataFrame:
