@@ -177,7 +177,7 @@ def _launched(*setup: str) -> str:
     return shown.stdout
 
 
-def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_its_collector():
+def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_its_collector(live_stack):
     """Django's development server, which `label-studio start` uses, sends a response's headers and
     body in two writes: without TCP_NODELAY each request waited for the client's delayed
     acknowledgement (40 ms). judgelab starts Label Studio through its launcher, which sets the
@@ -202,14 +202,19 @@ def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_
     )
     assert "serving ('127.0.0.1', 8080) True (10000, 10, 10)" in shown
     # and the arguments reach Label Studio unchanged: `version` answers as `label-studio version` does
-    # (given the same git search as the launcher's, below: else it reads a checkout around it)
-    ours = subprocess.run([*label_studio_command(), "version"], capture_output=True, text=True, timeout=120)
+    # (given the same git search as the launcher's, below: else it reads a checkout around it). Both
+    # on the test stack's migrated data folder: `version` sets up Label Studio's database first, and
+    # its default folder's first setup is its migrations (over two minutes on a loaded machine)
+    data = {"LABEL_STUDIO_BASE_DATA_DIR": str(live_stack.settings.home / "label-studio")}
+    ours = subprocess.run(
+        [*label_studio_command(), "version"], capture_output=True, text=True, timeout=120, env={**os.environ, **data}
+    )
     theirs = subprocess.run(
         [str(Path(sys.executable).parent / "label-studio"), "version"],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(_label_studio_folder().parent)},
+        env={**os.environ, **data, "GIT_CEILING_DIRECTORIES": str(_label_studio_folder().parent)},
     )
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
     assert '"label-studio-os-package"' in ours.stdout and ours.stdout == theirs.stdout
