@@ -347,6 +347,9 @@ def _spawn(cmd: list[str], env: dict[str, str], log: Path, pid_file: Path) -> su
     return proc
 
 
+SETUP_TIMEOUT = 30  # s: Label Studio's ML_TIMEOUT_SETUP for the stack it starts (its default is 3)
+
+
 def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -368,6 +371,10 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
     # exports about 20% slower (bench/sync_scale.py). Set SENTRY_DSN to keep it.
     for key in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN"):
         env.setdefault(key, "")
+    # Label Studio gives the backend's /setup 3 s when a backend is connected or its settings are
+    # saved, then calls it "not a valid ML backend". On a busy machine (the backend predicting on
+    # the same cores, a test run) /setup took longer than that; 30 s, unless set.
+    env.setdefault("ML_TIMEOUT_SETUP", str(SETUP_TIMEOUT))
     # Label Studio 1.23's prediction import (POST /api/projects/{id}/import/predictions) updates
     # the counters of every task of the project on each request unless this flag is on: a chunk
     # of 100 predictions took 17 s at 10,000 tasks, so pre-annotating a project grew with the

@@ -29,6 +29,7 @@ LABEL_STUDIO_ENV = {
     "USE_DEFAULT_BANNED_SUBNETS",
     "SSRF_PROTECTION_ENABLED",
     "ML_TIMEOUT_PREDICT",
+    "ML_TIMEOUT_SETUP",
     "SENTRY_DSN",
     "FRONTEND_SENTRY_DSN",
 }
@@ -85,6 +86,8 @@ def test_compose_environment(services):
 
     local = label_studio_env(StackSettings(home=Path("unused")), Credentials("a@b.c", "p", "t"))
     assert ls_env[PREDICTION_IMPORT_FLAG] == local[PREDICTION_IMPORT_FLAG] == "true"
+    # a busy backend's /setup gets 30 s in both (Label Studio's default is 3 s)
+    assert ls_env["ML_TIMEOUT_SETUP"] == "${ML_TIMEOUT_SETUP:-30}" and local["ML_TIMEOUT_SETUP"] == "30"
     backend_env = environment(services["judgelab-backend"])
     assert BACKEND_ENV <= set(backend_env), BACKEND_ENV - set(backend_env)
     assert backend_env["JUDGELAB_ANNOTATOR"] == "${JUDGELAB_ANNOTATOR:-offline}"

@@ -241,3 +241,57 @@ def test_label_studio_through_the_launcher_does_not_take_a_checkout_around_its_i
     if (checkout / ".git").exists():
         around = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=core, capture_output=True)
         assert around.returncode == 0
+
+
+# A backend whose /setup answers after 5 s: what a busy backend's looked like to Label Studio.
+SLOW_SETUP = """
+import json, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def _answer(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._answer({"status": "UP", "model_class": "Slow"})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.startswith("/setup"):
+            time.sleep(5)
+        self._answer({"model_version": "slow-1"})
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def test_label_studio_of_the_stack_waits_for_a_slow_backend_setup(live_stack):
+    """Label Studio gives a backend's /setup 3 s by default when the backend is connected, then
+    refuses it as "not a valid ML backend"; a backend busy predicting took longer. The stack's Label
+    Studio waits up to 30 s: a backend whose /setup takes 5 s is connected."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SETUP, str(port)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not healthy(f"http://127.0.0.1:{port}", timeout=0.5):
+            assert proc.poll() is None and time.monotonic() < deadline, "the slow backend did not start"
+            time.sleep(0.1)
+        client = live_stack.client
+        config = '<View><Text name="t" value="$text"/><Choices name="c" toName="t"><Choice value="a"/></Choices></View>'
+        project = client.projects.create(title="slow setup", label_config=config)
+        started = time.monotonic()
+        ml = client.ml.create(url=f"http://127.0.0.1:{port}", project=project.id, title="slow", is_interactive=False)
+        assert time.monotonic() - started >= 5  # it did wait for /setup
+        assert ml.id in [backend.id for backend in client.ml.list(project=project.id)]
+        client.projects.delete(id=project.id)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
