@@ -243,7 +243,8 @@ def test_basic_auth_protects_everything_but_health(auth_backend):
     assert refused.headers["www-authenticate"].startswith("Basic")
     assert httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "wrong")).status_code == 401
     assert httpx.post(f"{auth_backend}/setup", json=setup, auth=("other", "s3cret:pass")).status_code == 401
-    accepted = httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "s3cret:pass"))
+    # on a loaded machine (4 test workers on 2 cores) the first /setup answered after httpx's default 5 s
+    accepted = httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "s3cret:pass"), timeout=60)
     assert accepted.status_code == 200
     assert "hotel_spans" in accepted.json()["model_version"]
     tasks = sample_tasks("hotel_spans")[:2]

@@ -84,7 +84,10 @@ def test_health_and_setup_are_not_queued_behind_predicts_and_each_predict_meets_
     """60 /predict calls wait for an LLM that never answers in time. Before the fix the server's
     40 worker threads were all taken by them: /health (Label Studio allows 1 s) waited until a
     predict ended, and the last 20 calls started their deadline clock only then (2x late)."""
-    n, deadline = 60, 6.0
+    # the deadline is long enough that no call reaches it before /health and /setup are asked: on a
+    # loaded machine the 40 calls took over 6 s to reach the LLM, and calls ended by their deadline
+    # counted as calls /health had waited for
+    n, deadline = 60, 15.0
     with LLMSim(answer='{"rating": 3}', latency=120) as sim:
         backend = start_backend(
             tmp_path / "backend.log",
