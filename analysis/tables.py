@@ -680,11 +680,17 @@ def normalised_values(values: pd.Series, kind: str) -> pd.Series:
     return result
 
 
+def parsed_times(values: pd.Series | None) -> pd.Series:
+    """Annotation times as UTC times, as every reader of ``created_at``/``updated_at`` takes them:
+    ISO 8601 text (or times already), a value that is no time missing."""
+    return pd.to_datetime(values, errors="coerce", utc=True, format="ISO8601")
+
+
 def _annotation_time(frame: pd.DataFrame) -> pd.Series:
     time = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns, UTC]")
     for column in ("created_at", "updated_at"):
         if column in frame.columns:
-            parsed = pd.to_datetime(frame[column], errors="coerce", utc=True, format="ISO8601")
+            parsed = parsed_times(frame[column])
             time = parsed.where(parsed.notna(), time)
     return time
 

@@ -33,7 +33,7 @@ import pandas as pd
 from judgelab.analysis.agreement import adjacent_agreement, cohen_kappa, exact_agreement
 from judgelab.analysis.grouped import GROUP, RowGroups, group_keys, split_groups
 from judgelab.analysis.ratings import INTEGER_SCORES, numeric_ratings_grouped, unit_keys
-from judgelab.analysis.tables import HUMAN_SOURCE, natural_key
+from judgelab.analysis.tables import HUMAN_SOURCE, natural_key, parsed_times
 from judgelab.configs.schema import builtin_schema
 
 DEFAULT_ITEMS = builtin_schema("augmentation_quality").items_of_kind("ordinal")
@@ -595,7 +595,7 @@ def _in_blocks(ratings: pd.DataFrame, keys: list[str], size: int) -> tuple[pd.Da
     ratings = ratings.reset_index(drop=True)
     ratings["_order"] = np.arange(len(ratings))
     created = ratings["created_at"] if "created_at" in ratings else pd.Series(None, index=ratings.index)
-    ratings["_time"] = pd.to_datetime(created, errors="coerce", utc=True, format="ISO8601")
+    ratings["_time"] = parsed_times(created)
     annotations = (
         ratings.groupby([*keys, "annotator", "annotation_id"], sort=False)
         .agg(_time=("_time", "min"), _order=("_order", "min"))

@@ -38,7 +38,7 @@ from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.report.versions import short_names, shorten, versions_table
 from judgelab.analysis.review import foreign_parent_links, without_parents
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key, parsed_times
 
 REPORT_TITLE = "Human evaluation report"
 TABLE_NAMES = ("tasks", "judgments", "spans")
@@ -404,9 +404,7 @@ def _parsed_times(frame: pd.DataFrame) -> pd.DataFrame:
     text = [c for c in TIME_COLUMNS if c in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame[c])]
     if not text:
         return frame
-    return frame.assign(
-        **{column: pd.to_datetime(frame[column], errors="coerce", utc=True, format="ISO8601") for column in text}
-    )
+    return frame.assign(**{column: parsed_times(frame[column]) for column in text})
 
 
 def _python_strings(frame: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from judgelab.analysis.facets import TOTAL_LABEL
 from judgelab.analysis.report.blocks import Block, Glance, GlanceTable, Paragraph, Section, Table
 from judgelab.analysis.report.data import GOLD_SOURCE, ProjectData, percent, plural, with_project
 from judgelab.analysis.report.sections.suggestions import suggestion_headline
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, parsed_times
 
 FRONT_PAGE_TITLE = "At a glance"
 MAX_BUCKET = 3  # tasks with 0, 1, 2, 3+ annotations
@@ -177,7 +177,7 @@ def throughput_table(data: ProjectData) -> pd.DataFrame:
     per_annotation = (
         judgments.assign(
             _cancelled=cancelled,
-            _time=pd.to_datetime(judgments.get("created_at"), errors="coerce", utc=True, format="ISO8601"),
+            _time=parsed_times(judgments.get("created_at")),
             _lead=pd.to_numeric(judgments.get("lead_time"), errors="coerce"),
         )
         .groupby(["annotator", "annotation_id"], dropna=False)
