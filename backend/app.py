@@ -45,7 +45,7 @@ from judgelab.backend.metrics import CONTENT_TYPE, Metrics
 from judgelab.backend.model import Annotator, JudgelabModel
 from judgelab.backend.model_registry import ModelRegistry, held_bytes
 from judgelab.backend.settings import BackendSettings
-from judgelab.configs.label_config import LabelConfigError
+from judgelab.configs.label_config import LabelConfigError, preload_parser
 from judgelab.configs.schema import SchemaError, all_schemas
 
 log = logging.getLogger("judgelab.backend")
@@ -242,6 +242,21 @@ class Backend:
         self.batch_pool = ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="judgelab-batch")
         self.metrics = Metrics(getattr(annotator, "stats", None), self.files.stats, state=self.families)
         self.batch_jobs = BatchJobs(self)
+        self._preload()
+
+    def _preload(self) -> None:
+        """Load now, before the server answers ``/health``, what a worker's first ``/predict``
+        would otherwise load inside its deadline: the SDK's label interface, the schemas, what the
+        annotator loads late (the LLM's prompt tasks). About 1.3 s of imports, several seconds on a
+        busy machine: enough for a short deadline to pass before the first LLM request is sent."""
+        preload_parser()
+        try:
+            all_schemas()
+        except SchemaError:  # a bad schema folder: said when a config needs it, as before
+            pass
+        preload = getattr(self.annotator, "preload", None)
+        if callable(preload):
+            preload()
 
     def _build(self, project_id: str, label_config: str) -> JudgelabModel:
         model = JudgelabModel(

@@ -204,12 +204,18 @@ def _parse(xml: str) -> LabelConfig:
     return _from_interface(xml, *_interface(xml))
 
 
+def preload_parser() -> None:
+    """Import what parsing a config needs, for a process about to parse (a backend before it
+    serves): the SDK's label interface takes about 1 s to import (it brings cloud storage clients
+    along), which would otherwise be paid by the first parse, inside its caller's deadline."""
+    import label_studio_sdk.label_interface  # noqa: F401
+
+
 def _interface(xml: str) -> tuple[etree._Element, Any]:
     """The config's XML tree and the SDK's ``LabelInterface`` of it (``LabelConfigError`` when
     it does not parse)."""
-    # imported here: the SDK's label interface takes about 0.5 s to import (it brings cloud storage
-    # clients along), which every process importing this module would pay, parsing or not (a
-    # backend's --help or a bad setting, CLI commands that read no config)
+    # imported here, not with this module: every process importing it would pay the import,
+    # parsing or not (a backend's --help or a bad setting, CLI commands that read no config)
     from label_studio_sdk.label_interface import LabelInterface
 
     try:

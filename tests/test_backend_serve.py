@@ -376,6 +376,29 @@ def test_a_failed_request_lets_the_calls_waiting_for_it_ask_again(tmp_path):
     assert sim.count == 2
 
 
+@pytest.mark.parametrize("annotator", ["offline", "llm"])
+def test_a_worker_loads_what_its_first_predict_needs_before_it_serves(tmp_path, annotator):
+    """The app a worker serves has imported the SDK's label interface and the annotator's prompt
+    tasks (about 1.3 s of imports, several seconds on a busy machine): a worker's first /predict
+    used to pay them inside its deadline, and a 3 s deadline could pass before its LLM request
+    was sent."""
+    late = ["label_studio_sdk.label_interface", *(["judgelab.backend.llm.tasks"] if annotator == "llm" else [])]
+    code = (
+        "import sys; from judgelab.backend.app import create_app; "
+        f"assert not [m for m in {late!r} if m in sys.modules], 'imported before the app'; create_app(); "
+        f"print([m for m in {late!r} if m not in sys.modules])"
+    )
+    env = clean_env(
+        JUDGELAB_ANNOTATOR=annotator,
+        JUDGELAB_LLM_BASE_URL="http://127.0.0.1:9/v1",
+        JUDGELAB_LLM_MODEL="m",
+        JUDGELAB_CACHE_PATH=str(tmp_path / "cache.sqlite"),
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"not loaded before serving: {out.stdout}"
+
+
 def test_a_request_that_hangs_holds_no_waiting_call_past_its_deadline(tmp_path):
     """The LLM does not answer the first request for a prompt for two minutes: the calls waiting
     for it, in the same worker or the other, return at their deadline (3 s) as the asking one
@@ -385,8 +408,9 @@ def test_a_request_that_hangs_holds_no_waiting_call_past_its_deadline(tmp_path):
         command = serve_llm(sim, tmp_path, "--predict-deadline", "3", "--llm-retries", "0")
         with start_backend(tmp_path / "backend.log", command) as backend:
             answers = post_at_once(backend.url, [predict_body([task]) for _ in range(6)])
-            still_hanging = sim.in_flight
+            still_hanging, sent = sim.in_flight, sim.count
     assert all(a is not None and len(a["results"]) == 1 for a in answers), answers
+    assert sent >= 1, f"no LLM request was sent before every call's deadline: {answers}"
     assert still_hanging >= 1, "a call waited for the hanging request's answer"
 
 

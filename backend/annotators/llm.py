@@ -186,6 +186,11 @@ class LLMAnnotator:
         memory does not grow with every config Label Studio or anyone else sends)."""
         return self._tasks.get(schema_name, config_xml)
 
+    def preload(self) -> None:
+        """Import the prompt tasks' module (it loads every schema's prompts), which the first
+        task would otherwise import inside its batch's deadline."""
+        import judgelab.backend.llm.tasks  # noqa: F401
+
     @property
     def task_registry(self) -> ModelRegistry[LLMTask]:
         """The LLM tasks kept (their count and the memory they hold, for the metrics)."""
