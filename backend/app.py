@@ -252,8 +252,8 @@ class Backend:
         preload_parser()
         try:
             all_schemas()
-        except SchemaError:  # a bad schema folder: said when a config needs it, as before
-            pass
+        except Exception as exc:  # noqa: BLE001 - a bad schema folder: said when a config needs it, as before
+            log.debug("schemas not loaded ahead: %s", exc)
         preload = getattr(self.annotator, "preload", None)
         if callable(preload):
             preload()

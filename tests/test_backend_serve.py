@@ -399,6 +399,18 @@ def test_a_worker_loads_what_its_first_predict_needs_before_it_serves(tmp_path, 
     assert out.stdout.strip() == "[]", f"not loaded before serving: {out.stdout}"
 
 
+def test_a_schema_folder_that_cannot_be_read_does_not_stop_a_worker_from_starting(tmp_path):
+    """The schemas loaded ahead of the first /predict: a folder of one's own with a schema.yaml
+    that is not UTF-8 leaves the backend answering /health, as before it loaded them ahead."""
+    bad = tmp_path / "mine" / "broken"
+    bad.mkdir(parents=True)
+    (bad / "config.xml").write_text("<View/>")
+    (bad / "schema.yaml").write_bytes(b"name: \xff\xfe broken\n")
+    log = tmp_path / "backend.log"
+    with start_backend(log, JUDGELAB_EXTRA_CONFIGS=str(tmp_path / "mine")) as backend:
+        assert httpx.get(f"{backend.url}/health", timeout=10).status_code == 200
+
+
 def test_a_request_that_hangs_holds_no_waiting_call_past_its_deadline(tmp_path):
     """The LLM does not answer the first request for a prompt for two minutes: the calls waiting
     for it, in the same worker or the other, return at their deadline (3 s) as the asking one
