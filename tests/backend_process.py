@@ -4,13 +4,16 @@ only the ``JUDGELAB_*`` variables a test gives (the caller's are dropped)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -112,3 +115,50 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+class CountingBackend:
+    """A minimal ML backend in a thread: answers /health and /setup (after ``setup_seconds``, as a
+    busy backend would) and counts every request."""
+
+    def __init__(self, setup_seconds: float = 0.0) -> None:
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, payload: dict) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                outer.requests.append(f"GET {self.path}")
+                self._answer({"status": "UP", "model_class": "Counter"})
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                outer.requests.append(f"POST {self.path}")
+                if self.path.startswith("/setup"):
+                    time.sleep(setup_seconds)
+                    self._answer({"model_version": "counter-1"})
+                else:
+                    self._answer({"results": []})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def predict_calls(self) -> int:
+        return sum(1 for r in self.requests if "/predict" in r)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -4,19 +4,17 @@ incremental, resumable, and never a reason for Label Studio to call the ML backe
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from backend_process import CountingBackend
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.export import read_tables
@@ -27,47 +25,6 @@ from judgelab.sync.projects import ensure_project, import_rows
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class CountingBackend:
-    """A minimal ML backend that answers /health and /setup and counts every other request."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, payload: dict) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):  # noqa: N802
-                outer.requests.append(f"GET {self.path}")
-                self._answer({"status": "UP", "model_class": "Counter"})
-
-            def do_POST(self):  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                outer.requests.append(f"POST {self.path}")
-                if self.path.startswith("/setup"):
-                    self._answer({"model_version": "counter-1"})
-                else:
-                    self._answer({"results": []})
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def predict_calls(self) -> int:
-        return sum(1 for r in self.requests if "/predict" in r)
 
 
 def _rows(schema, items):
