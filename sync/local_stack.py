@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from judgelab.sync.client import SyncError
+from judgelab.sync.state_folder import start_lock
 
 LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
 PREDICTION_IMPORT_FLAG = "fflag_fix_back_4620_memory_efficient_predictions_import_08012025_short"
@@ -460,6 +461,11 @@ def wait_label_studio(settings: StackSettings, proc: subprocess.Popen) -> None:
 def start_backend(settings: StackSettings, extra_env: dict[str, str] | None = None) -> bool:
     """Start the backend unless this folder's already answers; returns True when it was started
     now (raises ``SyncError`` when another program holds its port)."""
+    with start_lock(settings.home, "backend"):
+        return _start_backend(settings, extra_env)
+
+
+def _start_backend(settings: StackSettings, extra_env: dict[str, str] | None) -> bool:
     if claim_backend_port(settings):
         return False
     env = dict(os.environ)

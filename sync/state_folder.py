@@ -124,6 +124,18 @@ def preannotate_lock(url: str, project_id: int, on_wait: Callable[[str], None] |
         yield
 
 
+@contextmanager
+def start_lock(home: Path, server: str) -> Iterator[None]:
+    """Hold the state folder ``home``'s lock on starting its ``server``. Two starts at once (two
+    ``judgelab up``, two test workers sharing a stack) would both find the port free while the
+    first server loads, both start one, and the second would fail on the taken port; the second
+    waits instead, then finds the first one answering."""
+    Path(home).mkdir(parents=True, exist_ok=True)
+    path = Path(home) / f".{server}-start.lock"
+    with _held(path, f"another start of {server}{{holder}}", None, lambda exc: SyncError(f"{path}: {exc}")):
+        yield
+
+
 def _machine_lock_path(kind: str, url: str, project_id: int | None = None) -> Path:
     """The file of this user's ``kind`` lock on the Label Studio at ``url`` (however its URL is
     written: a trailing slash, capitals), or on its project ``project_id``, in the system's

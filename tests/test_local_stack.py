@@ -9,11 +9,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from backend_process import ROOT, clean_env, start_backend
+from backend_process import ROOT, CountingBackend, clean_env, start_backend
 from click.testing import CliRunner
 
 from judgelab.sync.cli import main
@@ -122,6 +123,31 @@ def test_a_folder_reuses_its_own_backend_and_never_one_of_another_folder(tmp_pat
         assert not start_stack_backend(ours)  # found again: reused
         with pytest.raises(SyncError, match=f"port {port}, where the ML backend should listen, is taken by pid"):
             start_stack_backend(StackSettings(home=tmp_path / "theirs", ls_port=free_port(), backend_port=port))
+    finally:
+        CliRunner().invoke(main, ["--home", str(ours.home), "down"])
+
+
+def test_two_starts_of_a_folder_backend_at_once_share_one_backend(tmp_path):
+    """Two starts at once (two `judgelab up`, two test workers sharing a stack): the second waits for
+    the first, then reuses its backend. Both used to find the port free while the first backend was
+    loading, and the second backend failed on the taken port."""
+    ours = StackSettings(home=tmp_path / "ours", ls_port=free_port(), backend_port=free_port())
+    outcomes: list = []
+
+    def start() -> None:
+        try:
+            outcomes.append(start_stack_backend(ours))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert sorted(outcomes, key=str) == [False, True], outcomes  # one started it, one reused it
+        assert healthy(ours.backend_url)
     finally:
         CliRunner().invoke(main, ["--home", str(ours.home), "down"])
 
@@ -243,55 +269,19 @@ def test_label_studio_through_the_launcher_does_not_take_a_checkout_around_its_i
         assert around.returncode == 0
 
 
-# A backend whose /setup answers after 5 s: what a busy backend's looked like to Label Studio.
-SLOW_SETUP = """
-import json, sys, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-class Handler(BaseHTTPRequestHandler):
-    def _answer(self, body):
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self._answer({"status": "UP", "model_class": "Slow"})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.startswith("/setup"):
-            time.sleep(5)
-        self._answer({"model_version": "slow-1"})
-
-    def log_message(self, *args):
-        pass
-
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-"""
-
-
 def test_label_studio_of_the_stack_waits_for_a_slow_backend_setup(live_stack):
     """Label Studio gives a backend's /setup 3 s by default when the backend is connected, then
     refuses it as "not a valid ML backend"; a backend busy predicting took longer. The stack's Label
     Studio waits up to 30 s: a backend whose /setup takes 5 s is connected."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_SETUP, str(port)], start_new_session=True)
+    slow = CountingBackend(setup_seconds=5)  # what a busy backend's /setup looked like to Label Studio
     try:
-        deadline = time.monotonic() + 30
-        while not healthy(f"http://127.0.0.1:{port}", timeout=0.5):
-            assert proc.poll() is None and time.monotonic() < deadline, "the slow backend did not start"
-            time.sleep(0.1)
         client = live_stack.client
         config = '<View><Text name="t" value="$text"/><Choices name="c" toName="t"><Choice value="a"/></Choices></View>'
         project = client.projects.create(title="slow setup", label_config=config)
         started = time.monotonic()
-        ml = client.ml.create(url=f"http://127.0.0.1:{port}", project=project.id, title="slow", is_interactive=False)
+        ml = client.ml.create(url=slow.url, project=project.id, title="slow", is_interactive=False)
         assert time.monotonic() - started >= 5  # it did wait for /setup
         assert ml.id in [backend.id for backend in client.ml.list(project=project.id)]
         client.projects.delete(id=project.id)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        slow.close()
