@@ -322,7 +322,7 @@ def tidy(rows) -> pd.DataFrame:
             {
                 "project": "p",
                 "task_id": task_id,
-                "annotation_id": hash((task_id, annotator)) % 1000,
+                "annotation_id": f"{task_id}-{annotator}",  # one per (task, annotator), the same in every run
                 "annotator": annotator,
                 "source": "human",
                 "field": rest[0] if rest else "summary",

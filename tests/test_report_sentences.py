@@ -1,19 +1,21 @@
 """Every sentence of the report stands on its numbers, on small and odd studies.
 
-A matrix of studies made here (each seeded): 0, 1, 2 and 3 annotators; ratings only (the Likert
-rubric, the augmentation scales), spans only (summary flaws), spans with ratings and a tick box
-(hotel spans), choices only (story line verdicts); every task annotated by everyone or each by one
-(no overlap); 3 to 40 tasks, so that fewer than 30 units are shared; no judge, one judge, two;
-arms of 1 to 4 tasks. Each report is written as a user gets it and read back as text. The test
-fails on a sentence that holds 'n/a' or 'nan' (a verdict standing on a missing number), on a
-verdict phrase (passes / fails the alt-test, agrees with, within reach, above / below the
-annotators, detectable) without a figure in its sentence, and on the counts the overview and
-the front page state when they disagree with the tables the study was made of.
+A matrix of studies made here (each seeded by its name): 0, 1, 2 and 3 annotators; ratings only
+(the Likert rubric, the augmentation scales), spans only (summary flaws), spans with ratings and
+a tick box (hotel spans), choices only (story line verdicts); every task annotated by everyone or
+each by one (no overlap); 3 to 40 tasks, so that fewer than 30 units are shared; no judge, one
+judge, two (and two that give one value throughout); arms of 1 to 4 tasks. Each report is written
+as a user gets it and read back as text. The test fails on a sentence that holds 'n/a' or 'nan'
+(a verdict standing on a missing number), on a verdict phrase (passes / fails the alt-test, agrees
+with, within reach, above / below the annotators, detectable) without a figure in its sentence,
+and on the counts the overview and the front page state when they disagree with the tables the
+study was made of.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,12 +48,15 @@ class Study:
     judges: int = 0
     arm_tasks: int = 0  # tasks in each arm (0: no arms)
     review: bool = False  # two tasks in three start from judge 0's suggestion; the first annotator keeps it, fast
+    one_value_judges: bool = False  # every judge gives each scale's lowest value: no alpha between judges
 
     @property
     def id(self) -> str:
         return (
             f"{self.schema}-{self.n_tasks}t-{self.annotators}a-{'overlap' if self.overlap else 'single'}"
-            f"-{self.judges}j-{self.arm_tasks}arm" + ("-review" if self.review else "")
+            f"-{self.judges}j-{self.arm_tasks}arm"
+            + ("-review" if self.review else "")
+            + ("-one-value-judges" if self.one_value_judges else "")
         )
 
 
@@ -63,6 +68,7 @@ STUDIES = [
     Study("likert_rubric_es", 12, 3, False, judges=1),
     Study("augmentation_quality", 9, 2, True, judges=1, arm_tasks=2),
     Study("augmentation_quality", 8, 3, True, judges=2, arm_tasks=4),
+    Study("augmentation_quality", 8, 3, True, judges=2, one_value_judges=True),
     Study("summary_flaws", 12, 2, True, judges=1),
     Study("summary_flaws", 3, 3, True),
     Study("summary_flaws", 12, 1, False, judges=1),
@@ -94,9 +100,10 @@ def _judgment(study: Study, task: int, who: str, item: str, value: object, annot
     }
 
 
-def make_study(study: Study) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """The study's tidy tables and the counts a reader should find in the report."""
-    rng = np.random.default_rng(abs(hash(study.id)) % 2**32)
+def make_study(study: Study, seed: int | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """The study's tidy tables and the counts a reader should find in the report. The answers are
+    drawn from a seed fixed by the study's name (``hash`` of a string changes with each interpreter)."""
+    rng = np.random.default_rng(zlib.crc32(study.id.encode()) if seed is None else seed)
     meta = get_schema(study.schema).meta
     humans = [f"ann{k}" for k in range(study.annotators)]
     judges = [f"model:judge-{k}" for k in range(study.judges)]
@@ -154,6 +161,8 @@ def _answers(study: Study, meta: dict, rng, task: int, who: str, annotation: str
     judgments, spans = [], []
     for item, scale in (meta.get("scales") or {}).items():
         value = int(rng.integers(scale["min"], scale["max"] + 1))
+        if study.one_value_judges and who.startswith("model:"):
+            value = scale["min"]
         judgments.append(_judgment(study, task, who, item, value, annotation))
     if study.schema == "story_consistency":
         values = ["Consistent", "Inconsistent", "N/A, just commentary"]
