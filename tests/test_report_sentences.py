@@ -49,6 +49,7 @@ class Study:
     arm_tasks: int = 0  # tasks in each arm (0: no arms)
     review: bool = False  # two tasks in three start from judge 0's suggestion; the first annotator keeps it, fast
     one_value_judges: bool = False  # every judge gives each scale's lowest value: no alpha between judges
+    one_value_humans: bool = False  # every annotator too, and marks a span on every task: nothing varies
 
     @property
     def id(self) -> str:
@@ -57,6 +58,7 @@ class Study:
             f"-{self.judges}j-{self.arm_tasks}arm"
             + ("-review" if self.review else "")
             + ("-one-value-judges" if self.one_value_judges else "")
+            + ("-one-value-humans" if self.one_value_humans else "")
         )
 
 
@@ -69,6 +71,11 @@ STUDIES = [
     Study("augmentation_quality", 9, 2, True, judges=1, arm_tasks=2),
     Study("augmentation_quality", 8, 3, True, judges=2, arm_tasks=4),
     Study("augmentation_quality", 8, 3, True, judges=2, one_value_judges=True),
+    Study("augmentation_quality", 8, 3, True, judges=1, one_value_humans=True),
+    Study("hotel_spans", 12, 2, True, judges=1, one_value_humans=True),
+    Study("likert_rubric_es", 12, 2, True, judges=1, arm_tasks=3, one_value_humans=True),
+    Study("summary_flaws", 12, 2, True, judges=1, one_value_humans=True),
+    Study("story_consistency", 12, 2, True, judges=1, one_value_humans=True),
     Study("summary_flaws", 12, 2, True, judges=1),
     Study("summary_flaws", 3, 3, True),
     Study("summary_flaws", 12, 1, False, judges=1),
@@ -161,25 +168,28 @@ def _answers(study: Study, meta: dict, rng, task: int, who: str, annotation: str
     judgments, spans = [], []
     for item, scale in (meta.get("scales") or {}).items():
         value = int(rng.integers(scale["min"], scale["max"] + 1))
-        if study.one_value_judges and who.startswith("model:"):
+        if study.one_value_judges and who.startswith("model:") or study.one_value_humans and who.startswith("ann"):
             value = scale["min"]
         judgments.append(_judgment(study, task, who, item, value, annotation))
     if study.schema == "story_consistency":
         values = ["Consistent", "Inconsistent", "N/A, just commentary"]
         for line in range(3):
-            judgments.append(_judgment(study, task, who, f"line_{line}", values[int(rng.integers(0, 3))], annotation))
+            verdict = values[0] if study.one_value_humans and who.startswith("ann") else values[int(rng.integers(0, 3))]
+            judgments.append(_judgment(study, task, who, f"line_{line}", verdict, annotation))
     for control in (meta.get("span_controls") or {}).values():
         labels = control["labels"]
         if "{" in control["field"]:
             continue
-        for _ in range(int(rng.integers(0, 3))):
-            start = int(rng.integers(0, 40))
-            end = start + int(rng.integers(3, 15))
+        one_value = study.one_value_humans and who.startswith("ann")
+        for _ in range(1 if one_value else int(rng.integers(0, 3))):
+            start, end = (0, 10) if one_value else (int(rng.integers(0, 40)), 0)
+            end = end or start + int(rng.integers(3, 15))
             spans.append({"project": 1, "task_id": task, "annotation_id": annotation,
                           "annotator": None if who.startswith("model:") else who,
                           "source": who if who.startswith("model:") else "human", "field": control["field"],
                           "start": start, "end": end, "text": SUMMARY[start:end],
-                          "label": labels[int(rng.integers(0, len(labels)))], "note": None})  # fmt: skip
+                          "label": labels[0 if one_value else int(rng.integers(0, len(labels)))],
+                          "note": None})  # fmt: skip
     if study.schema in ("summary_flaws", "hotel_spans") and not any(s["annotation_id"] == annotation for s in spans):
         item = "none_identified" if study.schema == "summary_flaws" else "no_errors"
         value = "None identified" if study.schema == "summary_flaws" else "I did not find any errors in the summary"

@@ -254,6 +254,26 @@ def p_value(value: float) -> str:
     return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
+#: a chance-corrected coefficient (alpha, a kappa) on shared units is undefined only where every
+#: answer is alike: chance then accounts for all the agreement and there is nothing left to measure
+ALL_ALIKE = "undefined (all answers alike)"
+
+
+def coefficient(value: float, digits: int = 3, label: Callable[[float], str] | None = None) -> str:
+    """``0.512`` (or ``0.512 (moderate)`` with ``label``), or ``undefined (all answers alike)``."""
+    if is_nan(value):
+        return ALL_ALIKE
+    return number(value, digits) + (f" ({label(value)})" if label else "")
+
+
+def welch_words(t: float, p: float) -> str:
+    """``Welch's t 2.10, p = 0.041``, or why there is no test (a side with fewer than two values,
+    or no spread on either side)."""
+    if is_nan(t) or is_nan(p):
+        return "no Welch's t: it needs two values on each side and some spread"
+    return f"Welch's t {number(t, 2)}, {p_value(p)}"
+
+
 def is_nan(value: object) -> bool:
     if value is None or value is pd.NA:
         return True

@@ -154,7 +154,8 @@ def _pilot_rows(records: list[dict[str, Any]]) -> pd.DataFrame:
 def _pilot_item_sentence(record: dict[str, Any]) -> Paragraph:
     """One item's measures against their targets, and whether it passes all of them."""
     verdicts = [
-        f"{name} {number(record[column])} ({'pass' if record[column + '_passed'] else 'fail'})"
+        f"{name} {number(record[column]) if not is_nan(record[column]) else 'undefined, all answers alike'} "
+        f"({'pass' if record[column + '_passed'] else 'fail'})"
         for column, name in MEASURES.items()
     ]
     overall = "passes all three targets" if record["passed"] else "misses at least one target"

@@ -35,6 +35,7 @@ from judgelab.analysis.report.data import (
     plural,
     section_or_none,
     short_table,
+    welch_words,
     with_project,
 )
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
@@ -181,7 +182,7 @@ def group_section(data: ProjectData) -> Section | None:
         blocks.append(
             Paragraph(
                 f"{row.metric}: group {row.group_a} {number(row.mean_a, 2)} against group {row.group_b} "
-                f"{number(row.mean_b, 2)} (Welch's t {number(row.welch_t, 2)}, {p_value(row.p_value)}): {verdict}."
+                f"{number(row.mean_b, 2)} ({welch_words(row.welch_t, row.p_value)}): {verdict}."
             )
         )
     return Section("Group A against group B", blocks)
@@ -204,10 +205,7 @@ def impression_section(data: ProjectData) -> Section | None:
             "Welch's t between them (positive when clean summaries score higher), then per error type and per "
             "number of errors."
         ),
-        Paragraph(
-            f"Summaries without errors average {number(clean['mean'], 2)}, those with errors "
-            f"{number(errors['mean'], 2)} (Welch's t {number(clean['welch_t'], 2)}, {p_value(clean['p_value'])})."
-        ),
+        Paragraph(_impression_means(clean, errors)),
         Table(
             "impression_vs_errors",
             "Impression with and without errors",
@@ -217,18 +215,40 @@ def impression_section(data: ProjectData) -> Section | None:
     ]
     if not result.by_type.empty:
         blocks += _impression_by_type(data, result.by_type)
-    correlation = result.correlation
-    blocks.append(
-        Paragraph(
-            f"Pearson's r between the number of errors an annotation marks and its impression is "
-            f"{number(correlation['r'], 2)} over {int(correlation['n'])} annotations "
-            f"({p_value(correlation['p_value'])}); negative means more errors, lower impression. Mean impression "
-            "per number of errors:"
-        )
-    )
+    blocks.append(Paragraph(_impression_correlation(result.correlation) + " Mean impression per number of errors:"))
     blocks.append(Table("impression_by_error_count", "Impression per number of errors", result.by_count,
                         data=with_project(result.by_count, data.project)))  # fmt: skip
     return Section("Impression against errors", blocks)
+
+
+def _impression_means(clean: pd.Series, errors: pd.Series) -> str:
+    """The two means and the test between them, or what there is when one side is empty."""
+    if not clean["n"] or not errors["n"]:
+        side = errors if errors["n"] else clean
+        marks = "marks at least one error" if errors["n"] else "marks no error"
+        return (
+            f"Every one of the {plural(int(side['n']), 'annotation')} with an impression {marks} (mean impression "
+            f"{number(side['mean'], 2)}): there is no other side to compare with."
+        )
+    return (
+        f"Summaries without errors average {number(clean['mean'], 2)}, those with errors "
+        f"{number(errors['mean'], 2)} ({welch_words(clean['welch_t'], clean['p_value'])})."
+    )
+
+
+def _impression_correlation(correlation: dict) -> str:
+    n = int(correlation["n"])
+    if is_nan(correlation["r"]):
+        return (
+            f"Pearson's r between the number of errors an annotation marks and its impression needs three "
+            f"annotations or more, with more than one number of errors and more than one impression; the "
+            f"{plural(n, 'annotation')} with an impression do not have that."
+        )
+    return (
+        f"Pearson's r between the number of errors an annotation marks and its impression is "
+        f"{number(correlation['r'], 2)} over {plural(n, 'annotation')} ({p_value(correlation['p_value'])}); "
+        "negative means more errors, lower impression."
+    )
 
 
 def _impression_by_type(data: ProjectData, by_type: pd.DataFrame) -> list[Block]:

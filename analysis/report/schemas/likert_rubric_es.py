@@ -25,11 +25,11 @@ from judgelab.analysis.report.data import (
     ProjectData,
     is_nan,
     number,
-    p_value,
     percent,
     plural,
     section_or_none,
     short_table,
+    welch_words,
     with_project,
 )
 from judgelab.analysis.report.plots import score_distribution_png
@@ -217,13 +217,24 @@ def cue_section(data: ProjectData) -> Section | None:
         if row.n_tasks_with == 0:
             blocks.append(Paragraph(f"{row.cue_kind}: no summary has such a cue."))
             continue
+        if row.n_tasks_without == 0 or is_nan(row.mean_without) or is_nan(row.mean_with):
+            blocks.append(
+                Paragraph(
+                    f"{row.cue_kind}: every rated summary has such a cue (mean Relevance "
+                    f"{number(row.mean_with, 2)} on {plural(row.n_tasks_with, 'summary', 'summaries')}); there is "
+                    "none without one to compare with."
+                    if not is_nan(row.mean_with)
+                    else f"{row.cue_kind}: no summary with such a cue has a Relevance rating yet."
+                )
+            )
+            continue
         difference = "" if is_nan(row.difference) else f", a difference of {row.difference:+.2f}"
         blocks.append(
             Paragraph(
                 f"{row.cue_kind}: mean Relevance {number(row.mean_with, 2)} on "
                 f"{plural(row.n_tasks_with, 'summary', 'summaries')} with a cue against "
                 f"{number(row.mean_without, 2)} on the {row.n_tasks_without} without{difference} "
-                f"(Welch's t {number(row.welch_t, 2)}, {p_value(row.p_value)})."
+                f"({welch_words(row.welch_t, row.p_value)})."
             )
         )
     return Section("Relevance cues", blocks)

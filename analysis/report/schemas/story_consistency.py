@@ -43,6 +43,7 @@ from judgelab.analysis.report.data import (
     ProjectData,
     alpha_label,
     alpha_words,
+    coefficient,
     fragile,
     has_line_items,
     is_nan,
@@ -227,11 +228,11 @@ def _line_scheme_sentence(row: Any) -> Paragraph:
         return Paragraph(f"{row.scheme}: no line was rated twice ({row.reason}).")
     text = (
         f"{row.scheme}: {row.n_units} lines were judged by two or more of the {row.n_annotators} annotators; "
-        f"Krippendorff's nominal alpha is {number(row.krippendorff_alpha)} ({alpha_label(row.krippendorff_alpha)}) "
+        f"Krippendorff's nominal alpha is {coefficient(row.krippendorff_alpha, label=alpha_label)} "
         f"and every annotator gave the same verdict on {percent(row.share_all_agree)} of them; "
         f"{percent(row.exact_agreement)} of the pairs of verdicts on a line are identical "
-        f"(exact agreement {number(row.exact_agreement)}), Fleiss' kappa is {number(row.fleiss_kappa)} "
-        f"({kappa_label(row.fleiss_kappa)})"
+        f"(exact agreement {number(row.exact_agreement)}), Fleiss' kappa is "
+        f"{coefficient(row.fleiss_kappa, label=kappa_label)}"
     )
     if not is_nan(row.cohen_kappa):
         text += f", Cohen's kappa {number(row.cohen_kappa)}"
@@ -390,8 +391,8 @@ def _derived_agreement(merged: pd.DataFrame) -> list[Block]:
         Paragraph(
             f"On the derived verdicts, {exact.n_units} summaries have two or more human annotators: "
             f"{percent(exact.value)} of the pairs of derived verdicts agree (exact agreement "
-            f"{number(exact.value)}), Fleiss' kappa is {number(fleiss.value)} "
-            f"({kappa_label(fleiss.value)}) and Krippendorff's nominal alpha {number(alpha.value)}."
+            f"{number(exact.value)}), Fleiss' kappa is {coefficient(fleiss.value, label=kappa_label)} and "
+            f"Krippendorff's nominal alpha {coefficient(alpha.value)}."
             + fragile(exact.n_units, "shared summary", "shared summaries")
         )
     ]
@@ -432,8 +433,8 @@ def gold_raters_section(data: ProjectData) -> Section | None:
     text = (
         f"The gold summary labels here are the majority of {width} raters per summary (gold_annotations, a protocol "
         f"of their own, not the line annotators above). Taken as a rater set, on {exact.n_units} summaries they reach "
-        f"Krippendorff's nominal alpha {number(alpha.value)} ({alpha_label(alpha.value)}); all {width} agree on "
-        f"{percent(share)} of the summaries, and Fleiss' kappa is {number(fleiss.value)}. The raters are named by "
+        f"Krippendorff's nominal alpha {coefficient(alpha.value, label=alpha_label)}; all {width} agree on "
+        f"{percent(share)} of the summaries, and Fleiss' kappa is {coefficient(fleiss.value)}. The raters are named by "
         "their position in each list."
     )
     return Section(

@@ -16,6 +16,7 @@ from judgelab.analysis.judges import EPSILONS, JUDGE_MAJORITY, JudgeCalibration,
 from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    coefficient,
     is_nan,
     number,
     percent,
@@ -391,14 +392,6 @@ def _alt_test_detail(calibrations: list[JudgeCalibration], data: ProjectData) ->
     )
 
 
-def _mean_alpha(value: float) -> str:
-    """A mean alpha between judges, or why there is none: alpha is undefined where the judges' answers
-    on their shared units hold a single value (nothing to tell agreement from chance)."""
-    if is_nan(value):
-        return "undefined (the judges gave one and the same value throughout)"
-    return number(value, 2)
-
-
 def _between_judges(calibrations: list[JudgeCalibration], data: ProjectData) -> Section | None:
     pairs = pd.concat([c.pairs for c in calibrations], ignore_index=True) if calibrations else pd.DataFrame()
     pairs = pairs[pairs["n_units"] > 0] if not pairs.empty else pairs
@@ -418,7 +411,7 @@ def _between_judges(calibrations: list[JudgeCalibration], data: ProjectData) -> 
             Paragraph(
                 "Agreement between the judges (alpha, 95% interval): judges that agree with each other much more "
                 "than with the annotators share a bias rather than the annotators' view. Mean alpha between "
-                "judges: " + "; ".join(f"{g} {_mean_alpha(v)}" for g, v in mean.items()) + f". The row "
+                "judges: " + "; ".join(f"{g} {coefficient(v, 2)}" for g, v in mean.items()) + f". The row "
                 f"'{JUDGE_MAJORITY}' in the table above is the majority answer of the judges (median for ratings), "
                 "tested as one more judge."
             )
