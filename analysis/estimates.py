@@ -111,6 +111,7 @@ COLUMNS = [
     "note",
 ]
 VALUE_COLUMNS = ["task_id", "rater", "quantity", "description", "item", "statistic", "y", "low", "high"]
+_VALUE_KEYS = ["task_id", "rater", "quantity", "y"]
 
 
 # -- which human answers count -------------------------------------------------------------------
@@ -476,8 +477,9 @@ def human_values(values: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["task_id", "quantity", "y", "gold"])
     gold = values["rater"] == GOLD
     by = ["task_id", "quantity"]
-    people = values[~gold].groupby(by, sort=False)["y"].mean()
-    reference = values[gold].groupby(by, sort=False)["y"].mean()
+    narrow = values[[*by, "y"]]  # the rows' other columns are not copied by the two filters below
+    people = narrow[~gold].groupby(by, sort=False)["y"].mean()
+    reference = narrow[gold].groupby(by, sort=False)["y"].mean()
     merged = pd.concat([people.rename("people"), reference.rename("gold_y")], axis=1)
     out = merged.assign(
         y=merged["gold_y"].where(merged["gold_y"].notna(), merged["people"]), gold=merged["gold_y"].notna()
@@ -536,12 +538,14 @@ def estimate_table(
         h_values = h_values[h_values["quantity"].isin(quantities)]
     if h_values.empty or (model_j.empty and model_s.empty):
         return pd.DataFrame(columns=_columns(by))
-    labels = _labels(h_values)
-    m_values = task_values(model_j, model_s, meta, labels=labels, spans_asked=asked)
+    distinct = h_values.drop_duplicates("quantity")  # in order of first appearance, as the labels go
+    labels = _labels(distinct)
+    described = distinct.set_index("quantity")[["description", "item", "statistic", "low", "high"]]
+    # below, a row needs only its task, rater, quantity and value (the rest is per quantity, above);
+    # copied, or the selection would keep the whole block of text columns alive
+    h_values = h_values[_VALUE_KEYS].copy()
+    m_values = task_values(model_j, model_s, meta, labels=labels, spans_asked=asked)[_VALUE_KEYS].copy()
     m_values = m_values[m_values["quantity"].isin(set(h_values["quantity"]))]
-    described = h_values.drop_duplicates("quantity").set_index("quantity")[
-        ["description", "item", "statistic", "low", "high"]
-    ]
     truth = human_values(h_values).set_index(["task_id", "quantity"])
     judges = judge_values(m_values)
     groups = _task_groups(tasks, judgments, spans, by)
