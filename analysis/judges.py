@@ -205,7 +205,8 @@ def _span_groups(spans: pd.DataFrame, coverage: pd.DataFrame) -> Iterator[pd.Dat
     if spans.empty:
         return
     base = coverage[coverage["task_id"].isin(spans["task_id"].unique())].reset_index(drop=True)
-    marks = spans.assign(label=spans["label"].astype(str)).drop_duplicates(["task_id", "rater", "label"])
+    marks = spans[["task_id", "rater"]].assign(label=spans["label"].astype(str))  # not a copy of every column
+    marks = marks.drop_duplicates(["task_id", "rater", "label"])
     wide = marks.assign(_hit=True).set_index(["task_id", "rater", "label"])["_hit"].unstack("label")
     aligned = base.join(wide, on=["task_id", "rater"]).drop(columns=["task_id", "rater"]).notna().to_numpy()
     labels = [str(label) for label in wide.columns]
@@ -268,6 +269,7 @@ def answer_groups(
             answers = _group_answers(str(group), str(kind), rows, anchors)
             if answers is not None:
                 out.append(answers)
+        piece = rows = None  # or the last piece's rows live on while the next piece is made
     return out
 
 
