@@ -687,3 +687,20 @@ def test_shown_tables_name_versions_short_whatever_the_string_dtype():
         assert table.shown["judge"].tolist() == ["llm 370adbd7"], dtype
         assert table.caption == "Judge llm 370adbd7"
         assert table.csv_data["judge"].tolist() == [version]
+
+
+def test_released_caches_are_let_go_before_the_largest_sections() -> None:
+    """The span sections' and the review's cached inputs are dropped after the last builder that
+    reads them: each name in RELEASE_AFTER is a builder of the report, placed before the judges'
+    and the estimates' sections (a renamed builder would silently keep the caches)."""
+    from judgelab.analysis.report.sections import RELEASE_AFTER
+
+    names = [builder.__name__ for builder in SECTION_BUILDERS]
+    for name in RELEASE_AFTER:
+        assert name in names
+        assert names.index(name) < names.index("judges_section") < names.index("estimates_section")
+    readers = {"span_inputs": ["span_agreement_section", "model_agreement_section"], "annotation_times":
+               ["suggestions_section", "rubber_stamping_section"]}  # fmt: skip
+    for key, users in readers.items():
+        (after,) = [name for name, keys in RELEASE_AFTER.items() if key in keys]
+        assert all(names.index(user) <= names.index(after) for user in users)

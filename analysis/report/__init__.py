@@ -35,7 +35,7 @@ from judgelab.analysis.report.front_page import front_page
 from judgelab.analysis.report.guide import guide_section
 from judgelab.analysis.report.rendering import HTML_STYLE, render_html, render_markdown
 from judgelab.analysis.report.safe_text import write_csv
-from judgelab.analysis.report.sections import SECTION_BUILDERS, SectionBuilder
+from judgelab.analysis.report.sections import RELEASE_AFTER, SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.report.versions import short_names, shorten, versions_table
 from judgelab.analysis.review import foreign_parent_links, without_parents
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key, parsed_times
@@ -174,6 +174,7 @@ def project_section(
             if after_merge is not None:  # a builder's view across cells (agreement: a row per cell)
                 after_merge(merged, plan.by)
             built += merged
+        _release_cached(RELEASE_AFTER.get(getattr(build, "__name__", ""), ()), whole, cell_data)
         release_arrow_memory()
     n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
     sentences = plan_sentences(
@@ -197,6 +198,15 @@ def project_section(
             Table("model_versions", "Model versions", table, data=with_project(table, data.project)),
         ]
     return Section(_project_title(data), [], [front, *built])
+
+
+def _release_cached(keys: Collection[str], whole: ProjectData, cells: Sequence[ProjectData]) -> None:
+    """Drop ``keys`` (and their every-cell form) from the caches of the project and its cells."""
+    for key in keys:
+        whole.cache.pop(key, None)
+        whole.cache.pop(f"{key} (every cell)", None)
+        for cell in cells:
+            cell.cache.pop(key, None)
 
 
 def project_cut(data: ProjectData) -> tuple[FacetPlan, dict[str, pd.DataFrame]]:

@@ -78,7 +78,21 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     estimates_section,
     cost_section,
 ]
+#: cached results that no builder after the named one reads, let go once it has run: at 100,000
+#: tasks the span sections' inputs are 140 MiB, otherwise held through the judges' and the
+#: estimates' sections, the report's largest. A builder moved after it would compute them again.
+RELEASE_AFTER: dict[str, tuple[str, ...]] = {
+    "model_agreement_section": ("span_inputs", "span_pairwise", "rater_spans", "coverage"),
+    "rubber_stamping_section": ("annotation_times",),
+}
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
 REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, rubber_stamping_section, arms_section, judges_section]
 
-__all__ = ["REVIEW_BUILDERS", "SCHEMA_SECTIONS", "SECTION_BUILDERS", "SectionBuilder", "schema_sections"]
+__all__ = [
+    "RELEASE_AFTER",
+    "REVIEW_BUILDERS",
+    "SCHEMA_SECTIONS",
+    "SECTION_BUILDERS",
+    "SectionBuilder",
+    "schema_sections",
+]
