@@ -24,8 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from judgelab.sync.local_stack import free_port  # tests import it from here too
+
+# Property tests draw the same examples in every run, so that a failure on CI fails here too and
+# a submission's result does not hang on a draw; HYPOTHESIS_PROFILE=explore draws new ones.
+hypothesis_settings.register_profile("suite", derandomize=True)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 ARTIFACTS = Path(os.environ.get("JUDGELAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 SHARED_ENV = "JUDGELAB_TEST_SHARED"  # the run's folder shared by the xdist controller and its workers
