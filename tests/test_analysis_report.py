@@ -691,16 +691,24 @@ def test_shown_tables_name_versions_short_whatever_the_string_dtype():
 
 def test_released_caches_are_let_go_before_the_largest_sections() -> None:
     """The span sections' and the review's cached inputs are dropped after the last builder that
-    reads them: each name in RELEASE_AFTER is a builder of the report, placed before the judges'
-    and the estimates' sections (a renamed builder would silently keep the caches)."""
-    from judgelab.analysis.report.sections import RELEASE_AFTER
+    reads them: each builder in RELEASE_AFTER is one of the report's, placed before the judges'
+    and the estimates' sections, and after every builder that reads what it lets go."""
+    from judgelab.analysis.report.sections import (
+        RELEASE_AFTER,
+        estimates_section,
+        judges_section,
+        model_agreement_section,
+        rubber_stamping_section,
+        span_agreement_section,
+        suggestions_section,
+    )
 
-    names = [builder.__name__ for builder in SECTION_BUILDERS]
-    for name in RELEASE_AFTER:
-        assert name in names
-        assert names.index(name) < names.index("judges_section") < names.index("estimates_section")
-    readers = {"span_inputs": ["span_agreement_section", "model_agreement_section"], "annotation_times":
-               ["suggestions_section", "rubber_stamping_section"]}  # fmt: skip
+    order = SECTION_BUILDERS.index
+    for builder in RELEASE_AFTER:
+        assert builder in SECTION_BUILDERS
+        assert order(builder) < order(judges_section) < order(estimates_section)
+    readers = {"span_inputs": [span_agreement_section, model_agreement_section],
+               "annotation_times": [suggestions_section, rubber_stamping_section]}  # fmt: skip
     for key, users in readers.items():
-        (after,) = [name for name, keys in RELEASE_AFTER.items() if key in keys]
-        assert all(names.index(user) <= names.index(after) for user in users)
+        (after,) = [builder for builder, keys in RELEASE_AFTER.items() if key in keys]
+        assert all(order(user) <= order(after) for user in users)

@@ -174,7 +174,7 @@ def project_section(
             if after_merge is not None:  # a builder's view across cells (agreement: a row per cell)
                 after_merge(merged, plan.by)
             built += merged
-        _release_cached(RELEASE_AFTER.get(getattr(build, "__name__", ""), ()), whole, cell_data)
+        _release_cached(RELEASE_AFTER.get(build, ()), whole, cell_data)
         release_arrow_memory()
     n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
     sentences = plan_sentences(

@@ -217,14 +217,15 @@ def cue_section(data: ProjectData) -> Section | None:
         if row.n_tasks_with == 0:
             blocks.append(Paragraph(f"{row.cue_kind}: no summary has such a cue."))
             continue
-        if row.n_tasks_without == 0 or is_nan(row.mean_without) or is_nan(row.mean_with):
+        if is_nan(row.mean_with):
+            blocks.append(Paragraph(f"{row.cue_kind}: no summary with such a cue has a Relevance rating yet."))
+            continue
+        if row.n_tasks_without == 0 or is_nan(row.mean_without):
             blocks.append(
                 Paragraph(
                     f"{row.cue_kind}: every rated summary has such a cue (mean Relevance "
                     f"{number(row.mean_with, 2)} on {plural(row.n_tasks_with, 'summary', 'summaries')}); there is "
                     "none without one to compare with."
-                    if not is_nan(row.mean_with)
-                    else f"{row.cue_kind}: no summary with such a cue has a Relevance rating yet."
                 )
             )
             continue

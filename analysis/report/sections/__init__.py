@@ -81,9 +81,9 @@ SECTION_BUILDERS: list[SectionBuilder] = [
 #: cached results that no builder after the named one reads, let go once it has run: at 100,000
 #: tasks the span sections' inputs are 140 MiB, otherwise held through the judges' and the
 #: estimates' sections, the report's largest. A builder moved after it would compute them again.
-RELEASE_AFTER: dict[str, tuple[str, ...]] = {
-    "model_agreement_section": ("span_inputs", "span_pairwise", "rater_spans", "coverage"),
-    "rubber_stamping_section": ("annotation_times",),
+RELEASE_AFTER: dict[SectionBuilder, tuple[str, ...]] = {
+    model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans", "coverage"),
+    rubber_stamping_section: ("annotation_times",),
 }
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
 REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, rubber_stamping_section, arms_section, judges_section]
