@@ -57,13 +57,21 @@ answered), ``judge_bias`` (``mean(judge - human)`` on the labelled tasks), ``ppi
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from judgelab.analysis.facets import MISSING_LABEL
-from judgelab.analysis.judges import GOLD, JUDGE_MAJORITY, LINE_FLAGS, LINE_GROUP, SPANS_ANY, answer_rows
+from judgelab.analysis.judges import (
+    GOLD,
+    JUDGE_MAJORITY,
+    LINE_FLAGS,
+    LINE_GROUP,
+    SPANS_ANY,
+    answer_columns,
+    answer_rows,
+)
 from judgelab.analysis.judges import _usable as usable_rows
 from judgelab.analysis.kinds import effective_meta
 from judgelab.analysis.ppi import pool_estimates
@@ -112,6 +120,7 @@ COLUMNS = [
 ]
 VALUE_COLUMNS = ["task_id", "rater", "quantity", "description", "item", "statistic", "y", "low", "high"]
 _VALUE_KEYS = ["task_id", "rater", "quantity", "y"]
+_DESCRIBED = ["description", "item", "statistic", "low", "high"]
 
 
 # -- which human answers count -------------------------------------------------------------------
@@ -272,20 +281,49 @@ def task_values(
     >>> v[["task_id", "quantity", "y"]].values.tolist()
     [[1, 'q (mean)', 4.0], [2, 'q (mean)', 2.0], [1, 'c = x', 1.0]]
     """
-    if judgments.empty and spans.empty:
+    values, described = _values(judgments, spans, meta, labels=labels, spans_asked=spans_asked)
+    if values.empty:
         return pd.DataFrame(columns=VALUE_COLUMNS)
+    return values.join(described, on="quantity")[VALUE_COLUMNS]
+
+
+def _values(
+    judgments: pd.DataFrame,
+    spans: pd.DataFrame,
+    meta: Mapping[str, Any],
+    *,
+    labels: Mapping[str, Sequence[str]] | None = None,
+    spans_asked: bool | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`task_values` as ``(values, described)``: the rows ``task_id, rater, quantity, y``,
+    and per quantity (the index, in order of first appearance) its ``description, item,
+    statistic, low, high``. The words are the quantity's, not its rows': at 100,000 tasks the
+    values are over a million rows, and a column of the words is 8 bytes a row each."""
+    if judgments.empty and spans.empty:
+        return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
     asked = not spans.empty if spans_asked is None else spans_asked
     judgments = _with_columns(judgments)
     spans = _with_columns(spans)
     rows = answer_rows(judgments, spans, meta, gold=True, with_spans=False)  # spans: _span_values
-    parts: list[pd.DataFrame] = []
+    found: list[_Quantity] = []
     for (group, kind), part in rows.groupby(["group", "kind"], sort=False):
-        parts += _group_values(str(group), str(kind), part, meta, labels)
+        found += _group_values(str(group), str(kind), part, meta, labels)
+    rows = part = None  # the answer rows are not needed past here
     if asked:
-        parts += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
-    if not parts:
-        return pd.DataFrame(columns=VALUE_COLUMNS)
-    return _stated_over_derived(pd.concat(parts, ignore_index=True))[VALUE_COLUMNS]
+        found += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
+    if not found:
+        return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
+    words = {}
+    for quantity in found:
+        words.setdefault(quantity.name, [quantity.description, quantity.item, quantity.statistic, quantity.low,
+                                         quantity.high])  # fmt: skip
+    parts = [quantity.rows.assign(quantity=_shared(quantity.name, quantity.rows.index),
+                                  _derived=quantity.derived) for quantity in found]  # fmt: skip
+    found = []
+    values = _stated_over_derived(pd.concat(parts, ignore_index=True))
+    del parts
+    described = pd.DataFrame.from_dict(words, orient="index", columns=_DESCRIBED).reindex(_runs(values["quantity"]))
+    return values[_VALUE_KEYS], described.rename_axis("quantity")
 
 
 _KEYS = ["task_id", "rater"]
@@ -293,7 +331,7 @@ _KEYS = ["task_id", "rater"]
 
 def _group_values(
     group: str, kind: str, part: pd.DataFrame, meta: Mapping[str, Any], labels: Mapping[str, Sequence[str]] | None
-) -> list[pd.DataFrame]:
+) -> list[_Quantity]:
     """The quantities of one item group's answer rows: line verdicts, a rating, or a choice's labels."""
     if group == LINE_GROUP:
         return _line_values(part, group, meta)
@@ -302,7 +340,7 @@ def _group_values(
     return _choice_values(part, group, meta, labels)
 
 
-def _line_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> list[pd.DataFrame]:
+def _line_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> list[_Quantity]:
     """Line verdicts: the share of a task's lines flagged, and the summary verdict derived from them.
 
     The derived summary (any line flagged) is marked ``_derived``: a rater's stated answer to the
@@ -322,7 +360,7 @@ def _line_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> lis
     return [share, _frame(derived.set_index(_KEYS)["y"], name, item, SHARE, words, derived=True)]
 
 
-def _rating_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> pd.DataFrame:
+def _rating_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> _Quantity:
     """An ordinal item: each rater's (last) rating of each task, on the schema's scale (else the one seen)."""
     scale = (meta.get("scales") or {}).get(group) or {}
     values = pd.to_numeric(part["value"], errors="coerce")
@@ -334,7 +372,7 @@ def _rating_values(part: pd.DataFrame, group: str, meta: Mapping[str, Any]) -> p
 
 def _choice_values(
     part: pd.DataFrame, group: str, meta: Mapping[str, Any], labels: Mapping[str, Sequence[str]] | None
-) -> list[pd.DataFrame]:
+) -> list[_Quantity]:
     """A nominal item: 0/1 per label the answer holds (the summary verdict's unfaithful value; a
     flag's tick; else each label of ``labels``, the schema's or those seen, none past
     :data:`MAX_LABELS`)."""
@@ -372,7 +410,7 @@ def _stated_over_derived(out: pd.DataFrame) -> pd.DataFrame:
     return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)
 
 
-def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[str] | None) -> list[pd.DataFrame]:
+def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[str] | None) -> list[_Quantity]:
     """``spans: any`` and ``spans: <label>`` per (task, rater) the rater annotated (a judgment or a
     span): 1 when it marked such a span, else 0. ``labels``: the span labels to count (default: the
     labels marked here)."""
@@ -432,6 +470,34 @@ def _found(sets: pd.Series) -> list[str]:
     return sorted({value for values in sets for value in values if value and value != "nan"})
 
 
+def _runs(column: pd.Series) -> list[object]:
+    """The distinct values of a column whose equal values sit together (each quantity's rows are
+    one run), in order: the first row of each run, not a hash table of every row (``pd.unique``
+    of a million rows of text took 80 MiB).
+
+    >>> _runs(pd.Series(["a", "a", "b", "b", "a"]))
+    ['a', 'b']
+    """
+    values = column.to_numpy()
+    if not len(values):
+        return []
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    return list(dict.fromkeys(values[np.concatenate(([0], starts))]))
+
+
+class _Quantity(NamedTuple):
+    """One quantity's values from one group of answers: ``rows`` is ``task_id, rater, y``."""
+
+    rows: pd.DataFrame
+    name: str
+    item: str
+    statistic: str
+    description: str
+    low: float = 0.0
+    high: float = 1.0
+    derived: bool = False  # a summary verdict derived from line verdicts (see _stated_over_derived)
+
+
 def _frame(
     y: pd.Series,
     quantity: str,
@@ -442,15 +508,17 @@ def _frame(
     low: float = 0.0,
     high: float = 1.0,
     derived: bool = False,
-) -> pd.DataFrame:
+) -> _Quantity:
     frame = y.rename("y").reset_index()
-    # the words are the quantity's, the same on every row: one Python string shared by the rows,
-    # not a copy of its characters per row (a text column's default); at 100,000 tasks the values
-    # are over a million rows
-    shared = {"quantity": quantity, "description": description, "item": item, "statistic": statistic}
-    text = {name: pd.Series(value, index=frame.index, dtype=object) for name, value in shared.items()}
     rater = frame["rater"].astype("category").astype(object)  # a rater's name: one string for its rows
-    return frame.assign(rater=rater, **text, low=low, high=high, _derived=derived)
+    rows = frame.assign(rater=rater)[["task_id", "rater", "y"]]
+    return _Quantity(rows, quantity, item, statistic, description, low, high, derived)
+
+
+def _shared(text: str, index: pd.Index) -> pd.Series:
+    """``text`` on every row: one Python string the rows share, not a copy of its characters per
+    row (a text column's default)."""
+    return pd.Series(text, index=index, dtype=object)
 
 
 def _with_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -520,31 +588,30 @@ def estimate_table(
     the columns). ``sample_judgments``/``sample_spans``: the linked human-sample project's rows with
     this project's task ids (:func:`linked_sample_rows`). ``quantities`` keeps only those.
     Quantities no human answered are left out."""
-    judgments = _with_columns(judgments)
-    spans = _with_columns(spans)
+    # the answers' columns (and the origin that marks an anchored one): the filters below copy
+    # rows, and none of them needs the texts or the regions
+    judgments = _with_columns(answer_columns(judgments, "origin"))
+    spans = _with_columns(answer_columns(spans, "origin"))
     meta = effective_meta(schema_meta, judgments[_sources(judgments) == HUMAN_SOURCE])
     model_j = judgments[_sources(judgments).str.startswith(MODEL_SOURCE_PREFIX)]
     model_s = spans[_sources(spans).str.startswith(MODEL_SOURCE_PREFIX)] if not spans.empty else spans
     own_j, own_s = human_rows(judgments, spans, exclude_annotators)
     extra_j, extra_s = human_rows(
-        _with_columns(sample_judgments if sample_judgments is not None else pd.DataFrame()),
-        _with_columns(sample_spans if sample_spans is not None else pd.DataFrame()),
+        _with_columns(answer_columns(sample_judgments if sample_judgments is not None else pd.DataFrame(), "origin")),
+        _with_columns(answer_columns(sample_spans if sample_spans is not None else pd.DataFrame(), "origin")),
         exclude_annotators,
     )
     people_j, people_s = _joined(own_j, extra_j), _joined(own_s, extra_s)
     asked = not spans.empty or bool(sample_spans is not None and not sample_spans.empty)
-    h_values = task_values(people_j, people_s, meta, spans_asked=asked)
+    h_values, described = _values(people_j, people_s, meta, spans_asked=asked)
+    people_j = people_s = own_j = own_s = extra_j = extra_s = None
     if quantities is not None:
         h_values = h_values[h_values["quantity"].isin(quantities)]
     if h_values.empty or (model_j.empty and model_s.empty):
         return pd.DataFrame(columns=_columns(by))
-    distinct = h_values.drop_duplicates("quantity")  # in order of first appearance, as the labels go
-    labels = _labels(distinct)
-    described = distinct.set_index("quantity")[["description", "item", "statistic", "low", "high"]]
-    # below, a row needs only its task, rater, quantity and value (the rest is per quantity, above);
-    # copied, or the selection would keep the whole block of text columns alive
-    h_values = h_values[_VALUE_KEYS].copy()
-    m_values = task_values(model_j, model_s, meta, labels=labels, spans_asked=asked)[_VALUE_KEYS].copy()
+    described = described.loc[pd.unique(h_values["quantity"])]  # in order of first appearance, as the labels go
+    labels = _labels(described.reset_index())
+    m_values = _values(model_j, model_s, meta, labels=labels, spans_asked=asked)[0]
     m_values = m_values[m_values["quantity"].isin(set(h_values["quantity"]))]
     truth = human_values(h_values).set_index(["task_id", "quantity"])
     judges = judge_values(m_values)

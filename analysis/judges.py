@@ -107,9 +107,35 @@ def _rater(frame: pd.DataFrame, gold: bool = False) -> pd.Series:
     return rater
 
 
+#: the columns answers are read from: rows are narrowed to them before they are filtered, so a
+#: filter copies none of the texts, times and ids nothing here reads (at 100,000 tasks the span
+#: texts alone are about 100 MiB)
+ANSWER_COLUMNS = (
+    "task_id",
+    "annotation_id",
+    "annotator",
+    "source",
+    "item",
+    "value",
+    "label",
+    "created_at",
+    "updated_at",
+    "was_cancelled",
+    "ground_truth",
+    "parent_prediction",
+)
+
+
+def answer_columns(frame: pd.DataFrame, *also: str) -> pd.DataFrame:
+    """``frame``'s :data:`ANSWER_COLUMNS` (and ``also``) it has, not copied."""
+    wanted = {*ANSWER_COLUMNS, *also}
+    return frame[[column for column in frame.columns if column in wanted]]
+
+
 def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
     """Rows of humans and models (and with ``gold`` the reference rows), not cancelled, of each
-    rater's latest annotation of a task."""
+    rater's latest annotation of a task; only the :data:`ANSWER_COLUMNS`."""
+    frame = answer_columns(frame)
     if frame.empty:
         return frame.assign(rater=pd.Series(dtype=str))
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
@@ -195,7 +221,8 @@ def _flags(checked: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
 def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
     """Yes/no units from spans: any span on the task, and a span of each label."""
     columns = ["task_id", "item", "group", "kind", "rater", "value"]
-    frames = list(_span_groups(spans, coverage))
+    frames = [group.astype({name: object for name in ("item", "group", "kind", "value")})
+              for group in _span_groups(spans, coverage)]  # fmt: skip
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
@@ -210,13 +237,21 @@ def _span_groups(spans: pd.DataFrame, coverage: pd.DataFrame) -> Iterator[pd.Dat
     wide = marks.assign(_hit=True).set_index(["task_id", "rater", "label"])["_hit"].unstack("label")
     aligned = base.join(wide, on=["task_id", "rater"]).drop(columns=["task_id", "rater"]).notna().to_numpy()
     labels = [str(label) for label in wide.columns]
-    yield base.assign(item=SPANS_ANY, group=SPANS_ANY, kind="nominal",
-                      value=np.where(aligned.any(axis=1), MARKED, NOT_MARKED))  # fmt: skip
+    yield _span_group(base, SPANS_ANY, aligned.any(axis=1))
     for i, label in sorted(enumerate(labels), key=lambda pair: pair[1]):
         if label in ("nan", "None"):
             continue
-        name = f"spans: {label}"
-        yield base.assign(item=name, group=name, kind="nominal", value=np.where(aligned[:, i], MARKED, NOT_MARKED))
+        yield _span_group(base, f"spans: {label}", aligned[:, i])
+
+
+def _span_group(base: pd.DataFrame, name: str, hit: np.ndarray) -> pd.DataFrame:
+    """``base`` (task_id, rater) as the yes/no units of the span group ``name``. The words are
+    categories, a byte a row: a column of text repeats them on every row (a group's rows are one
+    per rater and task, hundreds of thousands at 100,000 tasks)."""
+    n = len(base)
+    same = lambda text: pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), [text])  # noqa: E731
+    value = pd.Categorical.from_codes(hit.astype(np.int8), [NOT_MARKED, MARKED])
+    return base.assign(item=same(name), group=same(name), kind=same("nominal"), value=value)
 
 
 def answer_rows(
@@ -247,8 +282,10 @@ def answer_groups(
     of another project with the same task ids) replaces the project's own human rows: StorySumm's
     judges against the evaluation-interface annotators."""
     meta = schema_meta or {}
+    judgments, spans = answer_columns(judgments), answer_columns(spans)
     sources = prediction_sources(judgments, spans)
     if humans is not None:
+        humans = (answer_columns(humans[0]), answer_columns(humans[1]))
         is_model_j = judgments["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith(MODEL_SOURCE_PREFIX)
         is_model_s = spans["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith(MODEL_SOURCE_PREFIX)
         judgments = pd.concat([judgments[is_model_j], humans[0]], ignore_index=True)
