@@ -50,6 +50,7 @@ from judgelab.analysis.tables import (
     cancelled_mask,
     latest_annotations,
     normalised_values,
+    only_columns,
 )
 from judgelab.configs.items import item_kind
 from judgelab.configs.schema import line_flag_values, line_item_regex
@@ -128,8 +129,7 @@ ANSWER_COLUMNS = (
 
 def answer_columns(frame: pd.DataFrame, *also: str) -> pd.DataFrame:
     """``frame``'s :data:`ANSWER_COLUMNS` (and ``also``) it has, not copied."""
-    wanted = {*ANSWER_COLUMNS, *also}
-    return frame[[column for column in frame.columns if column in wanted]]
+    return only_columns(frame, *ANSWER_COLUMNS, *also)
 
 
 def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:

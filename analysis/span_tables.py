@@ -348,6 +348,11 @@ def _pair_matches(design: SpanDesign, ref: int, hyp: int) -> tuple[np.ndarray, n
     return ref_side, hyp_side, overlaps
 
 
+def _side_codes(design: SpanDesign, rows: np.ndarray) -> np.ndarray:
+    """The label code of each span index in ``rows``, -1 where the side is empty (-1)."""
+    return np.where(rows >= 0, design.label[np.maximum(rows, 0)], -1) if len(rows) else np.array([], dtype=np.int64)
+
+
 def _side_labels(design: SpanDesign, rows: np.ndarray) -> np.ndarray:
     """The label of each span index in ``rows``, None where the side is empty (-1)."""
     if not len(rows):
@@ -396,26 +401,22 @@ def label_confusion(
     # the labels of matched_spans' rows, without the rows' other columns (at 100,000 tasks the
     # matched rows of every pair of annotators, copied with their example's key, were 150 MiB)
     design, pairs = _pair_design(spans, reference, hypothesis, examples, example_key, annotator_col, labels)
-    sides = [_pair_matches(design, ref, hyp)[:2] for ref, hyp in pairs]
-    matches = pd.DataFrame(
-        {
-            "reference_label": np.concatenate(
-                [np.array([], dtype=object)] + [_side_labels(design, r) for r, _ in sides]
-            ),
-            "hypothesis_label": np.concatenate(
-                [np.array([], dtype=object)] + [_side_labels(design, h) for _, h in sides]
-            ),
-        }
-    )
+    # counted as label codes (-1: no span on that side), pair by pair: no row per matched span
+    n = len(design.labels) + 1
+    counts = np.zeros(n * n, dtype=np.int64)
+    for ref, hyp in pairs:
+        ref_side, hyp_side = _pair_matches(design, ref, hyp)[:2]
+        cells = (_side_codes(design, ref_side) + 1) * n + _side_codes(design, hyp_side) + 1
+        counts += np.bincount(cells, minlength=n * n)
+    names = [UNMATCHED, *design.labels]
+    table = pd.DataFrame(counts.reshape(n, n), index=names, columns=names)
     if labels is not None:
         order = list(dict.fromkeys(labels))
     else:
-        seen = set(matches["reference_label"].dropna()) | set(matches["hypothesis_label"].dropna())
-        order = sorted(seen, key=str)
+        marked = (table.iloc[1:].sum(axis=1) + table.iloc[:, 1:].sum(axis=0)) > 0
+        order = sorted(marked.index[marked.to_numpy()], key=str)
     axis = [*order, UNMATCHED]
-    rows = matches["reference_label"].where(matches["reference_label"].notna(), UNMATCHED)
-    cols = matches["hypothesis_label"].where(matches["hypothesis_label"].notna(), UNMATCHED)
-    confusion = pd.crosstab(rows, cols).reindex(index=axis, columns=axis, fill_value=0).astype(int)
+    confusion = table.reindex(index=axis, columns=axis, fill_value=0).astype(int)
     confusion.index.name = "reference"
     confusion.columns.name = "hypothesis"
     return confusion

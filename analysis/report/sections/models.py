@@ -39,6 +39,7 @@ from judgelab.analysis.tables import (
     MODEL_SOURCE_PREFIX,
     latest_annotations,
     normalised_values,
+    only_columns,
     usable_judgments,
 )
 from judgelab.configs.items import item_kind
@@ -62,6 +63,18 @@ ORDINAL_NAMES = {
     "n_human_baseline": "human answers",
 }
 REST = "rest"
+# the judgments' columns the comparison reads (the others are not copied by its filters)
+_READ = (
+    "task_id",
+    "item",
+    "value",
+    "source",
+    "annotator",
+    "annotation_id",
+    "created_at",
+    "updated_at",
+    "was_cancelled",
+)
 LINE_FLAGS = line_flag_values()  # a line item's verdict that counts; every other one is REST
 
 
@@ -114,11 +127,11 @@ def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
 
 
 def _humans_for(data: ProjectData, items: set[str], tasks: set[object]) -> tuple[pd.DataFrame, object | None]:
-    own = usable_judgments(data.judgments, source=HUMAN_SOURCE)
+    own = usable_judgments(only_columns(data.judgments, *_READ), source=HUMAN_SOURCE)
     if own["item"].astype(str).map(_group).isin({_group(i) for i in items}).any():
         return own, None
     for project, tables in data.peers.items():
-        peer = usable_judgments(tables["judgments"], source=HUMAN_SOURCE)
+        peer = usable_judgments(only_columns(tables["judgments"], *_READ), source=HUMAN_SOURCE)
         peer = peer[peer["task_id"].isin(tasks)]
         if peer["item"].astype(str).map(_group).isin({_group(i) for i in items}).any():
             return peer, project
@@ -127,7 +140,7 @@ def _humans_for(data: ProjectData, items: set[str], tasks: set[object]) -> tuple
 
 def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
     """One row per (model, item group) compared with the humans; and the project humans came from."""
-    frame = usable_judgments(data.judgments, source=None)
+    frame = usable_judgments(only_columns(data.judgments, *_READ), source=None)
     models = frame[frame["source"].astype(str).str.startswith(MODEL_SOURCE_PREFIX)]
     if models.empty:
         return pd.DataFrame(), None
