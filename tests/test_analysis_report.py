@@ -698,8 +698,11 @@ def test_released_caches_are_let_go_before_the_largest_sections() -> None:
         estimates_section,
         judges_section,
         model_agreement_section,
+        rating_distribution_section,
         rubber_stamping_section,
+        schema_sections,
         span_agreement_section,
+        span_section,
         suggestions_section,
     )
 
@@ -708,6 +711,7 @@ def test_released_caches_are_let_go_before_the_largest_sections() -> None:
         assert builder in SECTION_BUILDERS
         assert order(builder) < order(judges_section) < order(estimates_section)
     readers = {"span_inputs": [span_agreement_section, model_agreement_section],
+               "usable_human": [rating_distribution_section, schema_sections, span_section, span_agreement_section],
                "annotation_times": [suggestions_section, rubber_stamping_section]}  # fmt: skip
     for key, users in readers.items():
         (after,) = [builder for builder, keys in RELEASE_AFTER.items() if key in keys]

@@ -79,10 +79,11 @@ SECTION_BUILDERS: list[SectionBuilder] = [
     cost_section,
 ]
 #: cached results that no builder after the named one reads, let go once it has run: at 100,000
-#: tasks the span sections' inputs are 140 MiB, otherwise held through the judges' and the
-#: estimates' sections, the report's largest. A builder moved after it would compute them again.
+#: tasks the span sections' inputs and the human rows are 180 MiB, otherwise held through the
+#: judges' and the estimates' sections, the report's largest. A builder moved after it would
+#: compute them again (the schema's kinds and scales, read later, are cached on their own).
 RELEASE_AFTER: dict[SectionBuilder, tuple[str, ...]] = {
-    model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans", "coverage"),
+    model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans", "coverage", "usable_human"),
     rubber_stamping_section: ("annotation_times",),
 }
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
