@@ -22,7 +22,14 @@ from judgelab.analysis.grouped import RowGroups, per_group, with_groups
 from judgelab.analysis.kinds import effective_meta, item_kinds
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.rubber_stamping import KEPT_SHARE_MIN, TIME_RATIO_MAX
-from judgelab.analysis.tables import HUMAN_SOURCE, MODEL_SOURCE_PREFIX, cancelled_mask, natural_key, usable_judgments
+from judgelab.analysis.tables import (
+    HUMAN_SOURCE,
+    MODEL_SOURCE_PREFIX,
+    cancelled_mask,
+    natural_key,
+    only_columns,
+    usable_judgments,
+)
 from judgelab.configs.schema import line_item_regex
 
 GOLD_SOURCE = "gold"
@@ -187,7 +194,9 @@ def rater_spans(data: ProjectData) -> pd.DataFrame:
 
     def compute() -> pd.DataFrame:
         cancelled = set(data.judgments.loc[cancelled_mask(data.judgments), "annotation_id"])
-        spans = data.spans[~data.spans["annotation_id"].isin(cancelled)]
+        kept = ~data.spans["annotation_id"].isin(cancelled)
+        # with none cancelled, the table itself (a filter copies every column, texts included)
+        spans = data.spans if kept.all() else data.spans[kept]
         return spans.assign(rater=rater_names(spans)) if not spans.empty else spans.assign(rater=pd.Series(dtype=str))
 
     return data.cached("rater_spans", compute)
@@ -197,7 +206,8 @@ def coverage(data: ProjectData) -> pd.DataFrame:
     """``project, task_id, rater``: who annotated which task (a judgment or a span counts)."""
 
     def compute() -> pd.DataFrame:
-        judgments = data.judgments[~cancelled_mask(data.judgments)]
+        read = only_columns(data.judgments, "project", "task_id", "annotator", "source", "annotation_id")
+        judgments = read[~cancelled_mask(data.judgments)]  # the columns read, not every one copied
         rows = [judgments.assign(rater=rater_names(judgments))[["project", "task_id", "rater"]]]
         spans = rater_spans(data)
         if not spans.empty:

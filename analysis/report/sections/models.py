@@ -100,7 +100,8 @@ def _group(item: str) -> str:
 
 
 def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
-    """``task_id, item, group, kind, value`` with values normalised per kind."""
+    """``task_id, item, group, kind, value`` (and ``source``) with values normalised per kind."""
+    rows = only_columns(rows, "task_id", "item", "value", "source")  # its groups copy only these
     rows = rows.assign(item=rows["item"].astype(str))
     rows = rows.assign(group=rows["item"].map(_group))
     kinds = {
@@ -126,8 +127,11 @@ def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
     return frame
 
 
-def _humans_for(data: ProjectData, items: set[str], tasks: set[object]) -> tuple[pd.DataFrame, object | None]:
-    own = usable_judgments(only_columns(data.judgments, *_READ), source=HUMAN_SOURCE)
+def _humans_for(
+    data: ProjectData, own: pd.DataFrame, items: set[str], tasks: set[object]
+) -> tuple[pd.DataFrame, object | None]:
+    """The project's ``own`` human rows when they answer the models' ``items``, else a peer
+    project's with the same ``tasks`` (a human-sample project); and that peer."""
     if own["item"].astype(str).map(_group).isin({_group(i) for i in items}).any():
         return own, None
     for project, tables in data.peers.items():
@@ -144,7 +148,10 @@ def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
     models = frame[frame["source"].astype(str).str.startswith(MODEL_SOURCE_PREFIX)]
     if models.empty:
         return pd.DataFrame(), None
-    humans, borrowed = _humans_for(data, set(models["item"].astype(str)), set(models["task_id"]))
+    own = frame[frame["source"] == HUMAN_SOURCE]
+    frame = None  # the models' and the humans' rows are what is read below
+    humans, borrowed = _humans_for(data, own, set(models["item"].astype(str)), set(models["task_id"]))
+    own = None
     if humans.empty:
         return pd.DataFrame(), None
     humans = _prepared(_latest(humans), data)
