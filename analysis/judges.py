@@ -166,7 +166,7 @@ def _anchors(rows: pd.DataFrame, sources: Mapping[str, str]) -> pd.DataFrame:
 def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame) -> pd.DataFrame:
     """``task_id, item, group, kind, rater, value`` for the rated items (text items left out)."""
     columns = ["task_id", "item", "group", "kind", "rater", "value"]
-    rows = judgments[judgments["item"].notna()]
+    rows = judgments.loc[judgments["item"].notna(), ["task_id", "item", "rater", "value"]]  # split by kind below
     if rows.empty:
         return pd.DataFrame(columns=columns)
     rows = rows.assign(item=rows["item"].astype(str))
@@ -175,6 +175,8 @@ def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.Da
     rows = rows.assign(group=rows["item"].where(~lines, LINE_GROUP), kind=rows["item"].map(kinds))
     rows.loc[lines, "kind"] = "nominal"
     rows = rows[rows["kind"].isin(["nominal", "ordinal", "flag"])]
+    words = ["item", "group", "kind"]  # categories while the rows are split by kind (a byte a row), text after
+    rows = rows.astype(dict.fromkeys(words, "category"))
     keys = ["task_id", "item", "group", "kind", "rater"]
     parts = []
     for kind, part in rows.groupby("kind", sort=False):
@@ -189,7 +191,7 @@ def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.Da
         parts.append(joined[columns])
     if not parts:
         return pd.DataFrame(columns=columns)
-    out = pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True).astype(dict.fromkeys(words, str))
     on_lines = (out["group"] == LINE_GROUP).to_numpy()
     if on_lines.any():
         out["value"] = out["value"].astype(object)
@@ -212,10 +214,21 @@ def _flags(checked: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
     for (item, group), rows in checked.groupby(["item", "group"], sort=False):
         base = coverage[coverage["task_id"].isin(rows["task_id"].unique())].reset_index(drop=True)
         hit = _marked(base, rows)
-        frames.append(
-            base.assign(item=item, group=group, kind="flag", value=np.where(hit, FLAG_CHECKED, FLAG_UNCHECKED))
-        )
-    return pd.concat(frames, ignore_index=True) if frames else checked
+        frames.append(_units(base, item, group, "flag", hit, (FLAG_UNCHECKED, FLAG_CHECKED)))
+    if not frames:
+        return checked
+    return pd.concat(frames, ignore_index=True).astype(dict.fromkeys(["item", "group", "kind", "value"], str))
+
+
+def _units(
+    base: pd.DataFrame, item: str, group: str, kind: str, hit: np.ndarray, words: tuple[str, str]
+) -> pd.DataFrame:
+    """``base`` (task_id, rater) as yes/no units of ``item``: ``words[1]`` where ``hit``, else
+    ``words[0]``. The words are categories, a byte a row: a column of text repeats them on every
+    row (the units are one per rater and task, hundreds of thousands at 100,000 tasks)."""
+    same = lambda text: pd.Categorical.from_codes(np.zeros(len(base), dtype=np.int8), [text])  # noqa: E731
+    value = pd.Categorical.from_codes(hit.astype(np.int8), list(words))
+    return base.assign(item=same(item), group=same(group), kind=same(kind), value=value)
 
 
 def _span_rows(spans: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
@@ -245,13 +258,8 @@ def _span_groups(spans: pd.DataFrame, coverage: pd.DataFrame) -> Iterator[pd.Dat
 
 
 def _span_group(base: pd.DataFrame, name: str, hit: np.ndarray) -> pd.DataFrame:
-    """``base`` (task_id, rater) as the yes/no units of the span group ``name``. The words are
-    categories, a byte a row: a column of text repeats them on every row (a group's rows are one
-    per rater and task, hundreds of thousands at 100,000 tasks)."""
-    n = len(base)
-    same = lambda text: pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), [text])  # noqa: E731
-    value = pd.Categorical.from_codes(hit.astype(np.int8), [NOT_MARKED, MARKED])
-    return base.assign(item=same(name), group=same(name), kind=same("nominal"), value=value)
+    """``base`` (task_id, rater) as the yes/no units of the span group ``name``."""
+    return _units(base, name, name, "nominal", hit, (NOT_MARKED, MARKED))
 
 
 def answer_rows(
