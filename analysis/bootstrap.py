@@ -97,10 +97,13 @@ def bootstrap_alpha_ci(
     values = np.empty(n_boot)
     fixed = None if level == "ordinal" else distance_matrix(encoded.values, level, np.zeros(n_values))
     for start in range(0, n_boot, block):
-        chunk = rng.integers(0, n_units, size=(min(block, n_boot - start), n_units))
-        flat = (np.arange(len(chunk))[:, None] * n_units + chunk).reshape(-1)
-        multiplicity = np.bincount(flat, minlength=len(chunk) * n_units).reshape(len(chunk), n_units)
-        coincidences = (multiplicity.astype(np.float64) @ shares).reshape(len(chunk), n_values, n_values)
+        draws = rng.integers(0, n_units, size=(min(block, n_boot - start), n_units))
+        n_draws = len(draws)
+        draws += np.arange(n_draws)[:, None] * n_units  # each replicate's own range of units, in place
+        multiplicity = np.bincount(draws.reshape(-1), minlength=n_draws * n_units).reshape(n_draws, n_units)
+        draws = None  # two block-sized arrays at a time, not four (each 30 MiB at the block's size)
+        coincidences = (multiplicity.astype(np.float64) @ shares).reshape(n_draws, n_values, n_values)
+        multiplicity = None
         values[start : start + block] = _replicate_alphas(coincidences, fixed)
     return _percentile_interval(values, alpha)
 

@@ -153,8 +153,12 @@ def _replicates(
         else:  # draw counts laid out units x replicates (contiguous for the product); a block's
             # draws at a time, the same numbers as all at once (n_boot x units integers)
             draws = rng.integers(0, n_units, size=(size, n_units))
-            flat = (draws * size + np.arange(size)[:, None]).reshape(-1)
-            counts_t = np.bincount(flat, minlength=n_units * size).astype(np.float64).reshape(n_units, size)
+            draws *= size  # in place: two block-sized arrays at a time, not four
+            draws += np.arange(size)[:, None]
+            counts = np.bincount(draws.reshape(-1), minlength=n_units * size)
+            draws = None
+            counts_t = counts.astype(np.float64).reshape(n_units, size)
+            counts = None
         coincidences = np.asarray((stacked.T @ counts_t).T)  # size x (pairs * V^2)
         coincidences = coincidences.reshape(size, len(matrices), n_values, n_values)
         for p in range(len(matrices)):
