@@ -313,15 +313,11 @@ def _values(
         found += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
     if not found:
         return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
-    words = {}
-    for quantity in found:
-        words.setdefault(quantity.name, [quantity.description, quantity.item, quantity.statistic, quantity.low,
-                                         quantity.high])  # fmt: skip
-    parts = [quantity.rows.assign(quantity=_shared(quantity.name, quantity.rows.index),
-                                  _derived=quantity.derived) for quantity in found]  # fmt: skip
-    found = []
+    words: dict[str, list[object]] = {}  # a quantity's words: the first group's that has it
+    for q in found:
+        words.setdefault(q.name, [q.description, q.item, q.statistic, q.low, q.high])
+    parts = [q.rows.assign(quantity=_shared(q.name, q.rows.index), _derived=q.derived) for q in found]
     values = _stated_over_derived(pd.concat(parts, ignore_index=True))
-    del parts
     described = pd.DataFrame.from_dict(words, orient="index", columns=_DESCRIBED).reindex(_runs(values["quantity"]))
     return values[_VALUE_KEYS], described.rename_axis("quantity")
 
