@@ -29,7 +29,6 @@ with all, and ``anchored_share`` says how many of the human answers had seen its
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,6 +131,11 @@ def answer_columns(frame: pd.DataFrame, *also: str) -> pd.DataFrame:
     return only_columns(frame, *ANSWER_COLUMNS, *also)
 
 
+#: the words of an answer row (which item, group, kind and rater) as categories where the rows are
+#: split by group: a text column is copied for each group, at 100,000 tasks 100 MiB at once
+_CODED = ("item", "group", "kind", "rater")
+
+
 def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
     """Rows of humans and models (and with ``gold`` the reference rows), not cancelled, of each
     rater's latest annotation of a task; only the :data:`ANSWER_COLUMNS`."""
@@ -163,8 +167,11 @@ def _anchors(rows: pd.DataFrame, sources: Mapping[str, str]) -> pd.DataFrame:
     ).drop_duplicates(["task_id", "rater"])
 
 
-def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame) -> pd.DataFrame:
-    """``task_id, item, group, kind, rater, value`` for the rated items (text items left out)."""
+def _item_rows(
+    judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame, *, coded: bool = False
+) -> pd.DataFrame:
+    """``task_id, item, group, kind, rater, value`` for the rated items (text items left out);
+    with ``coded``, the :data:`_CODED` words as categories (for rows split by group)."""
     columns = ["task_id", "item", "group", "kind", "rater", "value"]
     rows = judgments.loc[judgments["item"].notna(), ["task_id", "item", "rater", "value"]]  # split by kind below
     if rows.empty:
@@ -186,18 +193,18 @@ def _item_rows(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.Da
             parts.append(part.drop_duplicates(keys, keep="last")[columns])
             continue
         joined = joined_values(part, keys, "value").rename("value").reset_index()
-        if kind == "flag":  # a flag is checked where its row exists, unchecked where the rater answered the task
+        if kind == "flag":  # checked where its row exists, unchecked where the rater answered the task: nominal
             joined = _flags(joined, coverage)
         parts.append(joined[columns])
     if not parts:
         return pd.DataFrame(columns=columns)
-    out = pd.concat(parts, ignore_index=True).astype(dict.fromkeys(words, str))
+    out = pd.concat(parts, ignore_index=True)
+    out = out.astype(dict.fromkeys(_CODED, "category") if coded else dict.fromkeys(words, str))
     on_lines = (out["group"] == LINE_GROUP).to_numpy()
     if on_lines.any():
         out["value"] = out["value"].astype(object)
         verdicts = out.loc[on_lines, "value"]
         out.loc[on_lines, "value"] = np.where(verdicts.isin(LINE_FLAGS), verdicts, REST)
-    out.loc[out["kind"] == "flag", "kind"] = "nominal"
     return out
 
 
@@ -214,7 +221,7 @@ def _flags(checked: pd.DataFrame, coverage: pd.DataFrame) -> pd.DataFrame:
     for (item, group), rows in checked.groupby(["item", "group"], sort=False):
         base = coverage[coverage["task_id"].isin(rows["task_id"].unique())].reset_index(drop=True)
         hit = _marked(base, rows)
-        frames.append(_units(base, item, group, "flag", hit, (FLAG_UNCHECKED, FLAG_CHECKED)))
+        frames.append(_units(base, item, group, "nominal", hit, (FLAG_UNCHECKED, FLAG_CHECKED)))
     if not frames:
         return checked
     return pd.concat(frames, ignore_index=True).astype(dict.fromkeys(["item", "group", "kind", "value"], str))
@@ -305,11 +312,8 @@ def answer_groups(
         pd.concat([frame[[c for c in wanted if c in frame.columns]] for frame in (rows_j, rows_s)], ignore_index=True),
         sources,
     )
-    # the rated items' rows, then each span group's: one group's rows at a time, never all of them
-    # (at 100,000 tasks the span groups alone were millions of rows)
-    pieces = itertools.chain(_coded_items(rows_j, meta, coverage), _span_groups(rows_s, coverage))
     out = []
-    for piece in pieces:
+    for piece in _pieces(rows_j, rows_s, meta, coverage):
         for (group, kind), rows in piece.groupby(["group", "kind"], sort=False):
             answers = _group_answers(str(group), str(kind), rows, anchors)
             if answers is not None:
@@ -318,15 +322,14 @@ def answer_groups(
     return out
 
 
-#: the words of an answer row (which item, group, kind and rater) as categories where the rows are
-#: split by group: a text column is copied for each group, at 100,000 tasks 100 MiB at once
-_CODED = ("item", "group", "kind", "rater")
-
-
-def _coded_items(judgments: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame) -> Iterator[pd.DataFrame]:
-    """:func:`_item_rows` as one piece, its words as categories (made and let go in one expression:
-    the text columns are not held while the piece is split)."""
-    yield _item_rows(judgments, meta, coverage).astype(dict.fromkeys(_CODED, "category"))
+def _pieces(
+    judgments: pd.DataFrame, spans: pd.DataFrame, meta: Mapping[str, Any], coverage: pd.DataFrame
+) -> Iterator[pd.DataFrame]:
+    """The rated items' rows, then each span group's: one piece at a time, never all of them (at
+    100,000 tasks the span groups alone were millions of rows). A generator, not a chain over a
+    list: the chain's list held the items' rows through every span group."""
+    yield _item_rows(judgments, meta, coverage, coded=True)
+    yield from _span_groups(spans, coverage)
 
 
 def _group_answers(group: str, kind: str, rows: pd.DataFrame, anchors: pd.DataFrame) -> GroupAnswers | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from judgelab.analysis.bootstrap import draw_counts
 from judgelab.analysis.krippendorff import Level, distance_matrix
 
 MAX_BLOCK_CELLS = 8_000_000  # draw counts held at once (replicates x units)
@@ -152,13 +153,7 @@ def _replicates(
             counts_t = rng.multinomial(n_units, weights / n_units, size=size).T.astype(np.float64)
         else:  # draw counts laid out units x replicates (contiguous for the product); a block's
             # draws at a time, the same numbers as all at once (n_boot x units integers)
-            draws = rng.integers(0, n_units, size=(size, n_units))
-            draws *= size  # in place: two block-sized arrays at a time, not four
-            draws += np.arange(size)[:, None]
-            counts = np.bincount(draws.reshape(-1), minlength=n_units * size)
-            draws = None
-            counts_t = counts.astype(np.float64).reshape(n_units, size)
-            counts = None
+            counts_t = draw_counts(rng, n_units, size, units_first=True)
         coincidences = np.asarray((stacked.T @ counts_t).T)  # size x (pairs * V^2)
         coincidences = coincidences.reshape(size, len(matrices), n_values, n_values)
         for p in range(len(matrices)):
