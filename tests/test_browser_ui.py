@@ -122,21 +122,48 @@ def open_page(page, live_stack, path: str) -> None:
     page.goto(f"{live_stack.url}{path}", wait_until="domcontentloaded")
 
 
+LOGIN_ATTEMPTS = 3
+
+
+def logged_in(page, live_stack) -> bool:
+    """Whether Label Studio takes the browser's session cookie as the logged-in admin."""
+    answer = page.request.get(f"{live_stack.url}/api/current-user/whoami")
+    return answer.ok and answer.json().get("email") == live_stack.creds.username
+
+
 def log_in(page, live_stack) -> None:
     """Log in to Label Studio as the preset admin, as an annotator would (the page gets the slow
-    machine's bounds for what follows)."""
+    machine's bounds for what follows).
+
+    A submitted form can end on the browser's error page instead of Label Studio's (a connection
+    dropped by a server busy with other jobs): the session is checked with Label Studio's API, and
+    the form filled again, as a person would, up to ``LOGIN_ATTEMPTS`` times.
+    """
     page.set_default_navigation_timeout(NAVIGATION_MS)
     page.set_default_timeout(ACTION_MS)
-    open_page(page, live_stack, "/user/login")
-    page.fill("input[name=email]", live_stack.creds.username)
-    page.fill("input[name=password]", live_stack.creds.password)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/user/login" not in url)
-    page.wait_for_load_state("networkidle")
+    seen = []
+    for _ in range(LOGIN_ATTEMPTS):
+        open_page(page, live_stack, "/user/login")
+        if "/user/login" in page.url:  # Label Studio sends a logged-in browser on to its projects
+            page.fill("input[name=email]", live_stack.creds.username)
+            page.fill("input[name=password]", live_stack.creds.password)
+            page.click("button[type=submit]")
+            page.wait_for_url(lambda url: "/user/login" not in url)
+            page.wait_for_load_state("networkidle")
+        if logged_in(page, live_stack):
+            return
+        seen.append(page.url)
+    user = live_stack.creds.username
+    raise AssertionError(f"Label Studio did not keep the login of {user}; pages after submitting: {seen}")
 
 
 def open_task(page, live_stack, project_id, task_id):
-    open_page(page, live_stack, f"/projects/{project_id}/data?tab=0&task={task_id}")
+    path = f"/projects/{project_id}/data?tab=0&task={task_id}"
+    open_page(page, live_stack, path)
+    if "/user/login" in page.url:  # the session was lost: log in again, say so, and open the task
+        print(f"Label Studio asked for a login again at {path}; logging in again")
+        log_in(page, live_stack)
+        open_page(page, live_stack, path)
     page.wait_for_selector("[class*=richtext]")
     page.wait_for_load_state("networkidle")  # the task's predictions and annotations have come
     page.wait_for_timeout(1500)
