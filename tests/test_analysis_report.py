@@ -716,3 +716,24 @@ def test_released_caches_are_let_go_before_the_largest_sections() -> None:
     for key, users in readers.items():
         (after,) = [builder for builder, keys in RELEASE_AFTER.items() if key in keys]
         assert all(order(user) <= order(after) for user in users)
+
+
+def test_model_comparison_keeps_each_raters_latest_annotation_and_never_lets_sources_compete():
+    """A rater's older annotation of a task is left out; a model's rows and a human's, both
+    without an annotator's name (tables written by another tool), are two raters, not one."""
+    from judgelab.analysis.report.sections.models import _latest
+
+    rows = pd.DataFrame(
+        {
+            "task_id": [1, 1, 1, 1, 1, 1],
+            "item": ["q1", "q2", "q1", "q1", "q1", "q1"],
+            "source": ["human", "human", "human", "human", "model:x", "model:y"],
+            "annotator": ["a", "a", "a", None, None, None],
+            "annotation_id": [10, 10, 11, 12, 13, 14],
+            "updated_at": ["2024-01-01T00:00:00Z"] * 2
+            + ["2024-01-03T00:00:00Z", "2024-01-01T00:00:00Z"]
+            + ["2024-01-02T00:00:00Z", "2024-01-02T00:00:00Z"],
+        }
+    )
+    assert sorted(_latest(rows)["annotation_id"]) == [11, 12, 13, 14]
+    assert sorted(_latest(rows[rows["annotation_id"] != 11])["annotation_id"]) == [10, 10, 12, 13, 14]
