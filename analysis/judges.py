@@ -47,7 +47,7 @@ from judgelab.analysis.tables import (
     HUMAN_SOURCE,
     MODEL_SOURCE_PREFIX,
     cancelled_mask,
-    latest_annotations,
+    latest_rows,
     normalised_values,
     only_columns,
 )
@@ -146,12 +146,7 @@ def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
     wanted = (source == HUMAN_SOURCE) | source.str.startswith(MODEL_SOURCE_PREFIX) | (gold & (source == GOLD))
     frame = frame[wanted & ~cancelled_mask(frame)]
     frame = frame.assign(rater=_rater(frame, gold))
-    columns = [c for c in ("task_id", "rater", "annotation_id", "created_at", "updated_at") if c in frame.columns]
-    annotations = frame[columns].drop_duplicates("annotation_id").rename(columns={"rater": "annotator"})
-    latest = latest_annotations(annotations)
-    if len(latest) == len(annotations):  # nobody annotated a task twice
-        return frame
-    return frame[frame["annotation_id"].isin(latest["annotation_id"])]
+    return latest_rows(frame, ("rater",))
 
 
 def _anchors(rows: pd.DataFrame, sources: Mapping[str, str]) -> pd.DataFrame:

@@ -170,6 +170,22 @@ def latest_annotations(annotation_rows: pd.DataFrame, *, keys: Sequence[str] = (
     return latest[columns].reset_index(drop=True)
 
 
+def latest_rows(rows: pd.DataFrame, by: Sequence[str] = ("annotator",)) -> pd.DataFrame:
+    """``rows`` of each rater's latest annotation of a task, a rater being the columns ``by`` (the
+    last is its name; rows differing in the others never compete), or ``rows`` itself when nobody
+    annotated a task twice.
+
+    Decided on one row per annotation (its last, so that annotations of the same time keep the
+    order of the rows), not on every row of every item: at 100,000 tasks that sort was 80-100 MiB."""
+    *keys, name = by
+    times = [column for column in ("created_at", "updated_at") if column in rows.columns]
+    annotations = rows[["task_id", "annotation_id", *times, *by]].drop_duplicates("annotation_id", keep="last")
+    if not annotations.duplicated(["task_id", *by]).any():
+        return rows
+    latest = latest_annotations(annotations.rename(columns={name: "annotator"}), keys=keys)
+    return rows[rows["annotation_id"].isin(latest["annotation_id"])]
+
+
 def ratings_matrix(
     judgments: pd.DataFrame,
     project: object,

@@ -37,7 +37,7 @@ from judgelab.analysis.span_tables import alignment_paradox, model_majority_agre
 from judgelab.analysis.tables import (
     HUMAN_SOURCE,
     MODEL_SOURCE_PREFIX,
-    latest_annotations,
+    latest_rows,
     normalised_values,
     only_columns,
     usable_judgments,
@@ -90,22 +90,9 @@ def model_agreement_section(data: ProjectData) -> Section | None:
 
 
 def _latest(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of each rater's latest annotation of a task (a model's and a human's never compete,
-    nor two sources' rows without an annotator's name).
-
-    Decided on one row per annotation (its last, so that annotations of the same time keep the
-    order of the rows): the rows of every item of every annotation, sorted with their keys made
-    text, were 100 MiB at 100,000 tasks."""
-    times = [column for column in ("created_at", "updated_at") if column in rows.columns]
-    annotations = rows[["task_id", "source", "annotator", "annotation_id", *times]].drop_duplicates(
-        "annotation_id", keep="last"
-    )
-    rater = annotations["source"].astype(str) + "\x00" + annotations["annotator"].fillna("").astype(str)
-    keyed = annotations.assign(annotator=rater)
-    if not keyed.duplicated(["task_id", "annotator"]).any():
-        return rows  # nobody annotated a task twice
-    keep = set(latest_annotations(keyed)["annotation_id"])
-    return rows[rows["annotation_id"].isin(keep)]
+    """The rows of each rater's latest annotation of a task: a model's and a human's never compete,
+    nor two sources' rows without an annotator's name."""
+    return latest_rows(rows, ("source", "annotator"))
 
 
 def _group(item: str) -> str:
