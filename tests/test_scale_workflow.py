@@ -37,6 +37,15 @@ def bars(monkeypatch) -> list:
 
     def recorded(total, desc, unit="task", **_):
         bar = base.progress_bar(total, desc, unit, disable=False)
+        bar.shown_counts = []  # the count after each update: how the bar moved
+        update = bar.update
+
+        def counted(n=1):
+            moved = update(n)
+            bar.shown_counts.append(bar.n)
+            return moved
+
+        bar.update = counted
         made.append(bar)
         return bar
 
@@ -108,7 +117,12 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
     assert "12/12" in shown
 
     _run(live_stack, "report", "--tables", str(out), "--out", str(tmp_path / "report"), "--n-boot", "50")
-    _shown(bars, "report")
+    (bar,) = bars
+    (shown,) = _shown(bars, "report")
+    # the report's bar counts its sections as they are built: it moves while one project's report
+    # is made (a big project's takes minutes), not once at the end
+    assert bar.unit == "section", shown
+    assert len(bar.shown_counts) >= 10 and bar.shown_counts == sorted(set(bar.shown_counts)), bar.shown_counts
 
     # --json gives the same three parts of the push's time as numbers
     more = tmp_path / "more.jsonl"

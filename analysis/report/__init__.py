@@ -90,6 +90,7 @@ def build_report(
     options: ReportOptions | None = None,
     context: Mapping[str, pd.DataFrame] | None = None,
     exclude_annotators: Collection[str] = (),
+    on_section: Callable[[], None] | None = None,
 ) -> ReportPaths:
     """Write ``report.md``, ``report.html`` and one CSV per table into ``out_dir``.
 
@@ -101,6 +102,8 @@ def build_report(
     ``exclude_annotators``: annotators the study's estimates leave out (added to the options';
     ``options.exclude_rubber_stampers`` leaves out those each project's rubber-stamping rule flags;
     the sections read both through ``sections.rubber_stamping.left_out_annotators``).
+    ``on_section()`` is called after each builder has run on a project (a progress bar: a report
+    of a big project spends minutes in its sections, a few of them most of it).
     Raises ``ValueError`` when a table lacks a required column.
     """
     frames = normalised_tables(tables)
@@ -116,7 +119,7 @@ def build_report(
         data = _project_data(project, frames, everything, schemas, options, problems, usage)
         data = replace(data, notes=_foreign_parent_notes(foreign[foreign["project"] == project]))
         cut = project_cut(data)
-        sections.append(project_section(data, builders, cut))
+        sections.append(project_section(data, builders, cut, on_section))
         for name in TABLE_NAMES:
             used[name].append(cut[1][name])
     sections.append(guide_section())
@@ -144,11 +147,12 @@ def project_section(
     data: ProjectData,
     builders: Sequence[SectionBuilder],
     cut: tuple[FacetPlan, dict[str, pd.DataFrame]] | None = None,
+    on_section: Callable[[], None] | None = None,
 ) -> Section:
     """One project's part of the report: the front page, then every builder's sections, each
     run on the whole project (builders marked ``whole_project``) or once per facet cell and
     merged (see ``analysis.report.faceting``). ``cut``: :func:`project_cut` of ``data``, when
-    the caller has it already."""
+    the caller has it already; ``on_section()`` is called after each builder."""
     plan, filtered = cut if cut is not None else project_cut(data)
     whole = replace(data, tasks=filtered["tasks"], judgments=filtered["judgments"], spans=filtered["spans"], cache={})
     cells = facet_cells(filtered, plan.by, total=plan.total)
@@ -176,6 +180,8 @@ def project_section(
             built += merged
         _release_cached(RELEASE_AFTER.get(build, ()), whole, cell_data)
         release_arrow_memory()
+        if on_section is not None:
+            on_section()
     n_left_out = _task_count(data.tasks) - _task_count(whole.tasks)
     sentences = plan_sentences(
         plan,
@@ -254,13 +260,16 @@ def build_reports(
     section_builders: list[SectionBuilder] | None = None,
     on_report: Callable[[int, int], None] | None = None,
     exclude_annotators: Collection[str] = (),
+    on_section: Callable[[int, int], None] | None = None,
 ) -> ReportIndex:
     """One report per project (``per="project"``) or per schema (``per="schema"``), each in
     ``out_dir/<name>/`` (``report.html``, ``report.md``, CSVs; a project's name is its Label
     Studio title, see :func:`project_title`), and ``out_dir/index.html``
     linking them with their counts. Every report sees the whole run as context, so a project
     can use the gold labels of another project of its schema. ``on_report(done, total)`` is
-    called as the reports are written (a progress bar). ``exclude_annotators``: as for
+    called as the reports are written, ``on_section(done, total)`` as each builder has run on
+    a project of one of them (``total``: builders times projects, every report's; a progress
+    bar that moves while a big project's report is built). ``exclude_annotators``: as for
     :func:`build_report`."""
     options = _with_left_out(options or ReportOptions(), exclude_annotators)
     if per not in PER_CHOICES:
@@ -271,6 +280,8 @@ def build_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     entries: list[ReportEntry] = []
     used: set[str] = set()
+    builders = SECTION_BUILDERS if section_builders is None else section_builders
+    steps = _Steps(len(builders) * sum(len(projects) for projects in groups.values()), on_section)
     for name, projects in groups.items():
         subset = _group_tables(frames, projects, tables.get("problems"), tables.get("usage"))
         folder = _unique_slug(name, used)
@@ -288,6 +299,7 @@ def build_reports(
             options=options,
             context=frames,
             exclude_annotators=exclude_annotators,
+            on_section=steps.advance if on_section is not None else None,
         )
         entries.append(ReportEntry(name, schema_names, projects, paths, paths.counts))
         if on_report:
@@ -295,6 +307,20 @@ def build_reports(
     index = out_dir / "index.html"
     index.write_text(render_index(title, entries, out_dir), encoding="utf-8")
     return ReportIndex(index=index, reports=entries)
+
+
+@dataclass
+class _Steps:
+    """Builders run so far of ``total``, told to ``tell(done, total)``."""
+
+    total: int
+    tell: Callable[[int, int], None] | None
+    done: int = 0
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.tell is not None:
+            self.tell(min(self.done, self.total), self.total)
 
 
 def _report_groups(

@@ -379,18 +379,19 @@ def _without_projects(frame, projects: set):
 
 def _write_reports(combined: dict, out: Path, per: str, options) -> None:
     """Write the reports and their index under a progress bar, and say where each went; a bad
-    --by/--where fails the command."""
+    --by/--where fails the command. The bar counts the sections built (every report's), so it
+    moves, with a rate and the time left, while one big project's report is made."""
     from judgelab.analysis.report import build_reports
 
     schemas = {name: schema.meta for name, schema in all_schemas().items()}
-    with progress_bar(None, "reports", unit="report") as bar:
+    with progress_bar(None, "report sections", unit="section") as bar:
 
         def advanced(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
         try:
-            index = build_reports(combined, schemas, out, per=per, options=options, on_report=advanced)
+            index = build_reports(combined, schemas, out, per=per, options=options, on_section=advanced)
         except ValueError as exc:  # FacetError included: it names the unknown field or the bad expression
             _fail(str(exc))
     for entry in index.reports:
