@@ -349,6 +349,7 @@ def _spawn(cmd: list[str], env: dict[str, str], log: Path, pid_file: Path) -> su
 
 
 SETUP_TIMEOUT = 30  # s: Label Studio's ML_TIMEOUT_SETUP for the stack it starts (its default is 3)
+HEALTH_TIMEOUT = 10  # s: Label Studio's ML_TIMEOUT_HEALTH for the stack it starts (its default is 1)
 
 
 def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, str]:
@@ -376,6 +377,10 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
     # saved, then calls it "not a valid ML backend". On a busy machine (the backend predicting on
     # the same cores, a test run) /setup took longer than that; 30 s, unless set.
     env.setdefault("ML_TIMEOUT_SETUP", str(SETUP_TIMEOUT))
+    # Its /health check, before a backend is connected, gets 1 s: with both cores taken (a test run
+    # beside a 100,000-task import) connecting failed with "health check failed ... Read timed out";
+    # 10 s, unless set.
+    env.setdefault("ML_TIMEOUT_HEALTH", str(HEALTH_TIMEOUT))
     # Label Studio 1.23's prediction import (POST /api/projects/{id}/import/predictions) updates
     # the counters of every task of the project on each request unless this flag is on: a chunk
     # of 100 predictions took 17 s at 10,000 tasks, so pre-annotating a project grew with the

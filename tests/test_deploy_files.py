@@ -30,6 +30,7 @@ LABEL_STUDIO_ENV = {
     "SSRF_PROTECTION_ENABLED",
     "ML_TIMEOUT_PREDICT",
     "ML_TIMEOUT_SETUP",
+    "ML_TIMEOUT_HEALTH",
     "SENTRY_DSN",
     "FRONTEND_SENTRY_DSN",
 }
@@ -88,6 +89,8 @@ def test_compose_environment(services):
     assert ls_env[PREDICTION_IMPORT_FLAG] == local[PREDICTION_IMPORT_FLAG] == "true"
     # a busy backend's /setup gets 30 s in both (Label Studio's default is 3 s)
     assert ls_env["ML_TIMEOUT_SETUP"] == "${ML_TIMEOUT_SETUP:-30}" and local["ML_TIMEOUT_SETUP"] == "30"
+    # and its /health 10 s (Label Studio's default is 1 s)
+    assert ls_env["ML_TIMEOUT_HEALTH"] == "${ML_TIMEOUT_HEALTH:-10}" and local["ML_TIMEOUT_HEALTH"] == "10"
     backend_env = environment(services["judgelab-backend"])
     assert BACKEND_ENV <= set(backend_env), BACKEND_ENV - set(backend_env)
     assert backend_env["JUDGELAB_ANNOTATOR"] == "${JUDGELAB_ANNOTATOR:-offline}"
