@@ -281,7 +281,8 @@ def build_reports(
     entries: list[ReportEntry] = []
     used: set[str] = set()
     builders = SECTION_BUILDERS if section_builders is None else section_builders
-    steps = _Steps(len(builders) * sum(len(projects) for projects in groups.values()), on_section)
+    total = len(builders) * sum(len(projects) for projects in groups.values())
+    steps = _Steps(total, on_section) if on_section is not None else None
     for name, projects in groups.items():
         subset = _group_tables(frames, projects, tables.get("problems"), tables.get("usage"))
         folder = _unique_slug(name, used)
@@ -299,7 +300,7 @@ def build_reports(
             options=options,
             context=frames,
             exclude_annotators=exclude_annotators,
-            on_section=steps.advance if on_section is not None else None,
+            on_section=steps.advance if steps is not None else None,
         )
         entries.append(ReportEntry(name, schema_names, projects, paths, paths.counts))
         if on_report:
@@ -314,13 +315,12 @@ class _Steps:
     """Builders run so far of ``total``, told to ``tell(done, total)``."""
 
     total: int
-    tell: Callable[[int, int], None] | None
+    tell: Callable[[int, int], None]
     done: int = 0
 
     def advance(self) -> None:
         self.done += 1
-        if self.tell is not None:
-            self.tell(min(self.done, self.total), self.total)
+        self.tell(self.done, self.total)
 
 
 def _report_groups(
