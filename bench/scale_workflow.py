@@ -33,7 +33,8 @@ process (its Python start included) and its Label Studio baseline:
   there, not on the CPU).
 
 For each it prints seconds, milliseconds per task, the ratio to Label Studio, the peak RSS of
-judgelab's processes (the CLI and its children; the backend during pre-annotation), sampled
+judgelab's processes (the CLI's RSS plus the memory its children hold alone, a forked child's
+pages shared with its parent counted once; the backend during pre-annotation, likewise), sampled
 every 0.2 s from /proc; across sizes, the per-task time's growth (largest / smallest size).
 After every stage the counts are checked in Label Studio's database (tasks, annotations,
 predictions: none missing, none doubled) and in the tables.
@@ -289,6 +290,21 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _private_kb(pid: int) -> int:
+    """The memory only ``pid`` holds (its pages shared with no other process): what a child forked
+    from a process adds to it (its RSS counts every page it shares with its parent again)."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return _rss_kb(pid)
+    return sum(int(line.split()[1]) for line in lines if line.startswith(("Private_Clean:", "Private_Dirty:")))
+
+
+def _tree_kb(pid: int) -> int:
+    """The RSS of ``pid`` plus the memory its descendants add (:func:`_private_kb`)."""
+    return _rss_kb(pid) + sum(_private_kb(child) for child in _descendants(pid)[1:])
+
+
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
@@ -301,7 +317,8 @@ def _descendants(pid: int) -> list[int]:
 
 
 class Sampler:
-    """Peak RSS (MiB) of a process tree (the CLI and its children) and of the backend's tree."""
+    """Peak RSS (MiB) of a process tree (the CLI and what its children add: :func:`_tree_kb`) and
+    of the backend's tree."""
 
     def __init__(self, pid: int, backend_pid: int | None) -> None:
         self.pid, self.backend_pid = pid, backend_pid
@@ -312,9 +329,9 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.cli = max(self.cli, sum(_rss_kb(p) for p in _descendants(self.pid)) / 1024)
+            self.cli = max(self.cli, _tree_kb(self.pid) / 1024)
             if self.backend_pid:
-                self.backend = max(self.backend, sum(_rss_kb(p) for p in _descendants(self.backend_pid)) / 1024)
+                self.backend = max(self.backend, _tree_kb(self.backend_pid) / 1024)
             self._stop.wait(SAMPLE_EVERY)
 
     def stop(self) -> None:

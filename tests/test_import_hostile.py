@@ -6,6 +6,7 @@ through the real CLI (the failures come from a proxy in front of it, tests/fault
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -161,3 +162,39 @@ def test_a_write_failing_every_time_is_one_line_with_the_status_and_what_to_do(l
     assert "re-run" in message[0]
     assert proxy.faults["500"] >= 2  # sent again before giving up
     assert sum(_stored(live_stack, "Failing Label Studio")[2].values()) == 0
+
+
+def test_a_big_json_lines_file_checked_in_parts_imports_every_task_once_or_nothing(live_stack, tmp_path):
+    """A file over the size that is checked in parts side by side (one per processor): every task
+    lands once with its annotations, and a bad line near its end, in the last part, stores nothing
+    and is named."""
+    from judgelab.sync.importers.generic import PARALLEL_CHECK_BYTES
+
+    raters, n = ("ana", "luis"), 1200
+    article = "El pleno aprobó el plan de 42 millones, con el voto en contra de la oposición. " * 45
+    lines = []
+    for i in range(n):
+        rating = {"from_name": "coherence", "to_name": "summary", "type": "rating", "value": {"rating": 1 + i % 5}}
+        annotations = [{"completed_by": {"email": f"{r}@big.org"}, "result": [rating]} for r in raters]
+        task = {"id": f"big-{i}", "article": f"{i}. {article}", "summary": f"Resumen {i}."}
+        lines.append(json.dumps({"data": task, "annotations": annotations}, ensure_ascii=False))
+    good = tmp_path / "big.jsonl"
+    good.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert good.stat().st_size > PARALLEL_CHECK_BYTES
+    bad = tmp_path / "big_bad.jsonl"
+    bad.write_text("\n".join(lines[:-3] + ['{"data": {"id": "big-x", "article": "A"'] + lines[-2:]) + "\n")
+
+    refused = _run(live_stack, _import("Big file in parts", bad))
+    _clean(refused)
+    assert refused.returncode == 1 and f"big_bad.jsonl line {n - 2}: invalid JSON" in refused.stderr, refused.stderr
+    assert _stored(live_stack, "Big file in parts")[:2] == (0, 0)
+
+    done = _run(live_stack, _import("Big file in parts", good))
+    _clean(done)
+    assert done.returncode == 0, done.stdout + done.stderr
+    projects, n_tasks, per = _stored(live_stack, "Big file in parts")
+    assert (projects, n_tasks) == (1, n)
+    assert len(per) == n * len(raters) and set(per.values()) == {1}
+    (project,) = [p for p in live_stack.client.projects.list() if p.title == "Big file in parts"]
+    stored = {t.data["id"]: t.data["article"] for t in live_stack.client.tasks.list(project=project.id, fields="all")}
+    assert stored == {f"big-{i}": f"{i}. {article}" for i in range(n)}

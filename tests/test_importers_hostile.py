@@ -245,3 +245,89 @@ def test_a_latin1_file_is_refused_at_the_line_of_its_first_non_utf8_byte(tmp_pat
     assert result.exit_code == 1, result.output
     assert f"{name} line {bad_line}: not UTF-8 text" in result.output, result.output
     assert "0xf3" in result.output and "cannot reach" not in result.output
+
+
+# --- a big JSON Lines file, checked in parts side by side ---------------------------------------
+
+
+def _checked_in(path: Path, parts: int, **kwargs):
+    """The check of ``path`` in ``parts`` parts: what the import would send and what it says, or
+    the error it raises."""
+    from judgelab.sync.importers.generic import FileRows
+
+    try:
+        rows = FileRows(path, LIKERT, check_parts=parts, **kwargs)
+    except SyncError as exc:
+        return ("refused", str(exc))
+    lines = [(line.key, line.where, line.annotations, line.body) for line in rows.import_lines()]
+    return lines, len(rows), sorted(rows.annotators), rows.skipped, rows.info.records, rows.parts
+
+
+def _varied_lines(n: int) -> list[str]:
+    """Tasks as people's files have them: a BOM, blank lines, Hugging Face rows, text with raw
+    carriage returns and line separators, annotations by several people."""
+    lines = []
+    for i in range(n):
+        task = {"id": f"t-{i}", "article": f"{ARTICLE} \u2028 n.º {i}\r", "summary": f"Resumen {i}. ✓"}
+        if i % 7 == 3:
+            lines.append(json.dumps({"row_idx": i, "row": task, "truncated_cells": []}))
+        elif i % 5 == 1:
+            rating = {"from_name": "coherence", "to_name": "summary", "type": "rating", "value": {"rating": 3}}
+            annotations = [{"completed_by": {"email": f"rater{i % 3}@x.org"}, "result": [rating]}]
+            lines.append(json.dumps({"data": task, "annotations": annotations}, ensure_ascii=False))
+        else:
+            lines.append(json.dumps(task, ensure_ascii=i % 2 == 0))
+        if i % 11 == 0:
+            lines.append("   ")
+    return lines
+
+
+def test_a_file_checked_in_parts_gives_what_its_check_as_one_gives(tmp_path):
+    """Split at any line, checked side by side, the file's rows are the same rows in the same
+    order, encoded the same, with the same lines named and the same annotators to create."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(_varied_lines(400)).encode("utf-8") + b"\n")
+    whole = _checked_in(path, 1)
+    assert whole[1] == 400 and whole[-1] == 1 and whole[2] == ["rater0@x.org", "rater1@x.org", "rater2@x.org"]
+    for parts in (2, 3, 4):
+        split = _checked_in(path, parts)
+        assert split[-1] == parts
+        assert split[:-1] == whole[:-1]
+
+
+@pytest.mark.parametrize(
+    ("case", "change"),
+    [
+        ("bad JSON far down", lambda lines: lines.__setitem__(350, '{"article": "A", "summary": ')),
+        ("a key named twice in one object", lambda lines: lines.__setitem__(390, '{"summary": "a", "summary": "b"}')),
+        ("a row the schema refuses", lambda lines: lines.__setitem__(300, json.dumps({"article": "Sin resumen."}))),
+        ("a lone surrogate", lambda lines: lines.__setitem__(380, '{"article": "A", "summary": "\\ud800"}')),
+        ("the same id in two parts", lambda lines: lines.__setitem__(399, json.dumps({"id": "t-1", **_TASK}))),
+        ("the same id twice in one part", lambda lines: lines.__setitem__(399, json.dumps({"id": "t-398", **_TASK}))),
+        ("a required column in no row", lambda lines: lines.__init__([json.dumps({"article": x}) for x in lines])),
+    ],
+)
+@pytest.mark.parametrize("skip_bad", [False, True])
+def test_a_file_checked_in_parts_reports_what_its_check_as_one_reports(tmp_path, case, change, skip_bad):
+    """Whatever is wrong, and wherever it is, the import says the same thing (the same lines
+    named, the same rows skipped with --skip-bad) and sends the same rows."""
+    lines = _varied_lines(400)
+    change(lines)
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = _checked_in(path, 1, skip_bad=skip_bad)
+    assert whole[0] == "refused" or whole[3], f"{case}: the file was meant to have a problem"
+    for parts in (2, 3):
+        split = _checked_in(path, parts, skip_bad=skip_bad)
+        assert split[:-1] == whole[:-1] if whole[0] != "refused" else split == whole
+
+
+_TASK = {"article": ARTICLE, "summary": "Otro resumen."}
+
+
+def test_a_non_utf8_byte_far_down_is_named_by_its_line_when_checked_in_parts(tmp_path):
+    lines = [json.dumps({"article": f"Uno {i}.", "summary": "Dos."}) for i in range(300)]
+    lines[250] = json.dumps({"article": ARTICLE, "summary": "Dos."}, ensure_ascii=False)
+    path = write(tmp_path / "latin1.jsonl", "\n".join(lines) + "\n", "latin-1")
+    assert _checked_in(path, 3) == _checked_in(path, 1)
+    assert _checked_in(path, 3)[1].startswith("latin1.jsonl line 251: not UTF-8 text")

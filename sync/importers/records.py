@@ -252,6 +252,58 @@ def _jsonl_records(path: Path, info: FileInfo, skip_bad: bool) -> Iterator[Recor
     info.empty = info.records == 0 and not info.bad
 
 
+def jsonl_parts(path: Path, info: FileInfo, parts: int) -> list[tuple[int, int, int]] | None:
+    """``path`` cut into ``parts`` byte ranges of whole lines, ``(start, end, first line)`` each,
+    to be read by :func:`jsonl_part_records` side by side; ``None`` when it cannot be cut so (not
+    UTF-8 JSON Lines, or too few lines). Only ``\\n`` ends a line, as in :func:`iter_records`."""
+    if info.kind != "jsonl" or info.encoding != "utf-8-sig" or parts < 2:
+        return None
+    size = Path(path).stat().st_size
+    ranges, start, line = [], 0, 1
+    with open(path, "rb") as raw:
+        for part in range(1, parts + 1):
+            end = size
+            if part < parts:
+                raw.seek(max(start, size * part // parts))
+                raw.readline()  # to the end of the line the cut falls in
+                end = raw.tell()
+            if end <= start:
+                continue
+            ranges.append((start, end, line))
+            raw.seek(start)
+            for _ in range(start, end, 1 << 20):
+                line += raw.read(min(1 << 20, end - raw.tell())).count(b"\n")
+            start = end
+    return ranges if len(ranges) > 1 else None
+
+
+def jsonl_part_records(path: Path, info: FileInfo, part: tuple[int, int, int], skip_bad: bool) -> Iterator[Record]:
+    """The records of one range of :func:`jsonl_parts`, as :func:`iter_records` reads them there
+    (the same ``where``, the same handling of a bad line)."""
+    start, end, number = part
+    with open(path, "rb") as raw:
+        raw.seek(start)
+        position = start
+        for chunk in raw:
+            if position >= end:
+                break
+            position += len(chunk)
+            try:
+                line = chunk.decode(info.encoding if position - len(chunk) == 0 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_text(info, exc, path) from None
+            if line.strip():
+                where = f"{info.name} line {number}"
+                try:
+                    record = unwrap_hf_row(loads_lenient(line))
+                except (ValueError, RecursionError) as exc:
+                    _bad(info, f"{where}: {_json_problem(exc)}", skip_bad)
+                else:
+                    info.records += 1
+                    yield where, record
+            number += 1
+
+
 class _JsonText:
     """A JSON text read in chunks: ``text[pos:]`` is what is not consumed yet, ``line`` the line at ``pos``."""
 

@@ -192,10 +192,15 @@ class KeyCheck:
             return None
         return f"{row.where}: duplicate id {row.key!r} (first at {first})"
 
+    def keys(self) -> set[str]:
+        """The keys seen."""
+        return set(self._first)
 
-def checked(records: Iterable[Record], schema: Schema) -> Iterable[TaskRow | str]:
-    """Each record as a :class:`TaskRow`, or as the message saying why it cannot be one."""
-    keys = KeyCheck()
+
+def checked(records: Iterable[Record], schema: Schema, keys: KeyCheck | None = None) -> Iterable[TaskRow | str]:
+    """Each record as a :class:`TaskRow`, or as the message saying why it cannot be one (a key
+    already in ``keys`` is a duplicate)."""
+    keys = KeyCheck() if keys is None else keys
     for where, record in records:
         try:
             row = check_record(where, record, schema)
