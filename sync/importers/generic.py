@@ -307,7 +307,7 @@ class FileRows:
 
     def _merged(self, results: list[_Part]) -> tuple[int, set[str], int] | None:
         """The parts' results as one file's (count, annotators, records); ``None`` when a key is in
-        two parts or the file as a whole has a problem of its columns."""
+        two parts or the file as a whole has a problem (of its columns, or no task at all)."""
         keys: set[str] = set()
         watch = _ColumnWatch(self.schema, self.mapping, self.info)
         for result in results:
@@ -320,6 +320,8 @@ class FileRows:
         except SyncError:
             return None
         count = sum(result.count for result in results)
+        if not count:
+            return None
         return count, set().union(*(result.annotators for result in results)), sum(r.records for r in results)
 
     def _spooled(self, row: TaskRow, spool: IO[bytes]) -> str | None:
