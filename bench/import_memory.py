@@ -100,9 +100,9 @@ def generate(folder: Path, megabytes: int, seed: int = 15) -> tuple[Path, Path]:
     return jsonl, table
 
 
-def _child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, str, float]:
-    """(peak RSS in MiB, stdout, seconds) of a child Python running ``code`` (the largest peak of
-    its own children in :data:`PARTS_PEAK`)."""
+def _child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, str, float, float]:
+    """(peak RSS in MiB, stdout, seconds, the largest peak RSS in MiB of its own children) of a
+    child Python running ``code``."""
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, env=env or dict(os.environ)
@@ -113,14 +113,10 @@ def _child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[fl
     lines = done.stderr.splitlines()
     peaks = [int(line.split()[1]) for line in lines if line.startswith("JUDGELAB_PEAK_KB ")]
     parts = [int(line.split()[1]) for line in lines if line.startswith("JUDGELAB_PARTS_PEAK_KB ")]
-    PARTS_PEAK[0] = parts[-1] / 1024 if parts else 0.0
-    return peaks[-1] / 1024, done.stdout, seconds
+    return peaks[-1] / 1024, done.stdout, seconds, parts[-1] / 1024 if parts else 0.0
 
 
-PARTS_PEAK = [0.0]
-
-
-def _live_import(path: Path, url: str, token: str, title: str) -> tuple[float, str, float]:
+def _live_import(path: Path, url: str, token: str, title: str) -> tuple[float, str, float, float]:
     env = {**os.environ, "JUDGELAB_LS_URL": url, "JUDGELAB_LS_TOKEN": token}
     return _child(_CLI, "import", "--schema", SCHEMA, "--title", title, str(path), env=env)
 
@@ -139,14 +135,14 @@ def main() -> None:
     files = generate(tmp, args.mb)
     print(f"generated {', '.join(f'{p.name} {p.stat().st_size / 2**20:.0f} MiB' for p in files)} "
           f"in {time.perf_counter() - t0:.0f} s ({tmp})")  # fmt: skip
-    base, _, _ = _child(_INTERPRETER)
+    base, _, _, _ = _child(_INTERPRETER)
     print(f"interpreter with judgelab's importers: peak RSS {base:.0f} MiB\n")
     for path in files:
         size = path.stat().st_size / 2**20
-        streamed, out, seconds = _child(_PIPELINE, str(path), SCHEMA, "stream")
-        parts = f", its check's part processes up to {PARTS_PEAK[0]:.0f} MiB" if PARTS_PEAK[0] else ""
+        streamed, out, seconds, part_peak = _child(_PIPELINE, str(path), SCHEMA, "stream")
+        parts = f", its check's part processes up to {part_peak:.0f} MiB" if part_peak else ""
         stats = json.loads(out)
-        held, _, held_seconds = _child(_PIPELINE, str(path), SCHEMA, "list")
+        held, _, held_seconds, _ = _child(_PIPELINE, str(path), SCHEMA, "list")
         print(
             f"{path.name} ({size:.0f} MiB, {stats['tasks']} tasks, {stats['requests']} import requests of "
             f"{stats['json_mb'] / max(1, stats['requests']):.1f} MiB JSON on average):\n"
@@ -173,7 +169,7 @@ def main() -> None:
     try:
         for path in files:
             size = path.stat().st_size / 2**20
-            peak, out, seconds = _live_import(path, url, token, f"Import memory bench {path.suffix[1:]}")
+            peak, out, seconds, _ = _live_import(path, url, token, f"Import memory bench {path.suffix[1:]}")
             print(
                 f"judgelab import {path.name} into Label Studio: peak RSS {peak:.0f} MiB = {peak / size:.2f}x the "
                 f"file (target <= 3x), {seconds:.0f} s\n    {out.strip()}"

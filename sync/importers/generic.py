@@ -64,7 +64,7 @@ from judgelab.sync.importers.rows import (
 MAX_ERRORS_KEPT = 1000  # without --skip-bad the first ones are shown and the rest counted
 MAX_COLUMNS_KEPT = 200
 #: A JSON Lines file from this size on is checked in parts side by side (a smaller one's check
-#: takes well under a second: 10,000 tasks of 3 kB, 32 MB, take 3.8 s on one processor).
+#: takes well under a second: 10,000 tasks of 3 kB, 32 MB, took 3.2-3.8 s on one processor).
 PARALLEL_CHECK_BYTES = 4 << 20
 MAX_CHECK_PARTS = 4
 
@@ -212,9 +212,11 @@ class FileRows:
             self._check()
         self.parts = len(self._spools)  # how many parts the file was checked in, side by side
 
-    def _stream(self, info: FileInfo, records: Iterator[Record] | None = None) -> Iterator[TaskRow | str]:
+    def _stream(
+        self, info: FileInfo, records: Iterator[Record] | None = None, keys: KeyCheck | None = None
+    ) -> Iterator[TaskRow | str]:
         records = records if records is not None else iter_records(self.path, skip_bad=self.skip_bad, info=info)
-        return checked(((where, apply_mapping(r, self.mapping)) for where, r in records), self.schema)
+        return checked(((where, apply_mapping(r, self.mapping)) for where, r in records), self.schema, keys)
 
     def _check(self) -> None:
         info = self.info
@@ -291,8 +293,7 @@ class FileRows:
         keys, count, annotators = KeyCheck(), 0, set()
         try:
             records = watch.watch(jsonl_part_records(self.path, info, part, self.skip_bad))
-            mapped = ((where, apply_mapping(record, self.mapping)) for where, record in records)
-            for item in checked(mapped, self.schema, keys):
+            for item in self._stream(info, records, keys):
                 if isinstance(item, str) or self._spooled(item, spool) is not None:
                     return None
                 count += 1

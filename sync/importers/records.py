@@ -237,19 +237,25 @@ def _jsonl_records(path: Path, info: FileInfo, skip_bad: bool) -> Iterator[Recor
     with _open(path, info, newline="\n") as handle:  # only \n ends a line: a raw \r in a string stays
         try:
             for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{info.name} line {number}"
-                try:
-                    record = unwrap_hf_row(loads_lenient(line))
-                except (ValueError, RecursionError) as exc:
-                    _bad(info, f"{where}: {_json_problem(exc)}", skip_bad)
-                    continue
-                info.records += 1
-                yield where, record
+                yield from _jsonl_record(info, number, line, skip_bad)
         except UnicodeDecodeError as exc:
             raise _not_text(info, exc, path) from None
     info.empty = info.records == 0 and not info.bad
+
+
+def _jsonl_record(info: FileInfo, number: int, line: str, skip_bad: bool) -> Iterator[Record]:
+    """The record of line ``number`` of a JSON Lines file: none for a blank line or a bad one
+    skipped (``skip_bad``; else a bad line raises)."""
+    if not line.strip():
+        return
+    where = f"{info.name} line {number}"
+    try:
+        record = unwrap_hf_row(loads_lenient(line))
+    except (ValueError, RecursionError) as exc:
+        _bad(info, f"{where}: {_json_problem(exc)}", skip_bad)
+        return
+    info.records += 1
+    yield where, record
 
 
 def jsonl_parts(path: Path, info: FileInfo, parts: int) -> list[tuple[int, int, int]] | None:
@@ -287,20 +293,12 @@ def jsonl_part_records(path: Path, info: FileInfo, part: tuple[int, int, int], s
         for chunk in raw:
             if position >= end:
                 break
-            position += len(chunk)
-            try:
-                line = chunk.decode(info.encoding if position - len(chunk) == 0 else "utf-8")
+            try:  # a BOM is dropped at the file's start only, as when the file is read whole
+                line = chunk.decode(info.encoding if position == 0 else "utf-8")
             except UnicodeDecodeError as exc:
                 raise _not_text(info, exc, path) from None
-            if line.strip():
-                where = f"{info.name} line {number}"
-                try:
-                    record = unwrap_hf_row(loads_lenient(line))
-                except (ValueError, RecursionError) as exc:
-                    _bad(info, f"{where}: {_json_problem(exc)}", skip_bad)
-                else:
-                    info.records += 1
-                    yield where, record
+            position += len(chunk)
+            yield from _jsonl_record(info, number, line, skip_bad)
             number += 1
 
 
