@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from judgelab.configs.instructions import instructions_html
@@ -315,6 +317,23 @@ def import_lines(rows: Iterable[TaskRow | ImportLine]) -> Iterator[ImportLine]:
             yield row if isinstance(row, ImportLine) else ImportLine.of(row)
         except BadRow as exc:
             raise SyncError(f"{exc}; the rows before it were imported, the rest were not") from None
+
+
+def carried_annotations(rows: Iterable[TaskRow | ImportLine]) -> Iterator[tuple[str, str, Callable[[], list]]]:
+    """``(key, where, annotations)`` of each row that carries annotations, ``annotations()`` giving
+    them in import form: a checked file's rows read back from what its check wrote (the file is
+    not read nor checked again, and a row's body is decoded only when asked for), other rows as
+    they are."""
+    for line in import_lines(rows) if hasattr(rows, "import_lines") else rows:
+        if isinstance(line, ImportLine):
+            if line.annotations:
+                yield line.key, line.where, partial(_body_annotations, line.body)
+        elif line.annotations:
+            yield line.key, line.where, partial(list, line.annotations)
+
+
+def _body_annotations(body: bytes) -> list:
+    return json.loads(body).get("annotations") or []
 
 
 def import_batches(

@@ -198,3 +198,36 @@ def test_a_big_json_lines_file_checked_in_parts_imports_every_task_once_or_nothi
     (project,) = [p for p in live_stack.client.projects.list() if p.title == "Big file in parts"]
     stored = {t.data["id"]: t.data["article"] for t in live_stack.client.tasks.list(project=project.id, fields="all")}
     assert stored == {f"big-{i}": f"{i}. {article}" for i in range(n)}
+
+    # run again as after a kill: two annotations gone from Label Studio (in the first part and in
+    # the last), a rater's answer changed in the file, two tasks more at its end. The annotations
+    # of the tasks already there come back from what the check of every part wrote.
+    client = live_stack.client
+    tasks = {t.data["id"]: t for t in client.tasks.list(project=project.id, fields="all")}
+    luis = {u.email: u.id for u in client.users.list()}["luis@big.org"]
+    for key in ("big-3", f"big-{n - 1}"):
+        (gone,) = [a for a in tasks[key].annotations if a["completed_by"] == luis]
+        client.annotations.delete(id=gone["id"])
+    changed = json.loads(lines[5])  # ana rated big-5 1 (1 + 5 % 5)
+    changed["annotations"][0]["result"][0]["value"]["rating"] = 5
+    more = [
+        json.dumps({**json.loads(lines[i]), "data": {**json.loads(lines[i])["data"], "id": f"big-more-{i}"}})
+        for i in range(2)
+    ]
+    good.write_text("\n".join([*lines[:5], json.dumps(changed), *lines[6:], *more]) + "\n", encoding="utf-8")
+    again = _run(live_stack, [*_import("Big file in parts", good), "--json"])
+    _clean(again)
+    assert again.returncode == 0, again.stdout + again.stderr
+    result = json.loads(again.stdout)
+    assert (result["files"][0]["imported"], result["files"][0]["already"]) == (2, n)
+    assert {k: result["annotations"][k] for k in ("added", "already", "differ")} == {
+        "added": 2 * 2 + 2,
+        "already": n * 2 - 2 - 1,
+        "differ": 1,
+    }
+    projects, n_tasks, per = _stored(live_stack, "Big file in parts")
+    assert (projects, n_tasks) == (1, n + 2) and len(per) == (n + 2) * len(raters) and set(per.values()) == {1}
+    kept = {t.data["id"]: t for t in client.tasks.list(project=project.id, fields="all")}["big-5"]
+    ana = {u.email: u.id for u in client.users.list()}["ana@big.org"]
+    (theirs,) = [a for a in kept.annotations if a["completed_by"] == ana]
+    assert theirs["result"][0]["value"]["rating"] == 1  # Label Studio's answer is kept

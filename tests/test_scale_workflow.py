@@ -100,6 +100,14 @@ def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_s
     )
     assert per_task == sorted(sorted(raters[: 1 + i % 3]) for i in range(12))
 
+    # run again (a killed import's re-run): the tasks are there, and their annotations are checked
+    # against Label Studio's, which a user waits for too
+    again = _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    shown = _shown(bars, "import run again")
+    assert len(shown) == 2 and all("12/12" in text for text in shown), shown
+    assert "0 imported, 12 already in project" in again, again
+    assert "0 annotation(s) added, 24 already there" in again, again
+
     pushed = _run(live_stack, "preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url)
     (shown,) = _shown(bars, "preannotate")
     assert "12/12" in shown

@@ -203,6 +203,7 @@ def import_cmd(
     from judgelab.sync.project_ref import ProjectRef, ensure_named_project, find_project, require_project
     from judgelab.sync.projects import task_keys
     from judgelab.sync.state_folder import import_lock
+    from judgelab.sync.sync_reads import MAX_EXPORT_IDS
 
     mapping = parse_mapping(maps)
     given = get_schema(schema_name) if schema_name else None
@@ -235,10 +236,14 @@ def import_cmd(
         files_json = _import_files(client, project, checked, have, outcome if annotated else None, out)
         if later:
             outcome.merge(add_missing_annotations(client, project.id, later, where))
-        if streamed:  # the files' annotations of tasks already there, read again a chunk at a time
+        if streamed:  # the files' annotations of tasks already there, a chunk of tasks at a time
             refs = task_refs(keys)
-            for chunk, chunk_where in _annotations_of_existing(checked, have, EXISTING_CHUNK):
-                outcome.merge(add_missing_annotations(client, project.id, chunk, chunk_where, tasks=refs))
+            # a chunk: as many tasks as one export by ids reads back from Label Studio (then the
+            # missing annotations are created); a re-run of a big import holds this many
+            with progress_bar(streamed, f"annotations of tasks already in project {project.id}") as bar:
+                for chunk, chunk_where in _annotations_of_existing(checked, have, MAX_EXPORT_IDS):
+                    outcome.merge(add_missing_annotations(client, project.id, chunk, chunk_where, tasks=refs))
+                    bar.update(len(chunk))
         if annotated:
             source = f"{annotations_file}: " if annotations_file else "annotations: "
             skipped = f", {len(annotations.skipped)} bad row(s) skipped" if annotations and annotations.skipped else ""
@@ -248,56 +253,55 @@ def import_cmd(
         out.result({"project": entry, "files": files_json, "annotations": outcome.as_json()})
 
 
-#: Tasks already in the project whose file annotations are checked against Label Studio's at once
-#: (one export by ids, then the missing ones created): a re-run of a big import holds this many.
-EXISTING_CHUNK = 1000
-
-
 def _annotations_plan(checked, annotations, keys: dict, have: set[str], project_id: int):
     """``(later, where, emails, streamed)``: the annotations of tasks the project has already (added
     one by one after the import, by task key, with the file line each came from), the annotators
-    whose accounts the import needs, and whether the files hold annotations of tasks already there
-    (then read again after the import, a chunk at a time: :func:`_annotations_of_existing`).
+    whose accounts the import needs, and how many tasks already there the files hold annotations
+    of (read again after the import, a chunk at a time: :func:`_annotations_of_existing`).
     Annotations naming no task are refused here, before a project or a task is created; rows are
     held only when an annotations file needs them (they were read with it), else streamed."""
     from judgelab.sync.importers.annotations import annotations_for_existing_tasks
-    from judgelab.sync.importers.rows import annotator_emails
+    from judgelab.sync.importers.rows import annotator_emails, raters
+    from judgelab.sync.projects import carried_annotations
 
     later: dict[str, list[dict]] = {}
     where: dict[str, str] = {}
     if annotations is not None:
         all_rows = [row for _, rows in checked for row in rows]
         later, where = annotations_for_existing_tasks(all_rows, annotations, keys, project_id)
-        return later, where, annotator_emails(row for row in all_rows if row.key not in have), False
+        return later, where, annotator_emails(row for row in all_rows if row.key not in have), 0
     if not any(rows.annotators for _, rows in checked):
-        return later, where, set(), False
+        return later, where, set(), 0
     if not have:  # all for new tasks: their annotators were noted when the files were checked
-        return later, where, set().union(*(rows.annotators for _, rows in checked)), False
+        return later, where, set().union(*(rows.annotators for _, rows in checked)), 0
     emails: set[str] = set()
-    streamed = False
+    there: set[str] = set()
     for _, rows in checked:
-        for row in rows:
-            if row.annotations and row.key in have:
-                streamed = True
-            elif row.annotations:
-                emails |= annotator_emails([row])
-    return later, where, emails, streamed
+        for key, _, carried in carried_annotations(rows):
+            if key in have:
+                there.add(key)
+            else:
+                emails |= raters(carried())
+    return later, where, emails, len(there)
 
 
 def _annotations_of_existing(checked, have: set[str], size: int):
     """The files' annotations of tasks the project had before the import, ``(key -> annotations,
-    key -> file line)`` for ``size`` tasks at a time (the rows read again, not held)."""
+    key -> file line)`` for ``size`` tasks at a time (read back from what the files' check wrote,
+    not held)."""
+    from judgelab.sync.projects import carried_annotations
+
     later: dict[str, list[dict]] = {}
     where: dict[str, str] = {}
     for _, rows in checked:
-        for row in rows:
-            if not (row.annotations and row.key in have):
+        for key, line, carried in carried_annotations(rows):
+            if key not in have:
                 continue
-            if row.key not in later and len(later) >= size:
+            if key not in later and len(later) >= size:
                 yield later, where
                 later, where = {}, {}
-            later.setdefault(row.key, []).extend(row.annotations)
-            where.setdefault(row.key, row.where)
+            later.setdefault(key, []).extend(carried())
+            where.setdefault(key, line)
     if later:
         yield later, where
 

@@ -140,12 +140,16 @@ def check_record(where: str, record: Any, schema: Schema) -> TaskRow:
 
 def annotator_emails(rows: Iterable[TaskRow]) -> set[str]:
     """The annotators' emails of the rows' annotations."""
+    return set().union(*(raters(row.annotations or []) for row in rows))
+
+
+def raters(annotations: Iterable[dict[str, Any]]) -> set[str]:
+    """The annotators' emails of annotations in import form (``completed_by: {"email": ...}``)."""
     emails = set()
-    for row in rows:
-        for annotation in row.annotations or []:
-            who = annotation.get("completed_by")
-            if isinstance(who, dict) and who.get("email"):
-                emails.add(who["email"])
+    for annotation in annotations:
+        who = annotation.get("completed_by")
+        if isinstance(who, dict) and who.get("email"):
+            emails.add(who["email"])
     return emails
 
 
