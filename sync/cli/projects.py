@@ -257,7 +257,7 @@ def _annotations_plan(checked, annotations, keys: dict, have: set[str], project_
     """``(later, where, emails, streamed)``: the annotations of tasks the project has already (added
     one by one after the import, by task key, with the file line each came from), the annotators
     whose accounts the import needs, and how many tasks already there the files hold annotations
-    of (read again after the import, a chunk at a time: :func:`_annotations_of_existing`).
+    of (read back after the import, a chunk at a time: :func:`_annotations_of_existing`).
     Annotations naming no task are refused here, before a project or a task is created; rows are
     held only when an annotations file needs them (they were read with it), else streamed."""
     from judgelab.sync.importers.annotations import annotations_for_existing_tasks
