@@ -319,17 +319,20 @@ def import_lines(rows: Iterable[TaskRow | ImportLine]) -> Iterator[ImportLine]:
             raise SyncError(f"{exc}; the rows before it were imported, the rest were not") from None
 
 
-def carried_annotations(rows: Iterable[TaskRow | ImportLine]) -> Iterator[tuple[str, str, Callable[[], list]]]:
+def carried_annotations(rows: Iterable[TaskRow]) -> Iterator[tuple[str, str, Callable[[], list]]]:
     """``(key, where, annotations)`` of each row that carries annotations, ``annotations()`` giving
     them in import form: a checked file's rows read back from what its check wrote (the file is
     not read nor checked again, and a row's body is decoded only when asked for), other rows as
     they are."""
-    for line in import_lines(rows) if hasattr(rows, "import_lines") else rows:
-        if isinstance(line, ImportLine):
-            if line.annotations:
-                yield line.key, line.where, partial(_body_annotations, line.body)
-        elif line.annotations:
-            yield line.key, line.where, partial(list, line.annotations)
+    spooled = getattr(rows, "import_lines", None)
+    if spooled is None:
+        for row in rows:
+            if row.annotations:
+                yield row.key, row.where, lambda held=row.annotations: held
+        return
+    for line in spooled():
+        if line.annotations:
+            yield line.key, line.where, partial(_body_annotations, line.body)
 
 
 def _body_annotations(body: bytes) -> list:

@@ -55,9 +55,9 @@ from judgelab.sync.importers.rows import (
     KeyCheck,
     Rows,
     TaskRow,
-    annotator_emails,
     checked,
     listing,
+    raters,
     rows_summary,
 )
 
@@ -235,7 +235,7 @@ class FileRows:
             elif isinstance(item, TaskRow):
                 self._count += 1
                 if item.annotations:
-                    self.annotators |= annotator_emails([item])
+                    self.annotators |= raters(item.annotations)
         if info.one_object is not None and errors:
             raise one_object_error(info, errors[0].split(": ", 1)[-1])
         watch.finish()
@@ -298,7 +298,7 @@ class FileRows:
                     return None
                 count += 1
                 if item.annotations:
-                    annotators |= annotator_emails([item])
+                    annotators |= raters(item.annotations)
             spool.flush()
         except SyncError:
             return None
