@@ -164,7 +164,7 @@ def _with_defaults(
         return pd.DataFrame(columns=[*columns, "was_cancelled"])
     if only is not None:
         frame = frame[[column for column in only if column in frame.columns]]
-    frame = frame.copy()
+    frame = frame.copy(deep=False)  # the columns set below are the copy's alone (copy on write)
     defaults = {"source": HUMAN_SOURCE, "was_cancelled": False, "annotator": None}
     for column, default in defaults.items():
         if column not in frame.columns:

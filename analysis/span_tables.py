@@ -88,7 +88,7 @@ def campaign_span_counts(
     missing = [column for column in keys if column not in spans.columns]
     if missing:
         raise ValueError(f"the spans table lacks campaign column(s) {missing}")
-    frame = spans.copy()
+    frame = spans.copy(deep=False)  # a column set below replaces it in the copy only (copy on write)
     raw = frame["label"] if "label" in frame.columns else pd.Series(NO_LABEL, index=frame.index)
     frame["label"] = raw.where(raw.notna() & (raw.astype(str) != ""), NO_LABEL)
     if examples is not None:

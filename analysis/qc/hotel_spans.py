@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.ratings import welch_t_test
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, only_columns
 from judgelab.configs.schema import builtin_schema
 
 _HOTEL = builtin_schema("hotel_spans")
@@ -50,7 +50,7 @@ def _truthy(value: object) -> bool:
 
 
 def _ensure(frame: pd.DataFrame | None, columns: Sequence[str]) -> pd.DataFrame:
-    frame = pd.DataFrame(columns=list(columns)) if frame is None else frame.copy()
+    frame = pd.DataFrame(columns=list(columns)) if frame is None else frame.copy(deep=False)  # copy on write
     for column in columns:
         if column not in frame.columns:
             frame[column] = None
@@ -116,8 +116,10 @@ def _kept_rows(
     """The judgment and span rows of ``source`` (every source with None), without those of
     cancelled annotations."""
     base_columns = [*KEYS, "annotator", "source", "item", "value", "lead_time", "created_at", "was_cancelled"]
-    judgment_rows = _ensure(judgments, base_columns)
-    span_rows = _ensure(spans, [*KEYS, "annotator", "source", "label", "start", "end"])
+    span_columns = [*KEYS, "annotator", "source", "label", "start", "end"]
+    # the columns read, before the rows are filtered: every column's copy was most of the section's memory
+    judgment_rows = _ensure(only_columns(judgments, *base_columns), base_columns)
+    span_rows = _ensure(None if spans is None else only_columns(spans, *span_columns), span_columns)
     if source is not None:
         judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
         span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
