@@ -140,6 +140,9 @@ def _checked_spans(
     missing = [column for column in [*key, annotator_col] if column not in frame.columns]
     if missing:
         raise ValueError(f"the spans table lacks column(s) {missing}")
+    # the columns a design reads, before the rows are filtered (not a copy of every column)
+    read = {*key, annotator_col, "label", "start", "end", "field"}
+    frame = frame[[column for column in frame.columns if column in read]]
     return key, frame[frame[annotator_col].notna()]
 
 

@@ -220,12 +220,14 @@ def _human_baseline_nominal(humans: pd.DataFrame, units: list[str]) -> tuple[flo
 def _human_baseline_ordinal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
     """Mean absolute difference between a human's score and the mean of the other humans."""
     grouped = humans.groupby(units)["value"]
-    sums, counts = grouped.transform("sum"), grouped.transform("size")
+    counts = grouped.transform("size").to_numpy()
     shared = counts >= 2
     if not shared.any():
         return float("nan"), 0
-    others = (sums[shared] - humans.loc[shared, "value"]) / (counts[shared] - 1)
-    return float((humans.loc[shared, "value"] - others).abs().mean()), int(shared.sum())
+    # as arrays: the rows' series, each with an index of its own, were most of the section's memory
+    values = humans["value"].to_numpy(dtype=float)[shared]
+    others = (grouped.transform("sum").to_numpy(dtype=float)[shared] - values) / (counts[shared] - 1)
+    return float(np.abs(values - others).mean()), int(shared.sum())
 
 
 def rating_section(data: ProjectData) -> Section | None:
