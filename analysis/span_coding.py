@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from judgelab.analysis.spans import NO_LABEL
+from judgelab.analysis.tables import only_columns
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class SpanDesign:
         if len(matches) == 0:
             raise ValueError(f"unknown annotator {name!r}; known: {list(self.annotators)}")
         return int(matches[0])
+
+
+#: what a design reads of a span besides its example's key and its annotator
+DESIGN_COLUMNS = ("label", "start", "end", "field")
 
 
 def default_example_key(columns: Iterable[str]) -> list[str]:
@@ -141,8 +146,7 @@ def _checked_spans(
     if missing:
         raise ValueError(f"the spans table lacks column(s) {missing}")
     # the columns a design reads, before the rows are filtered (not a copy of every column)
-    read = {*key, annotator_col, "label", "start", "end", "field"}
-    frame = frame[[column for column in frame.columns if column in read]]
+    frame = only_columns(frame, *key, annotator_col, *DESIGN_COLUMNS)
     return key, frame[frame[annotator_col].notna()]
 
 

@@ -632,21 +632,18 @@ def _annotation_rows(
             (spans["project"] == project) & ~member(spans, cancelled, [*keys, "annotation_id"])
         ]
         frames.append(usable_judgments(span_rows, source=source))
-    rows = pd.concat([_with_columns(frame, columns, like=frames[0]) for frame in frames], ignore_index=True)
+    rows = pd.concat([_reindexed_like(frame, columns, frames[0]) for frame in frames], ignore_index=True)
     return rows.drop_duplicates(subset=[*keys, "annotation_id"], keep="first")
 
 
-def _with_columns(frame: pd.DataFrame, columns: Sequence[str], like: pd.DataFrame) -> pd.DataFrame:
+def _reindexed_like(frame: pd.DataFrame, columns: Sequence[str], like: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``columns``, a missing one empty in ``like``'s type where that is a time: the
     spans have no times, and a time column joined to a column of NaN became one Python object a
     row (90 MiB at 100,000 tasks)."""
+    missing = [column for column in columns if column not in frame.columns]
     frame = frame.reindex(columns=columns)
-    for column in columns:
-        if (
-            frame[column].isna().all()
-            and column in like.columns
-            and isinstance(like[column].dtype, pd.DatetimeTZDtype | np.dtypes.DateTime64DType)
-        ):
+    for column in missing:
+        if column in like.columns and pd.api.types.is_datetime64_any_dtype(like[column].dtype):
             frame[column] = pd.Series(pd.NaT, index=frame.index, dtype=like[column].dtype)
     return frame
 

@@ -41,6 +41,7 @@ from judgelab.analysis.span_agreement import (
     mean_span_agreement,
     pairwise_span_agreement,
 )
+from judgelab.analysis.span_coding import DESIGN_COLUMNS
 from judgelab.analysis.span_tables import (
     ANY_LABEL,
     UNMATCHED,
@@ -63,8 +64,8 @@ CAMPAIGN_COLUMNS = ("group", "stage")
 MAX_VOTE_ROWS = 6  # with more annotators, vote counts no text reaches are left off the page
 
 
-#: what the span measures read of a span (its example's key, rater, label, offsets and text field)
-SPAN_MEASURE_COLUMNS = ("project", "task_id", "rater", "label", "start", "end", "field")
+#: what the span measures read of a span: its example's key, its rater and what a design reads
+SPAN_MEASURE_COLUMNS = ("project", "task_id", "rater", *DESIGN_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -504,7 +505,7 @@ def campaign_frame(data: ProjectData, inputs: SpanInputs) -> tuple[pd.DataFrame,
     extra = [c for c in CAMPAIGN_COLUMNS if c in data.tasks.columns and data.tasks[c].nunique() > 1]
     # only the columns the counts read: a copy of every span column was the section's largest
     # allocation at 100,000 tasks
-    spans = inputs.spans[[c for c in ("project", "task_id", "source", "label") if c in inputs.spans.columns]]
+    spans = only_columns(inputs.spans, "project", "task_id", "source", "label")
     who = inputs.examples.loc[inputs.examples["rater"].notna(), ["project", "task_id", "rater"]]
     spans["campaign"] = spans["source"].astype(str)
     who["campaign"] = [r if str(r).startswith("model:") else HUMAN_SOURCE for r in who["rater"]]
