@@ -333,6 +333,22 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)
 
 
+def _warm_up_boot() -> None:
+    """Run the boot's lazy first steps here, in the main thread, before a boot thread does.
+
+    pytest attaches its log capture to every logger by iterating logging's dictionary of loggers
+    without logging's lock (``catching_logs.__enter__``, before each test). A logger made by the boot
+    thread meanwhile (httpx creates httpcore's loggers on its first request, modules create theirs
+    on import) changes that dictionary under pytest's loop: "dictionary changed size during
+    iteration", failing whichever unit test was starting. So the first request (to a closed port)
+    and the boot's imports happen here; the thread then only finds loggers that exist."""
+    import postgres_server  # noqa: F401 - imported for its side effects (its modules' loggers)
+
+    from judgelab.sync.local_stack import healthy
+
+    healthy(f"http://127.0.0.1:{free_port()}", timeout=0.5)
+
+
 def pytest_collection_finish(session):
     """Start the Label Studio servers the selected tests will need, in the background."""
     if session.config.getoption("collectonly"):
@@ -344,6 +360,8 @@ def pytest_collection_finish(session):
         for stack in STACKS:
             if stack in names:
                 _MODULES_USING.setdefault(stack, set()).add(item.nodeid.split("::")[0])
+    if wanted & {"live_stack", "live_stack_postgres", "postgres_server"}:
+        _warm_up_boot()
     if "live_stack" in wanted:
         _BOOTS["sqlite"] = _Boot(_sqlite_stack)
     if "live_stack_postgres" in wanted or "postgres_server" in wanted:
