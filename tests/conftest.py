@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -63,6 +64,7 @@ class _Boot:
         self._done = threading.Event()
         self._value = None
         self._error: BaseException | None = None
+        _warm_up_boot()
 
         def run():
             try:
@@ -333,8 +335,9 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)
 
 
+@functools.cache
 def _warm_up_boot() -> None:
-    """Run the boot's lazy first steps here, in the main thread, before a boot thread does.
+    """Run the boot's lazy first steps in the main thread, once, before a boot thread starts.
 
     pytest attaches its log capture to every logger by iterating logging's dictionary of loggers
     without logging's lock (``catching_logs.__enter__``, before each test). A logger made by the boot
@@ -360,8 +363,6 @@ def pytest_collection_finish(session):
         for stack in STACKS:
             if stack in names:
                 _MODULES_USING.setdefault(stack, set()).add(item.nodeid.split("::")[0])
-    if wanted & {"live_stack", "live_stack_postgres", "postgres_server"}:
-        _warm_up_boot()
     if "live_stack" in wanted:
         _BOOTS["sqlite"] = _Boot(_sqlite_stack)
     if "live_stack_postgres" in wanted or "postgres_server" in wanted:
