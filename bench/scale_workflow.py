@@ -360,6 +360,7 @@ class Bench:
     backend_pid: int | None = None
     llm_latency: float = 0.05
     llm_max: int = 10_000
+    repeat: int = 1  # paired runs of the push and the sync (each with its baseline), the median kept
     ls_push: dict[int, float] = field(default_factory=dict)  # size -> Label Studio's bulk prediction import, s
     rows: list[dict] = field(default_factory=list)
 
@@ -472,6 +473,29 @@ def check(what: str, got: dict, want: dict) -> None:
     print(f"    checked {what}: {', '.join(f'{k} {got[k]}' for k in want)}", flush=True)
 
 
+def median_pair(pairs: list[tuple[Run, float]]) -> tuple[Run, float, str]:
+    """Of paired runs (judgelab's run, its baseline measured beside it), the pair whose ratio is the
+    median (the lower one of an even count), and a note giving every pair's ratio."""
+    ranked = sorted(pairs, key=lambda pair: pair[0].seconds / pair[1])
+    run, baseline = ranked[(len(ranked) - 1) // 2]
+    if len(pairs) == 1:
+        return run, baseline, ""
+    ratios = ", ".join(f"{r.seconds / b:.2f}x" for r, b in pairs)
+    return run, baseline, f"(the median of {len(pairs)} paired runs, in run order {ratios})"
+
+
+def delete_predictions(bench: Bench, project: int) -> None:
+    """Every prediction of ``project`` deleted (the Data Manager's action), so that a push can be
+    timed again on the same tasks."""
+    with bench.http() as http:
+        http.post(
+            "/api/dm/actions",
+            params={"id": "delete_tasks_predictions", "project": project},
+            json={"selectedItems": {"all": True, "excluded": []}},
+        ).raise_for_status()
+    check("predictions deleted", bench.db.counts(project), {"predictions": 0})
+
+
 # --- the stages -------------------------------------------------------------------------------
 
 
@@ -529,29 +553,46 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
                 json.dumps([{"task": ids[k], **predictions[k]} for k in keys[start : start + IMPORT_REQUEST]])
             )
         del predictions
-        t0 = time.perf_counter()
-        with bench.http() as http:
-            for body in bodies:
-                http.post(
-                    f"/api/projects/{base}/import/predictions",
-                    content=body.encode(),
-                    headers={"Content-Type": "application/json"},
-                ).raise_for_status()
-        ls_push = bench.ls_push[n] = time.perf_counter() - t0
-        del bodies
-        check("LS prediction import", bench.db.counts(base), {"predictions": n, "predicted_tasks": n})
+
+        def bulk_import() -> float:
+            t0 = time.perf_counter()
+            with bench.http() as http:
+                for body in bodies:
+                    http.post(
+                        f"/api/projects/{base}/import/predictions",
+                        content=body.encode(),
+                        headers={"Content-Type": "application/json"},
+                    ).raise_for_status()
+            seconds = time.perf_counter() - t0
+            check("LS prediction import", bench.db.counts(base), {"predictions": n, "predicted_tasks": n})
+            return seconds
+
+        ls_push = bench.ls_push[n] = bulk_import()
         alone = backend_alone(bench, client, project, n)
         bench.record("preannotate", n, run, ls_push, f"(backend predicting included; the backend alone: {alone:.1f} s)")
         took = push_seconds(run.output)
         if took and not run.killed_at:  # a killed run's re-run imports only the rest
+            pairs = [(Run(took["importing"], run.cli_mb), ls_push)]
+            for again in range(1, bench.repeat):  # the predictions deleted, both pushes again, in turn first
+                delete_predictions(bench, project)
+                delete_predictions(bench, base)
+                first_ls = again % 2 == 1
+                ls_again = bulk_import() if first_ls else None
+                rerun = pushed(bench, project, n, bench.settings.backend_url, bench.backend_pid)
+                check("judgelab preannotate again", bench.db.counts(project), {"predictions": n, "versions": 1})
+                ls_again = ls_again if first_ls else bulk_import()
+                again_took = push_seconds(rerun.output)
+                pairs.append((Run(again_took["importing"], rerun.cli_mb), ls_again))
+            push_run, push_ls, paired = median_pair(pairs)
             bench.record(
                 "push",
                 n,
-                Run(took["importing"], run.cli_mb),
-                ls_push,
+                push_run,
+                push_ls,
                 f"(judgelab checking and importing the predictions, as the CLI reports it; reading "
-                f"{took['reading']:.1f} s and predicting {took['predicting']:.1f} s ran alongside)",
+                f"{took['reading']:.1f} s and predicting {took['predicting']:.1f} s ran alongside) {paired}".rstrip(),
             )
+        del bodies
 
     if "sync" in stages:
         before = bench.export(project)
@@ -565,13 +606,22 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
             kill_when=bench.kill_at_share(lambda: synced_tasks(out) / n),
         )
         after = bench.export(project)
-        bench.record("sync", n, run, (before + after) / 2)
         got, there = table_counts(out), bench.db.counts(project)
         check(
             "sync tables",
             got,
             {"tasks": n, "task_doubles": 0, "annotations": there["annotations"], "predictions": there["predictions"]},
         )
+        pairs = [(run, (before + after) / 2)]
+        for again in range(1, bench.repeat):  # a full sync into a new folder, between two exports
+            again_out = folder / f"tables-again-{again}"
+            before = bench.export(project)
+            rerun = bench.cli("sync", "--full", "--out", str(again_out), "--project", str(project))
+            after = bench.export(project)
+            check("sync tables again", table_counts(again_out), {**got})
+            pairs.append((rerun, (before + after) / 2))
+        sync_run, sync_ls, paired = median_pair(pairs)
+        bench.record("sync", n, sync_run, sync_ls, paired)
 
     if "incremental" in stages and (out / "judgelab.sqlite").exists():
         changes = max(3, n // 100)
@@ -753,6 +803,13 @@ def main() -> None:
     ap.add_argument("--llm-max", type=int, default=10_000, help="the llm stage runs at sizes up to this one")
     ap.add_argument("--home", type=Path, help="SQLite: a (migrated) Label Studio state folder to use")
     ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="time the push and the sync this many times, each beside its Label Studio baseline, and keep the "
+        "pair of median ratio (their ratios move more between runs than their distance to the targets)",
+    )
+    ap.add_argument(
         "--ls-default-prediction-import",
         action="store_true",
         help="run Label Studio with its default prediction import (the counters of every task updated on each "
@@ -767,6 +824,8 @@ def main() -> None:
     stages = [s for s in args.stages.split(",") if s]
     if unknown := set(stages) - set(STAGES):
         raise SystemExit(f"unknown stage(s): {', '.join(sorted(unknown))}")
+    if args.repeat < 1 or (args.repeat > 1 and args.kill_check):
+        raise SystemExit("--repeat takes a count of 1 or more, and not with --kill-check (a killed run is no timing)")
 
     tmp = Path(tempfile.mkdtemp(prefix="judgelab-scale-"))
     server = None
@@ -799,6 +858,7 @@ def main() -> None:
             backend_pid,
             llm_latency=args.llm_latency,
             llm_max=args.llm_max,
+            repeat=args.repeat,
         )
         client = connect(Connection(url=settings.ls_url, token=creds.token), timeout=3600)
         for n in sizes:
