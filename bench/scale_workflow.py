@@ -45,7 +45,14 @@ tasks is in Label Studio / has its prediction / is in the tables; the incrementa
 random time within 0.25x Label Studio's export time, about the sync's own), then run again to the
 end, and the same counts are checked; its time is then the killed run plus the re-run.
 
+``--repeat K``: the push and the sync are timed K times, each beside its own baseline (the
+project's and the baseline project's predictions deleted before each push again, Label Studio's
+bulk import first in every other pair; each sync again into a new folder, between two exports),
+and the pair of median ratio is kept, every pair's ratio in its note: one pair's ratio moves more
+between runs of one revision than its distance to the targets.
+
     python bench/scale_workflow.py --sizes 10000 --database postgres
+    python bench/scale_workflow.py --sizes 10000 --stages import,preannotate,sync --repeat 3
     python bench/scale_workflow.py --sizes 10000,30000,100000 --kill-check
 
 Measured on PostgreSQL (a throwaway server, fsync off), 2 shared cores, ``--sizes 10000,30000``
