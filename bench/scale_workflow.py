@@ -482,9 +482,10 @@ def check(what: str, got: dict, want: dict) -> None:
 
 def median_pair(pairs: list[tuple[Run, float]]) -> tuple[Run, float, str]:
     """Of paired runs (judgelab's run, its baseline measured beside it), the pair whose ratio is the
-    median (the lower one of an even count), and a note giving every pair's ratio."""
+    median (the higher one of an even count: the count never flatters judgelab), and a note giving
+    every pair's ratio."""
     ranked = sorted(pairs, key=lambda pair: pair[0].seconds / pair[1])
-    run, baseline = ranked[(len(ranked) - 1) // 2]
+    run, baseline = ranked[len(ranked) // 2]
     if len(pairs) == 1:
         return run, baseline, ""
     ratios = ", ".join(f"{r.seconds / b:.2f}x" for r, b in pairs)
