@@ -581,14 +581,16 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         took = push_seconds(run.output)
         if took and not run.killed_at:  # a killed run's re-run imports only the rest
             pairs = [(Run(took["importing"], run.cli_mb), ls_push)]
-            for again in range(1, bench.repeat):  # the predictions deleted, both pushes again, in turn first
+            for again in range(1, bench.repeat):  # both projects' predictions deleted, both pushes again
                 delete_predictions(bench, project)
                 delete_predictions(bench, base)
-                first_ls = again % 2 == 1
-                ls_again = bulk_import() if first_ls else None
+                ls_first = again % 2 == 1  # Label Studio's import first in every other pair
+                if ls_first:
+                    ls_again = bulk_import()
                 rerun = pushed(bench, project, n, bench.settings.backend_url, bench.backend_pid)
                 check("judgelab preannotate again", bench.db.counts(project), {"predictions": n, "versions": 1})
-                ls_again = ls_again if first_ls else bulk_import()
+                if not ls_first:
+                    ls_again = bulk_import()
                 again_took = push_seconds(rerun.output)
                 pairs.append((Run(again_took["importing"], rerun.cli_mb), ls_again))
             push_run, push_ls, paired = median_pair(pairs)
@@ -626,7 +628,7 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
             before = bench.export(project)
             rerun = bench.cli("sync", "--full", "--out", str(again_out), "--project", str(project))
             after = bench.export(project)
-            check("sync tables again", table_counts(again_out), {**got})
+            check("sync tables again", table_counts(again_out), got)
             pairs.append((rerun, (before + after) / 2))
         sync_run, sync_ls, paired = median_pair(pairs)
         bench.record("sync", n, sync_run, sync_ls, paired)
