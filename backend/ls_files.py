@@ -42,6 +42,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urls
 
 import httpx
 
+from judgelab.backend.http_tls import tls_context
 from judgelab.configs.label_config import LabelConfig
 from judgelab.configs.task_data import TaskDataError
 
@@ -382,7 +383,7 @@ class LabelStudioFiles:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(follow_redirects=False, trust_env=False)
+                self._client = httpx.Client(follow_redirects=False, trust_env=False, verify=tls_context())
             return self._client
 
     def _auth(self, link: LabelStudioLink, renew: bool = False) -> dict[str, str]:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from judgelab.sync.client import SyncError
-from judgelab.sync.http_retry import read_policy
+from judgelab.sync.http_retry import read_policy, tls_context
 
 AUTH_ENV = "JUDGELAB_BACKEND_BASIC_AUTH"  # user:password, for a backend behind basic auth
 HEALTH_TIMEOUT = 5.0
@@ -78,7 +78,7 @@ class BackendClient:
         self.attempts, self.pause, self._sleep = attempts, pause, sleep
         self.requests = 0  # attempts sent, retries included (for tests and -v)
         self.retries = 0
-        self._http = httpx.Client(auth=auth, timeout=timeout)
+        self._http = httpx.Client(auth=auth, timeout=timeout, verify=tls_context())
 
     def __enter__(self) -> BackendClient:
         return self

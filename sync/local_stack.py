@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from judgelab.sync.client import SyncError
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.state_folder import start_lock
 
 LS_FIRST_BOOT_TIMEOUT = 420.0  # migrations of a fresh data dir take 60-110 s on 2 cores
@@ -198,7 +199,7 @@ def recorded_ports(home: Path) -> tuple[int | None, int | None]:
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
     try:
-        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
+        return httpx.get(f"{url}/health", timeout=timeout, verify=tls_context()).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -206,7 +207,7 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
 def _health(url: str, timeout: float = 2.0) -> dict | None:
     """``/health``'s JSON object, or None (no answer, not 200, not a JSON object)."""
     try:
-        response = httpx.get(f"{url}/health", timeout=timeout)
+        response = httpx.get(f"{url}/health", timeout=timeout, verify=tls_context())
         payload = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
@@ -218,7 +219,10 @@ def label_studio_is_ours(settings: StackSettings, creds: Credentials) -> bool:
     folder's admin by its token (a token is random: another Label Studio refuses it)."""
     try:
         response = httpx.get(
-            f"{settings.ls_url}/api/current-user/whoami", headers={"Authorization": f"Token {creds.token}"}, timeout=10
+            f"{settings.ls_url}/api/current-user/whoami",
+            headers={"Authorization": f"Token {creds.token}"},
+            timeout=10,
+            verify=tls_context(),
         )
         payload = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):

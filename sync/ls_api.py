@@ -22,7 +22,7 @@ import httpx
 import ijson
 
 from judgelab.sync.client import Connection, SyncError, body_summary, require_token
-from judgelab.sync.http_retry import read_policy, retrying_client
+from judgelab.sync.http_retry import read_policy, retrying_client, tls_context
 
 PROJECT_PAGE_SIZE = 100
 #: Bytes read at a time from an answer spooled to a file (:meth:`LabelStudioAPI.iter_json_list`).
@@ -109,7 +109,9 @@ class LabelStudioAPI(_Reads):
         self._access: str | None = None
         self._http = retrying_client(timeout, base_url=self.url + "/")  # reads retried on 5xx and drops
         # for answers streamed to a file: the retrying transport reads each body into memory first
-        self._stream_http = httpx.Client(timeout=timeout, base_url=self.url + "/", follow_redirects=True)
+        self._stream_http = httpx.Client(
+            timeout=timeout, base_url=self.url + "/", follow_redirects=True, verify=tls_context()
+        )
 
     def close(self) -> None:
         self._http.close()

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from judgelab.sync.client import SyncError
+from judgelab.sync.http_retry import tls_context
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def sign_up(invite: Invite, email: str, password: str, timeout: float = 60.0) ->
 
     Raises :class:`SyncError` with Label Studio's reason when the form is refused (a password too
     short or too common, an email that has an account already)."""
-    with httpx.Client(timeout=timeout, follow_redirects=False) as http:
+    with httpx.Client(timeout=timeout, follow_redirects=False, verify=tls_context()) as http:
         try:
             page = http.get(invite.url)
         except httpx.HTTPError as exc:

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from judgelab.backend.http_tls import tls_context
 from judgelab.backend.llm.client import Choice, Completion, Usage, _message_text, _usage, without_surrogates
 from judgelab.backend.settings import LLMSettings
 
@@ -351,7 +352,9 @@ class BatchProvider:
         self.base = settings.base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self.key = settings.api_key
-        self._http = http or httpx.Client(headers=headers, timeout=httpx.Timeout(max(settings.timeout, 30.0)))
+        self._http = http or httpx.Client(
+            headers=headers, timeout=httpx.Timeout(max(settings.timeout, 30.0)), verify=tls_context()
+        )
 
     def close(self) -> None:
         self._http.close()

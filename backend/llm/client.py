@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import tenacity
 
+from judgelab.backend.http_tls import tls_context
 from judgelab.backend.settings import LLMSettings
 
 log = logging.getLogger("judgelab.llm.client")
@@ -163,6 +164,7 @@ class ChatClient:
         self._http = http or httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(settings.timeout),
+            verify=tls_context(),
             limits=httpx.Limits(
                 max_connections=settings.concurrency + 4, max_keepalive_connections=settings.concurrency
             ),
