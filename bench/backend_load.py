@@ -41,6 +41,7 @@ from backend_process import BackendProcess, rss_mb, start_backend  # noqa: E402
 from llm_throughput import start_sim, stop_sim  # noqa: E402
 
 from judgelab.configs.schema import all_schemas, get_schema  # noqa: E402
+from judgelab.sync.http_retry import tls_context  # noqa: E402
 
 HOTEL = get_schema("hotel_spans")
 ANSWER = json.dumps({"annotations": [], "impression": 5})
@@ -122,7 +123,7 @@ def load_round(url: str, n: int, tasks_per_call: int) -> tuple[list[float], int,
     answered with a result and the tasks sent."""
     seconds: list[float] = [float("inf")] * n
     answered = [0] * n
-    with httpx.Client(limits=httpx.Limits(max_connections=n + 5), timeout=300) as client:
+    with httpx.Client(limits=httpx.Limits(max_connections=n + 5), timeout=300, verify=tls_context()) as client:
 
         def one(i: int) -> None:
             body = call_body(i, tasks_per_call)
@@ -179,7 +180,11 @@ def huge_call_bench(args: argparse.Namespace, work: Path) -> None:
         with HealthProbe(backend.url) as probe:
             started = time.perf_counter()
             response = httpx.post(
-                f"{backend.url}/predict", content=raw, headers={"Content-Type": "application/json"}, timeout=600
+                f"{backend.url}/predict",
+                content=raw,
+                headers={"Content-Type": "application/json"},
+                timeout=600,
+                verify=tls_context(),
             )
             seconds = time.perf_counter() - started
         answered = sum("result" in p for p in response.json()["results"])
@@ -203,7 +208,7 @@ def projects_bench(args: argparse.Namespace, work: Path) -> None:
     samples = {s.config_xml: s.samples()[0] for s in all_schemas().values()}
     with start_backend(work / "projects.log", JUDGELAB_LOG_LEVEL="WARNING") as backend:
         rss: dict[int, float] = {}
-        with httpx.Client(base_url=backend.url, timeout=120) as client:
+        with httpx.Client(base_url=backend.url, timeout=120, verify=tls_context()) as client:
             for project in range(1, args.projects + 1):
                 config = configs[project % len(configs)]
                 client.post("/setup", json={"project": f"{project}.1", "schema": config}).raise_for_status()
@@ -251,7 +256,7 @@ def cap_bench(args: argparse.Namespace, work: Path) -> None:
                 )
             with start_backend(work / f"cap-{annotator}-{kind}.log", **env) as backend:
                 rss = {}
-                with httpx.Client(base_url=backend.url, timeout=120) as client:
+                with httpx.Client(base_url=backend.url, timeout=120, verify=tls_context()) as client:
                     client.post("/setup", json={"project": "0.1", "schema": HOTEL.config_xml}).raise_for_status()
                     start = rss_mb(backend.proc.pid)  # imports done, one small model kept
                     for project in range(1, args.big_projects + 1):

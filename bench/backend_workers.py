@@ -42,6 +42,7 @@ from backend_process import start_backend  # noqa: E402
 from llm_sim import LLMSim  # noqa: E402
 
 from judgelab.configs.schema import get_schema  # noqa: E402
+from judgelab.sync.http_retry import tls_context  # noqa: E402
 
 HOTEL = get_schema("hotel_spans")
 ANSWER = json.dumps({"annotations": [], "impression": 5})
@@ -62,7 +63,7 @@ async def load(url: str, payload: bytes, clients: int, seconds: float) -> tuple[
 
     async def client_loop() -> None:
         nonlocal done, failed
-        async with httpx.AsyncClient(limits=limits, timeout=120) as client:
+        async with httpx.AsyncClient(limits=limits, timeout=120, verify=tls_context()) as client:
             while time.perf_counter() < stop_at:
                 try:
                     response = await client.post(f"{url}/predict", content=payload, headers=headers)
@@ -123,7 +124,9 @@ def overlap(args: argparse.Namespace, work: Path) -> None:
 
             def one(i: int) -> None:  # a connection of its own: any worker may take it
                 try:
-                    response = httpx.post(f"{backend.url}/predict", json=bodies[i], timeout=args.deadline + 60)
+                    response = httpx.post(
+                        f"{backend.url}/predict", json=bodies[i], timeout=args.deadline + 60, verify=tls_context()
+                    )
                     answered[i] = sum("result" in p for p in response.json()["results"])
                 except (httpx.HTTPError, ValueError, KeyError):
                     pass

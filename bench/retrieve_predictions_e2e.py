@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
+from judgelab.sync.http_retry import tls_context  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402
 from judgelab.sync.local_stack import (  # noqa: E402
     StackSettings,
@@ -82,7 +83,7 @@ def start_backend(
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/health", timeout=1, verify=tls_context()).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.2)

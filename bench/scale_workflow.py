@@ -109,6 +109,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.bulk_predict import READ_TOGETHER  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
+from judgelab.sync.http_retry import tls_context  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402
 from judgelab.sync.importers.annotations import ensure_annotators  # noqa: E402
 from judgelab.sync.importers.rows import KEY_FIELD  # noqa: E402
@@ -431,7 +432,9 @@ class Bench:
         return lambda: done() >= share
 
     def http(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Token {self.token}"}, timeout=3600)
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Token {self.token}"}, timeout=3600, verify=tls_context()
+        )
 
     def export(self, project: int) -> float:
         t0 = time.perf_counter()
@@ -699,7 +702,7 @@ def backend_alone(bench: Bench, client, project: int, n: int) -> float:
         data = task_data(client, project, ids[start : start + CHUNK])
         bodies.append(json.dumps(predict_body(meta, sorted(data.items()))).encode())
     t0 = time.perf_counter()
-    with httpx.Client(base_url=bench.settings.backend_url, timeout=3600) as http:
+    with httpx.Client(base_url=bench.settings.backend_url, timeout=3600, verify=tls_context()) as http:
         for body in bodies:
             http.post("/predict", content=body, headers={"Content-Type": "application/json"}).raise_for_status()
     return time.perf_counter() - t0

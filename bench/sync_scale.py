@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
+from judgelab.sync.http_retry import tls_context  # noqa: E402
 from judgelab.sync.importers import TaskRow, rows_from_records  # noqa: E402
 from judgelab.sync.importers.annotations import ensure_annotators  # noqa: E402
 from judgelab.sync.local_stack import (  # noqa: E402
@@ -156,7 +157,12 @@ def ls_export(url: str, token: str, project_id: int, dest: Path) -> tuple[float,
     params = {"exportType": "JSON", "download_all_tasks": "true"}
     headers = {"Authorization": f"Token {token}"}
     with httpx.stream(
-        "GET", f"{url}/api/projects/{project_id}/export", params=params, headers=headers, timeout=3600
+        "GET",
+        f"{url}/api/projects/{project_id}/export",
+        params=params,
+        headers=headers,
+        timeout=3600,
+        verify=tls_context(),
     ) as r:
         r.raise_for_status()
         with open(dest, "wb") as fh:
@@ -172,20 +178,28 @@ def ls_snapshot_export(url: str, token: str, project_id: int, dest: Path) -> flo
     headers = {"Authorization": f"Token {token}"}
     t0 = time.perf_counter()
     body = {"title": "bench", "serialization_options": {"predictions": {"only_id": False}}}
-    created = httpx.post(f"{url}/api/projects/{project_id}/exports/", json=body, headers=headers, timeout=3600)
+    created = httpx.post(
+        f"{url}/api/projects/{project_id}/exports/", json=body, headers=headers, timeout=3600, verify=tls_context()
+    )
     created.raise_for_status()
     export_id = created.json()["id"]
     while created.json().get("status") not in ("completed", "failed"):
         time.sleep(0.2)
-        created = httpx.get(f"{url}/api/projects/{project_id}/exports/{export_id}", headers=headers, timeout=60)
+        created = httpx.get(
+            f"{url}/api/projects/{project_id}/exports/{export_id}", headers=headers, timeout=60, verify=tls_context()
+        )
     download = f"{url}/api/projects/{project_id}/exports/{export_id}/download"
-    with httpx.stream("GET", download, params={"exportType": "JSON"}, headers=headers, timeout=3600) as r:
+    with httpx.stream(
+        "GET", download, params={"exportType": "JSON"}, headers=headers, timeout=3600, verify=tls_context()
+    ) as r:
         r.raise_for_status()
         with open(dest, "wb") as fh:
             for chunk in r.iter_bytes(1 << 20):
                 fh.write(chunk)
     seconds = time.perf_counter() - t0
-    httpx.delete(f"{url}/api/projects/{project_id}/exports/{export_id}", headers=headers, timeout=60)
+    httpx.delete(
+        f"{url}/api/projects/{project_id}/exports/{export_id}", headers=headers, timeout=60, verify=tls_context()
+    )
     return seconds
 
 
@@ -240,7 +254,7 @@ def prediction_read_costs(url: str, token: str, project_id: int, tasks: int = 50
     import json
 
     headers = {"Authorization": f"Token {token}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=600) as http:
+    with httpx.Client(base_url=url, headers=headers, timeout=600, verify=tls_context()) as http:
         t0 = time.perf_counter()
         bulk = http.get("/api/predictions/", params={"project": project_id}).json()
         per_prediction = (time.perf_counter() - t0) / max(1, len(bulk))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.local_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +83,7 @@ def start_backend(
         if proc.poll() is not None:
             raise RuntimeError(f"backend exited with {proc.returncode}:\n{log_path.read_text(errors='replace')}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/health", timeout=1, verify=tls_context()).status_code == 200:
                 return BackendProcess(proc, url, log_path)
         except httpx.HTTPError:
             pass

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from judgelab.configs.schema import all_schemas, get_schema
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.local_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ def start_backend(log_path: Path, **extra_env: str) -> tuple[subprocess.Popen, s
         if proc.poll() is not None:
             raise RuntimeError(f"backend exited with {proc.returncode}:\n{log_path.read_text(errors='replace')}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/health", timeout=1, verify=tls_context()).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             pass
@@ -64,7 +65,9 @@ def backend(tmp_path_factory):
     try:
         # a new connection per request: uvicorn closes a keep-alive connection after 5 s idle, and a
         # request that reuses one just as it closes gets "connection reset" (seen on a loaded machine)
-        with httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_keepalive_connections=0)) as client:
+        with httpx.Client(
+            base_url=url, timeout=60, limits=httpx.Limits(max_keepalive_connections=0), verify=tls_context()
+        ) as client:
             yield client
     finally:
         stop(proc)
@@ -237,20 +240,29 @@ def test_model_version_follows_structure_not_headers(backend):
 
 def test_basic_auth_protects_everything_but_health(auth_backend):
     setup = {"project": "1.1", "schema": get_schema("hotel_spans").config_xml}
-    assert httpx.get(f"{auth_backend}/health").status_code == 200
-    refused = httpx.post(f"{auth_backend}/setup", json=setup)
+    assert httpx.get(f"{auth_backend}/health", verify=tls_context()).status_code == 200
+    refused = httpx.post(f"{auth_backend}/setup", json=setup, verify=tls_context())
     assert refused.status_code == 401
     assert refused.headers["www-authenticate"].startswith("Basic")
-    assert httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "wrong")).status_code == 401
-    assert httpx.post(f"{auth_backend}/setup", json=setup, auth=("other", "s3cret:pass")).status_code == 401
+    assert (
+        httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "wrong"), verify=tls_context()).status_code == 401
+    )
+    assert (
+        httpx.post(f"{auth_backend}/setup", json=setup, auth=("other", "s3cret:pass"), verify=tls_context()).status_code
+        == 401
+    )
     # on a loaded machine (4 test workers on 2 cores) the first /setup answered after httpx's default 5 s
-    accepted = httpx.post(f"{auth_backend}/setup", json=setup, auth=("ls", "s3cret:pass"), timeout=60)
+    accepted = httpx.post(
+        f"{auth_backend}/setup", json=setup, auth=("ls", "s3cret:pass"), timeout=60, verify=tls_context()
+    )
     assert accepted.status_code == 200
     assert "hotel_spans" in accepted.json()["model_version"]
     tasks = sample_tasks("hotel_spans")[:2]
     body = {"tasks": tasks, "label_config": setup["schema"], "project": "1.1"}
-    assert httpx.post(f"{auth_backend}/predict", json=body).status_code == 401
-    predicted = httpx.post(f"{auth_backend}/predict", json=body, auth=("ls", "s3cret:pass"), timeout=60)
+    assert httpx.post(f"{auth_backend}/predict", json=body, verify=tls_context()).status_code == 401
+    predicted = httpx.post(
+        f"{auth_backend}/predict", json=body, auth=("ls", "s3cret:pass"), timeout=60, verify=tls_context()
+    )
     assert predicted.status_code == 200
     assert len(predicted.json()["results"]) == 2
 
@@ -262,7 +274,7 @@ def test_health_and_setup_answer_while_a_big_batch_is_predicted(backend):
     done: dict[str, httpx.Response] = {}
 
     def big_batch() -> None:
-        with httpx.Client(base_url=str(backend.base_url), timeout=300) as client:
+        with httpx.Client(base_url=str(backend.base_url), timeout=300, verify=tls_context()) as client:
             done["response"] = predict(client, "likert_rubric_es", tasks)
 
     worker = threading.Thread(target=big_batch)

@@ -24,6 +24,7 @@ from backend_process import ROOT, clean_env, rss_mb, start_backend
 from llm_sim import LLMSim
 
 from judgelab.configs.schema import get_schema
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.local_stack import free_port
 
 #: How far past its deadline a call may return on a loaded machine (as in test_llm_annotator).
@@ -98,7 +99,7 @@ def test_health_and_setup_are_not_queued_behind_predicts_and_each_predict_meets_
             JUDGELAB_PREDICT_DEADLINE=str(deadline),
             JUDGELAB_CACHE_PATH="off",
         )
-        with backend, httpx.Client(limits=httpx.Limits(max_connections=n + 10)) as client:
+        with backend, httpx.Client(limits=httpx.Limits(max_connections=n + 10), verify=tls_context()) as client:
             done: dict[int, tuple[httpx.Response, float]] = {}
             calls = [
                 threading.Thread(
@@ -117,9 +118,11 @@ def test_health_and_setup_are_not_queued_behind_predicts_and_each_predict_meets_
                 call.start()
             # 40 predicts are with the LLM: the server's default thread pool is full now
             wait_until(lambda: sim.in_flight >= 40, 60, "40 predicts to reach the LLM")
-            health = httpx.get(f"{backend.url}/health", timeout=30)
+            health = httpx.get(f"{backend.url}/health", timeout=30, verify=tls_context())
             finished_before_health = len(done)
-            setup = httpx.post(f"{backend.url}/setup", json={"project": "8.1", "schema": LIKERT_XML}, timeout=30)
+            setup = httpx.post(
+                f"{backend.url}/setup", json={"project": "8.1", "schema": LIKERT_XML}, timeout=30, verify=tls_context()
+            )
             finished_before_setup = len(done)
             for call in calls:
                 call.join()
@@ -202,7 +205,7 @@ def padded_config(i: int, size: int) -> str:
 
 def test_the_model_registry_is_bounded_by_count_and_size(tmp_path):
     with start_backend(tmp_path / "backend.log", JUDGELAB_MODEL_CACHE_SIZE="4", JUDGELAB_MODEL_CACHE_MB="2") as backend:
-        with httpx.Client(base_url=backend.url, timeout=60) as client:
+        with httpx.Client(base_url=backend.url, timeout=60, verify=tls_context()) as client:
             first = client.post("/setup", json={"project": "1.1", "schema": HOTEL_XML}).json()["model_version"]
             for project in range(2, 31):
                 assert client.post("/setup", json={"project": f"{project}.1", "schema": HOTEL_XML}).status_code == 200
@@ -229,7 +232,7 @@ def test_memory_stays_flat_across_many_projects_with_big_configs(tmp_path, annot
             tmp_path / "backend.log", JUDGELAB_LLM_BASE_URL=sim.url, JUDGELAB_LLM_MODEL="sim-model", **env
         ) as backend,
     ):
-        with httpx.Client(base_url=backend.url, timeout=60) as client:
+        with httpx.Client(base_url=backend.url, timeout=60, verify=tls_context()) as client:
 
             def touch(project: int) -> None:
                 config = padded_config(project, 1_000_000)
@@ -274,7 +277,7 @@ def test_the_memory_kept_models_hold_stays_within_their_cap(tmp_path, annotator)
             tmp_path / "backend.log", JUDGELAB_LLM_BASE_URL=sim.url, JUDGELAB_LLM_MODEL="sim-model", **env
         ) as backend,
     ):
-        with httpx.Client(base_url=backend.url, timeout=120) as client:
+        with httpx.Client(base_url=backend.url, timeout=120, verify=tls_context()) as client:
 
             def setup(project: int) -> None:
                 body = {"project": f"{project}.1", "schema": labels_config(project, 900_000)}
@@ -293,7 +296,7 @@ def test_the_memory_kept_models_hold_stays_within_their_cap(tmp_path, annotator)
 def test_oversized_bodies_and_configs_get_a_clear_413(tmp_path):
     with start_backend(tmp_path / "backend.log", JUDGELAB_MAX_BODY_MB="0.5", JUDGELAB_MAX_CONFIG_MB="0.1") as backend:
         big_tasks = {"tasks": likert_tasks(300), "project": "1.1", "label_config": LIKERT_XML}  # ~700 kB
-        response = httpx.post(f"{backend.url}/predict", json=big_tasks, timeout=60)
+        response = httpx.post(f"{backend.url}/predict", json=big_tasks, timeout=60, verify=tls_context())
         assert response.status_code == 413
         assert "JUDGELAB_MAX_BODY_MB" in response.json()["error"] and "0.5" in response.json()["error"]
 
@@ -303,16 +306,22 @@ def test_oversized_bodies_and_configs_get_a_clear_413(tmp_path):
                 yield raw[i : i + 65536]
 
         response = httpx.post(
-            f"{backend.url}/predict", content=chunks(), headers={"Content-Type": "application/json"}, timeout=60
+            f"{backend.url}/predict",
+            content=chunks(),
+            headers={"Content-Type": "application/json"},
+            timeout=60,
+            verify=tls_context(),
         )
         assert response.status_code == 413 and "JUDGELAB_MAX_BODY_MB" in response.json()["error"]
 
         config = padded_config(1, 200_000)
-        response = httpx.post(f"{backend.url}/setup", json={"project": "1.1", "schema": config}, timeout=60)
+        response = httpx.post(
+            f"{backend.url}/setup", json={"project": "1.1", "schema": config}, timeout=60, verify=tls_context()
+        )
         assert response.status_code == 413
         assert "label config" in response.json()["error"] and "JUDGELAB_MAX_CONFIG_MB" in response.json()["error"]
         small = {"tasks": likert_tasks(2), "project": "1.1", "label_config": LIKERT_XML}
-        assert httpx.post(f"{backend.url}/predict", json=small, timeout=60).status_code == 200
+        assert httpx.post(f"{backend.url}/predict", json=small, timeout=60, verify=tls_context()).status_code == 200
 
 
 # ---------------------------------------------------------------------------- item 11: basic auth without a password

@@ -28,6 +28,7 @@ from readme_commands import docs_text, page_text
 from judgelab.backend.cli import OPTIONS, SECRETS, environment
 from judgelab.backend.settings import BackendSettings
 from judgelab.configs.schema import get_schema
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.local_stack import free_port
 
 BIN = Path(sys.executable).parent
@@ -231,15 +232,19 @@ def test_readme_serve_command_runs_as_written(command, tmp_path):
         sim.start()
     try:
         with start_backend(tmp_path / "backend.log", ["bash", "-c", command], cwd=tmp_path, **env) as backend:
-            health = httpx.get(f"{backend.url}/health", timeout=10).json()
+            health = httpx.get(f"{backend.url}/health", timeout=10, verify=tls_context()).json()
             assert health["annotator"] == flag.get("--annotator", "offline")
-            metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+            metrics = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
             (info,) = samples(metrics, "judgelab_backend_info")
             assert f'llm_model="{flag.get("--llm-model", "")}"' in info
-            setup = httpx.post(f"{backend.url}/setup", json={"project": "1.1", "schema": HOTEL_XML}, timeout=30)
+            setup = httpx.post(
+                f"{backend.url}/setup", json={"project": "1.1", "schema": HOTEL_XML}, timeout=30, verify=tls_context()
+            )
             assert setup.json()["model_version"].startswith(f"judgelab-{health['annotator']}-")
             if sim is not None or health["annotator"] == "offline":
-                response = httpx.post(f"{backend.url}/predict", json=predict_body([hotel_task(1)]), timeout=120)
+                response = httpx.post(
+                    f"{backend.url}/predict", json=predict_body([hotel_task(1)]), timeout=120, verify=tls_context()
+                )
                 (prediction,) = response.json()["results"]
                 assert "result" in prediction, prediction
             if sim is not None:
@@ -255,7 +260,7 @@ def test_readme_serve_command_runs_as_written(command, tmp_path):
 
 def pid_of(backend: BackendProcess) -> str:
     """The pid of the worker that answers a new connection."""
-    metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+    metrics = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
     return re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
 
 
@@ -287,7 +292,9 @@ def test_two_workers_share_the_llm_response_cache(tmp_path):
                 results: list = [None] * len(tasks)
 
                 def one(i: int) -> None:  # a connection of its own: any worker may take it
-                    response = httpx.post(f"{backend.url}/predict", json=predict_body([tasks[i]]), timeout=120)
+                    response = httpx.post(
+                        f"{backend.url}/predict", json=predict_body([tasks[i]]), timeout=120, verify=tls_context()
+                    )
                     results[i] = response.json()["results"][0]
 
                 threads = [threading.Thread(target=one, args=(i,)) for i in range(len(tasks))]
@@ -308,7 +315,7 @@ def test_two_workers_share_the_llm_response_cache(tmp_path):
             # whichever worker answers the scrape counts the cache hits of both
             hits: dict[str, float] = {}
             for _ in range(200):
-                metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+                metrics = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
                 pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', metrics).group(1)
                 hits[pid] = samples(metrics, "judgelab_llm_cache_hits_total")[""]
                 if len(hits) == 2:
@@ -331,7 +338,7 @@ def post_at_once(url: str, bodies: list[dict]) -> list[dict | None]:
     answers: list[dict | None] = [None] * len(bodies)
 
     def one(i: int) -> None:
-        response = httpx.post(f"{url}/predict", json=bodies[i], timeout=120)
+        response = httpx.post(f"{url}/predict", json=bodies[i], timeout=120, verify=tls_context())
         answers[i] = response.json() if response.status_code == 200 else None
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(bodies))]
@@ -408,7 +415,7 @@ def test_a_schema_folder_that_cannot_be_read_does_not_stop_a_worker_from_startin
     (bad / "schema.yaml").write_bytes(b"name: \xff\xfe broken\n")
     log = tmp_path / "backend.log"
     with start_backend(log, JUDGELAB_EXTRA_CONFIGS=str(tmp_path / "mine")) as backend:
-        assert httpx.get(f"{backend.url}/health", timeout=10).status_code == 200
+        assert httpx.get(f"{backend.url}/health", timeout=10, verify=tls_context()).status_code == 200
 
 
 def test_a_request_that_hangs_holds_no_waiting_call_past_its_deadline(tmp_path):
@@ -439,7 +446,7 @@ def test_a_killed_worker_does_not_block_its_prompt(tmp_path):
 
             def ask() -> None:
                 with contextlib.suppress(httpx.HTTPError):  # the backend dies under it
-                    httpx.post(f"{killed.url}/predict", json=predict_body([task]), timeout=120)
+                    httpx.post(f"{killed.url}/predict", json=predict_body([task]), timeout=120, verify=tls_context())
 
             threading.Thread(target=ask, daemon=True).start()
             for _ in range(600):  # the request is at the LLM: its claim is in the file
@@ -452,7 +459,9 @@ def test_a_killed_worker_does_not_block_its_prompt(tmp_path):
         finally:
             killed.stop()
         with start_backend(tmp_path / "backend.log", serve_llm(sim, tmp_path, "--predict-deadline", "10")) as backend:
-            answer = httpx.post(f"{backend.url}/predict", json=predict_body([task]), timeout=120).json()
+            answer = httpx.post(
+                f"{backend.url}/predict", json=predict_body([task]), timeout=120, verify=tls_context()
+            ).json()
     assert "result" in answer["results"][0], answer
 
 
@@ -529,11 +538,13 @@ def test_metrics_count_requests_predictions_and_durations(tmp_path):
         good = [hotel_task(i) for i in range(3)]
         bad = {"id": 99, "data": {"summary": "no descriptions"}}
         for _ in range(2):
-            response = httpx.post(f"{backend.url}/predict", json=predict_body([*good, bad]), timeout=60)
+            response = httpx.post(
+                f"{backend.url}/predict", json=predict_body([*good, bad]), timeout=60, verify=tls_context()
+            )
             assert response.status_code == 200
-        httpx.post(f"{backend.url}/predict", content=b"not json", timeout=10)
-        httpx.get(f"{backend.url}/no/such/path/{os.getpid()}", timeout=10)
-        text = httpx.get(f"{backend.url}/metrics", timeout=10).text
+        httpx.post(f"{backend.url}/predict", content=b"not json", timeout=10, verify=tls_context())
+        httpx.get(f"{backend.url}/no/such/path/{os.getpid()}", timeout=10, verify=tls_context())
+        text = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
     check_exposition(text)
     requests = samples(text, "judgelab_requests_total")
     assert requests['{path="/predict",status="200"}'] == 2
@@ -552,11 +563,13 @@ def test_metrics_count_the_requests_of_every_worker(tmp_path):
     n = 12
     with start_backend(tmp_path / "backend.log", [JUDGELAB, "serve", "--workers", "2"]) as backend:
         for i in range(n):
-            response = httpx.post(f"{backend.url}/predict", json=predict_body([hotel_task(i)]), timeout=60)
+            response = httpx.post(
+                f"{backend.url}/predict", json=predict_body([hotel_task(i)]), timeout=60, verify=tls_context()
+            )
             assert response.status_code == 200
         counted: dict[str, tuple[float, float]] = {}
         for _ in range(200):
-            text = httpx.get(f"{backend.url}/metrics", timeout=10).text
+            text = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
             pid = re.search(r'judgelab_backend_info\{[^}]*pid="(\d+)"', text).group(1)
             requests = samples(text, "judgelab_requests_total")['{path="/predict",status="200"}']
             counted[pid] = (requests, samples(text, "judgelab_predictions_total")['{outcome="predicted"}'])
@@ -572,8 +585,10 @@ def test_metrics_are_behind_basic_auth(tmp_path):
     with start_backend(
         tmp_path / "backend.log", JUDGELAB_BASIC_AUTH_USER="ls", JUDGELAB_BASIC_AUTH_PASS="pw"
     ) as backend:
-        assert httpx.get(f"{backend.url}/metrics", timeout=10).status_code == 401
-        assert httpx.get(f"{backend.url}/metrics", auth=("ls", "pw"), timeout=10).status_code == 200
+        assert httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).status_code == 401
+        assert (
+            httpx.get(f"{backend.url}/metrics", auth=("ls", "pw"), timeout=10, verify=tls_context()).status_code == 200
+        )
 
 
 def test_settings_replace_keeps_validation():

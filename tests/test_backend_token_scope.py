@@ -24,6 +24,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_backend_uploaded_files import CONFIG  # a Text object that loads its value from a URL
 
+from judgelab.sync.http_retry import tls_context
+
 PROJECT = "7"
 FILE_TEXT = "The staff were kind. Sadly the shower was cold every morning."
 ENV_KEY = "env-key-0123456789abcdef"
@@ -239,10 +241,10 @@ def run(backend, servers, hostname: str, values: list[str], setup_token: str):
     for s in servers.values():
         s.seen.clear()
     setup = {"project": f"{PROJECT}.1", "schema": CONFIG, "hostname": hostname, "access_token": setup_token}
-    httpx.post(f"{process.url}/setup", json=setup, timeout=30).raise_for_status()
+    httpx.post(f"{process.url}/setup", json=setup, timeout=30, verify=tls_context()).raise_for_status()
     tasks = [{"id": i, "data": {"text": v}} for i, v in enumerate(values)]
     body = {"tasks": tasks, "project": f"{PROJECT}.1", "label_config": CONFIG}
-    answer = httpx.post(f"{process.url}/predict", json=body, timeout=60)
+    answer = httpx.post(f"{process.url}/predict", json=body, timeout=60, verify=tls_context())
     answer.raise_for_status()
     return answer.json()["results"], [r for s in servers.values() for r in s.seen]
 
@@ -330,7 +332,9 @@ def test_local_files_are_fetched_only_when_turned_on(servers, tmp_path):
     for on in ("false", "true"):
         ls.seen.clear()
         with start_backend(tmp_path / f"local-{on}.log", JUDGELAB_FETCH_LOCAL_FILES=on, **env) as process:
-            results = httpx.post(f"{process.url}/predict", json=body, timeout=60).json()["results"]
+            results = httpx.post(f"{process.url}/predict", json=body, timeout=60, verify=tls_context()).json()[
+                "results"
+            ]
         outcomes[on] = ([NOT_FETCHED in r.get("error", "") for r in results], [r.raw_path for r in ls.seen])
     assert outcomes["false"] == ([True, True], [])
     assert outcomes["true"] == ([False, True], ["/data/local-files/?d=reviews%2Fr1.txt"])

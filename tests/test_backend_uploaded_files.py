@@ -14,6 +14,7 @@ from backend_process import start_backend
 from llm_sim import LLMSim
 
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
+from judgelab.sync.http_retry import tls_context
 
 pytestmark = pytest.mark.integration
 
@@ -48,6 +49,7 @@ def upload_text_files(ls_url: str, token: str, project_id: int, files: dict[str,
         files=[("file", (name, text.encode("utf-8"), "text/plain")) for name, text in files.items()],
         headers=headers,
         timeout=60,
+        verify=tls_context(),
     )
     uploaded.raise_for_status()
     reimported = httpx.post(
@@ -55,6 +57,7 @@ def upload_text_files(ls_url: str, token: str, project_id: int, files: dict[str,
         json={"file_upload_ids": uploaded.json()["file_upload_ids"], "files_as_tasks_list": False},
         headers=headers,
         timeout=60,
+        verify=tls_context(),
     )
     reimported.raise_for_status()
 
@@ -146,15 +149,19 @@ def test_label_studio_url_and_api_key_from_the_environment(live_stack, text_proj
     with LLMSim(answer=complaint_answer) as sim:
         env = llm_env(sim, tmp_path) | {"LABEL_STUDIO_URL": live_stack.url}
         with start_backend(tmp_path / "no-key.log", **env) as backend:  # no token: Label Studio refuses
-            (refused,) = httpx.post(f"{backend.url}/predict", json=body, timeout=60).json()["results"]
-        env["LABEL_STUDIO_API_KEY"] = live_stack.creds.token
-        with start_backend(tmp_path / "backend.log", **env) as backend:
-            (predicted,) = httpx.post(f"{backend.url}/predict", json=body, timeout=60).json()["results"]
-            elsewhere = {"id": 2, "data": {"text": "http://203.0.113.9/data/upload/1/x.txt"}}
-            (foreign,) = httpx.post(f"{backend.url}/predict", json={**body, "tasks": [elsewhere]}, timeout=60).json()[
+            (refused,) = httpx.post(f"{backend.url}/predict", json=body, timeout=60, verify=tls_context()).json()[
                 "results"
             ]
-            metrics = httpx.get(f"{backend.url}/metrics", timeout=10).text
+        env["LABEL_STUDIO_API_KEY"] = live_stack.creds.token
+        with start_backend(tmp_path / "backend.log", **env) as backend:
+            (predicted,) = httpx.post(f"{backend.url}/predict", json=body, timeout=60, verify=tls_context()).json()[
+                "results"
+            ]
+            elsewhere = {"id": 2, "data": {"text": "http://203.0.113.9/data/upload/1/x.txt"}}
+            (foreign,) = httpx.post(
+                f"{backend.url}/predict", json={**body, "tasks": [elsewhere]}, timeout=60, verify=tls_context()
+            ).json()["results"]
+            metrics = httpx.get(f"{backend.url}/metrics", timeout=10, verify=tls_context()).text
     assert "result" not in refused and "HTTP 401" in refused["error"] and "LABEL_STUDIO_API_KEY" in refused["error"]
     (region,) = predicted["result"]
     assert SHOWN[region["value"]["start"] : region["value"]["end"]] == PASSAGE

@@ -18,6 +18,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows
 
@@ -107,7 +108,7 @@ def wait_for_label_studio(live_stack) -> None:
     deadline = time.monotonic() + LABEL_STUDIO_ANSWER_S
     while True:
         try:
-            if httpx.get(f"{live_stack.url}/health", timeout=30).status_code == 200:
+            if httpx.get(f"{live_stack.url}/health", timeout=30, verify=tls_context()).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

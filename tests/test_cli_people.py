@@ -21,6 +21,7 @@ from readme_commands import block_after
 from judgelab.sync.cli import main
 from judgelab.sync.cli.stack import stack_command
 from judgelab.sync.client import SyncError
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.people import Invite, sign_up
 
 pytestmark = pytest.mark.integration
@@ -44,7 +45,7 @@ def readme_line(stack, start: str):
 
 def logs_in(url: str, email: str, password: str) -> str | None:
     """The email Label Studio says is logged in after its login form took ``email`` and ``password``."""
-    with httpx.Client(base_url=url, timeout=60, follow_redirects=False) as http:
+    with httpx.Client(base_url=url, timeout=60, follow_redirects=False, verify=tls_context()) as http:
         page = http.get("/user/login/")
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
         http.post("/user/login/", data={"csrfmiddlewaretoken": csrf, "email": email, "password": password},
@@ -67,7 +68,7 @@ def test_the_readme_adds_annotators_who_can_then_log_in(live_stack):
     assert invited.exit_code == 0, invited.output
     link = invited.stdout.strip()
     assert link.startswith(f"{live_stack.url}/user/signup/?token="), link
-    assert httpx.get(link, timeout=60).status_code == 200  # the sign-up page opens for the link
+    assert httpx.get(link, timeout=60, verify=tls_context()).status_code == 200  # the sign-up page opens for the link
     line, added = readme_line(live_stack, "judgelab annotators add")
     assert added.exit_code == 0, added.output
     emails = [word for word in shlex.split(line) if "@" in word]

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.sync.cli import main
+from judgelab.sync.http_retry import tls_context
 
 FIXTURES = Path(__file__).parent / "fixtures"
 pytestmark = pytest.mark.integration
@@ -191,7 +192,9 @@ class RecordingProxy:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")}
-                answer = httpx.request(self.command, target + self.path, content=body, headers=headers, timeout=300)
+                answer = httpx.request(
+                    self.command, target + self.path, content=body, headers=headers, timeout=300, verify=tls_context()
+                )
                 self.send_response(answer.status_code)
                 self.send_header("Content-Type", answer.headers.get("content-type", "application/json"))
                 self.send_header("Content-Length", str(len(answer.content)))

@@ -18,6 +18,7 @@ from judgelab.configs.label_config import parse_label_config
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.export import read_tables, write_tables
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows
 
@@ -275,7 +276,7 @@ def test_the_local_label_studio_sends_nothing_to_sentry(study):
     pid = int((stack.settings.home / "label-studio.pid").read_text())
     environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
     assert environ.get("SENTRY_DSN") == "" and environ.get("FRONTEND_SENTRY_DSN") == ""
-    with httpx.Client(base_url=stack.url, follow_redirects=True, timeout=60) as browser:
+    with httpx.Client(base_url=stack.url, follow_redirects=True, timeout=60, verify=tls_context()) as browser:
         browser.get("/user/login/")
         login = {"email": stack.creds.username, "password": stack.creds.password}
         login["csrfmiddlewaretoken"] = browser.cookies.get("csrftoken")
@@ -379,7 +380,7 @@ def test_backend_behind_basic_auth_is_reached_by_label_studio(study, tmp_path):
     start_backend(settings, {"JUDGELAB_BASIC_AUTH_USER": "ls", "JUDGELAB_BASIC_AUTH_PASS": "s3cret-pass"})
     url = settings.backend_url
     try:
-        assert httpx.post(f"{url}/setup", json={"schema": "<View/>"}).status_code == 401
+        assert httpx.post(f"{url}/setup", json={"schema": "<View/>"}, verify=tls_context()).status_code == 401
         client = study["client"]
         schema = all_schemas()["likert_rubric_es"]
         project = ensure_project(client, schema, title="Likert behind basic auth")

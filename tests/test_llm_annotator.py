@@ -34,6 +34,7 @@ from judgelab.backend.llm.client import LLMError
 from judgelab.backend.model import JudgelabModel
 from judgelab.backend.settings import BackendSettings, LLMSettings
 from judgelab.configs.schema import get_schema
+from judgelab.sync.http_retry import tls_context
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-annotator-SECRET-77"
@@ -438,7 +439,7 @@ def check_health_during_slow_predict(url: str, tasks: list[dict], deadline_s: fl
 
     def slow_predict() -> None:
         started = time.monotonic()
-        done["response"] = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=60)
+        done["response"] = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=60, verify=tls_context())
         done["seconds"] = time.monotonic() - started
 
     worker = threading.Thread(target=slow_predict)
@@ -446,7 +447,7 @@ def check_health_during_slow_predict(url: str, tasks: list[dict], deadline_s: fl
     time.sleep(0.5)
     assert worker.is_alive(), "the predict ended before /health was asked"
     for _ in range(3):
-        health = httpx.get(f"{url}/health", timeout=5)
+        health = httpx.get(f"{url}/health", timeout=5, verify=tls_context())
         assert health.status_code == 200 and health.json()["annotator"] == "llm"
         time.sleep(0.2)
     # three answers while the predict still runs: it does not hold the server up
@@ -470,7 +471,9 @@ def test_http_predict_keeps_health_responsive_and_returns_by_the_deadline(closin
             assert len(results) == 10
             first = [i for i, p in enumerate(results) if "result" in p]
             assert 2 <= len(first) <= 4, results
-            again = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=60).json()["results"]
+            again = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=60, verify=tls_context()).json()[
+                "results"
+            ]
             second = [i for i, p in enumerate(again) if "result" in p]
             assert len(second) > len(first) and set(first) <= set(second)
             assert all(p["model_version"] == body["model_version"] for p in results + again)
@@ -504,7 +507,7 @@ def start_llm_backend(log_path: Path, **env_vars: str) -> tuple[subprocess.Popen
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/health", timeout=1, verify=tls_context()).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.2)
@@ -533,7 +536,9 @@ def test_real_backend_process_with_hotel_spans_tasks(tmp_path):
             assert any("result" not in p for p in body["results"])  # not all finished in 2.5 s
             rounds = 1
             for _ in range(10):  # Label Studio asks again for the placeholders
-                results = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=60).json()["results"]
+                results = httpx.post(
+                    f"{url}/predict", json=predict_body(tasks), timeout=60, verify=tls_context()
+                ).json()["results"]
                 rounds += 1
                 if all("result" in p for p in results):
                     break

@@ -18,6 +18,7 @@ from readme_commands import block_after
 from judgelab.configs.schema import all_schemas
 from judgelab.sync import batch_predict
 from judgelab.sync.cli import main
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.projects import ensure_project, import_rows, project_schema_name
 
@@ -72,25 +73,29 @@ def _request_lines(n: int, model: str = "sim-model") -> bytes:
 
 def _sim_batch(sim: LLMSim, n: int) -> dict:
     uploaded = httpx.post(
-        f"{sim.url}/files", data={"purpose": "batch"}, files={"file": ("in.jsonl", _request_lines(n))}
+        f"{sim.url}/files",
+        data={"purpose": "batch"},
+        files={"file": ("in.jsonl", _request_lines(n))},
+        verify=tls_context(),
     )
     assert uploaded.status_code == 200, uploaded.text
     created = httpx.post(
         f"{sim.url}/batches",
         json={"input_file_id": uploaded.json()["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"},
+        verify=tls_context(),
     )
     assert created.status_code == 200, created.text
     return created.json()
 
 
 def _look(sim: LLMSim, batch_id: str) -> dict:
-    return httpx.get(f"{sim.url}/batches/{batch_id}").json()
+    return httpx.get(f"{sim.url}/batches/{batch_id}", verify=tls_context()).json()
 
 
 def _file(sim: LLMSim, file_id: str | None) -> list[dict]:
     if not file_id:
         return []
-    text = httpx.get(f"{sim.url}/files/{file_id}/content").text
+    text = httpx.get(f"{sim.url}/files/{file_id}/content", verify=tls_context()).text
     return [json.loads(line) for line in text.splitlines()]
 
 
@@ -133,7 +138,11 @@ def test_sim_batch_failed_lines_missing_lines_and_a_refused_batch():
         refused = _look(sim, _sim_batch(sim, 2)["id"])
         assert refused["status"] == "failed" and refused["output_file_id"] is None
         assert refused["errors"]["data"][0]["line"] == 1
-        missing = httpx.post(f"{sim.url}/batches", json={"input_file_id": "nope", "endpoint": "/v1/chat/completions"})
+        missing = httpx.post(
+            f"{sim.url}/batches",
+            json={"input_file_id": "nope", "endpoint": "/v1/chat/completions"},
+            verify=tls_context(),
+        )
         assert missing.status_code == 400
 
 
@@ -220,9 +229,9 @@ def test_batch_requests_cover_every_judge_and_sample_skip_the_blind_arm_and_cach
     tasks.append({"data": {**tasks[0]["data"], "id": "blind", "summary": "[QB] x", "arm": "blind"}})
     extra = {"models": list(MODELS), "samples": 2}
     # one task answered live first: its prompts are in the cache
-    live = httpx.post(f"{backend.url}/predict", json=_body(tasks[:1], extra), timeout=60).json()
+    live = httpx.post(f"{backend.url}/predict", json=_body(tasks[:1], extra), timeout=60, verify=tls_context()).json()
     assert isinstance(live["results"][0], list) and sim.count == 2  # two judges, n=2 each
-    answer = httpx.post(f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60)
+    answer = httpx.post(f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60, verify=tls_context())
     assert answer.status_code == 200, answer.text
     lines, counts = answer.json()["requests"], answer.json()["counts"]
     # 2 tasks left x 2 judges x 2 samples, one line each; the blind task has none
@@ -236,18 +245,26 @@ def test_batch_requests_cover_every_judge_and_sample_skip_the_blind_arm_and_cach
     asked = sim.count
     results = _results_of(sim, lines, skip=(0,))
     bad = results + "not json\n" + json.dumps({"custom_id": "f" * 64, "response": {"status_code": 200, "body": {}}})
-    read = httpx.post(f"{backend.url}/batch/results", json={"results": bad, "source": "results.jsonl"}).json()
+    read = httpx.post(
+        f"{backend.url}/batch/results", json={"results": bad, "source": "results.jsonl"}, verify=tls_context()
+    ).json()
     assert read["stored"] == 7 and read["already"] == 0, read
     assert any(p.startswith("results.jsonl line 8: not JSON") for p in read["problems"]), read
     assert any("line 9" in p and "no choices" in p for p in read["problems"]), read
-    again = httpx.post(f"{backend.url}/batch/results", json={"results": results, "source": "r2"}).json()
+    again = httpx.post(
+        f"{backend.url}/batch/results", json={"results": results, "source": "r2"}, verify=tls_context()
+    ).json()
     assert again["stored"] == 0 and again["already"] == 7
-    only_held = httpx.post(f"{backend.url}/predict", json=_body(tasks, extra, ask=False), timeout=60).json()["results"]
+    only_held = httpx.post(
+        f"{backend.url}/predict", json=_body(tasks, extra, ask=False), timeout=60, verify=tls_context()
+    ).json()["results"]
     assert sim.count == asked  # nothing asked live
     assert isinstance(only_held[0], list) and isinstance(only_held[2], list)
     assert "error" in only_held[1] and "error" in only_held[3]  # one line left out; the blind task
     # what is left is the one line not answered
-    left = httpx.post(f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60).json()
+    left = httpx.post(
+        f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60, verify=tls_context()
+    ).json()
     assert [line["custom_id"] for line in left["requests"]] == [lines[0]["custom_id"]]
 
 
@@ -255,21 +272,29 @@ def test_the_batch_api_through_the_backend_submit_status_collect(sim_and_backend
     sim, backend = sim_and_backend
     tasks = dubai_tasks(2, "S")
     extra = {"models": ["gpt-4o"], "price_in": 2.5, "price_out": 10}
-    lines = httpx.post(f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60).json()["requests"]
+    lines = httpx.post(
+        f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60, verify=tls_context()
+    ).json()["requests"]
     keys = [line["custom_id"] for line in lines]
-    sent = httpx.post(f"{backend.url}/batch/submit", json={"project": "7.0", "keys": keys}).json()
+    sent = httpx.post(f"{backend.url}/batch/submit", json={"project": "7.0", "keys": keys}, verify=tls_context()).json()
     assert sent["requests"] == 2 and sent["batch"].startswith("batch_sim_")
     # in flight: asked again, nothing to send
-    again = httpx.post(f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60).json()
+    again = httpx.post(
+        f"{backend.url}/batch/requests", json=_body(tasks, extra), timeout=60, verify=tls_context()
+    ).json()
     assert again["requests"] == [] and again["counts"]["in_flight"] == 2
-    first = httpx.get(f"{backend.url}/batch/status", params={"project": "7"}).json()["batches"]
+    first = httpx.get(f"{backend.url}/batch/status", params={"project": "7"}, verify=tls_context()).json()["batches"]
     assert [(b["id"], b["status"], b.get("collected")) for b in first] == [(sent["batch"], "in_progress", None)]
-    second = httpx.get(f"{backend.url}/batch/status", params={"project": "7"}).json()["batches"]
+    second = httpx.get(f"{backend.url}/batch/status", params={"project": "7"}, verify=tls_context()).json()["batches"]
     assert second[0]["collected"] and second[0]["outcome"]["stored"] == 2 and second[0]["outcome"]["missing"] == 0
-    assert httpx.get(f"{backend.url}/batch/status", params={"project": "7"}).json()["batches"] == []
-    predicted = httpx.post(f"{backend.url}/predict", json=_body(tasks, extra, ask=False), timeout=60).json()
+    assert (
+        httpx.get(f"{backend.url}/batch/status", params={"project": "7"}, verify=tls_context()).json()["batches"] == []
+    )
+    predicted = httpx.post(
+        f"{backend.url}/predict", json=_body(tasks, extra, ask=False), timeout=60, verify=tls_context()
+    ).json()
     assert all("result" in p for p in predicted["results"]) and sim.count == 0
-    usage = httpx.get(f"{backend.url}/usage", params={"project": "7"}).json()["total"]
+    usage = httpx.get(f"{backend.url}/usage", params={"project": "7"}, verify=tls_context()).json()["total"]
     paid = sum(
         (a["usage"]["prompt_tokens"] * 2.5 + a["usage"]["completion_tokens"] * 10) / 1e6 for a in sim.batch_answers
     )
@@ -287,9 +312,11 @@ def test_a_provider_without_a_batch_api_is_a_clear_error(tmp_path):
             JUDGELAB_CACHE_PATH=str(tmp_path / "c.sqlite"),
         ) as backend,
     ):
-        lines = httpx.post(f"{backend.url}/batch/requests", json=_body(dubai_tasks(1, "N")), timeout=60).json()
+        lines = httpx.post(
+            f"{backend.url}/batch/requests", json=_body(dubai_tasks(1, "N")), timeout=60, verify=tls_context()
+        ).json()
         keys = [line["custom_id"] for line in lines["requests"]]
-        refused = httpx.post(f"{backend.url}/batch/submit", json={"project": "7.0", "keys": keys})
+        refused = httpx.post(f"{backend.url}/batch/submit", json={"project": "7.0", "keys": keys}, verify=tls_context())
         assert refused.status_code == 502 and "HTTP 404" in refused.json()["error"]
         assert "Batch API" in refused.json()["error"]
 
@@ -381,7 +408,12 @@ def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_b
     # the first task's prompts are already answered in the batch backend's cache (another project asked)
     cached = {"tasks": [{"id": 1, "data": tasks[0]["data"]}], "project": "999.0", "label_config": HOTEL.config_xml}
     cached["params"] = {"extra_params": {"models": list(MODELS), "samples": 2}}
-    assert "result" in httpx.post(f"{batch_stack['batch']}/predict", json=cached, timeout=60).json()["results"][0][0]
+    assert (
+        "result"
+        in httpx.post(f"{batch_stack['batch']}/predict", json=cached, timeout=60, verify=tls_context()).json()[
+            "results"
+        ][0][0]
+    )
     asked, answered = sim.count, len(sim.batch_answers)
 
     out = judgelab(batch_stack, f"judgelab preannotate --project {project_id} --batch {JUDGES}")
@@ -403,7 +435,9 @@ def test_batch_submit_progress_collect_gives_the_live_paths_predictions_at_the_b
     assert len(sent) == 12 and not any(tag in json.dumps(a["body"]) for a in sent for tag in ("[A00]", "[A04]"))
     assert sim.count == asked
     assert float(re.search(r"cost ([0-9.]+)", out).group(1)) == pytest.approx(batch_cost(sim, answered), abs=5e-5)
-    usage = httpx.get(f"{batch_stack['batch']}/usage", params={"project": project_id}).json()["total"]
+    usage = httpx.get(f"{batch_stack['batch']}/usage", params={"project": project_id}, verify=tls_context()).json()[
+        "total"
+    ]
     assert usage["cost"] == pytest.approx(batch_cost(sim, answered)) and usage["requests"] == 12
 
     # the live path on the twin project, from the same scripted answers: the same predictions

@@ -19,6 +19,7 @@ from judgelab.backend.llm.cache import SQLiteCache
 from judgelab.backend.settings import BackendSettings, LLMSettings
 from judgelab.configs.schema import get_schema
 from judgelab.configs.task_data import prepare_task_data
+from judgelab.sync.http_retry import tls_context
 
 HOTEL = get_schema("hotel_spans")
 
@@ -182,7 +183,9 @@ def test_a_task_whose_prediction_holds_a_lone_surrogate_gets_a_placeholder_not_a
         app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
         with ServerThread(app) as url:
             body = json.dumps(predict_body(tasks)).encode()  # ASCII escapes, as Label Studio sends it
-            response = httpx.post(f"{url}/predict", content=body, headers={"Content-Type": "application/json"})
+            response = httpx.post(
+                f"{url}/predict", content=body, headers={"Content-Type": "application/json"}, verify=tls_context()
+            )
     assert response.status_code == 200, response.text
     results = response.json()["results"]
     assert ["result" in p for p in results] == [True, False, True]

@@ -18,6 +18,7 @@ from llm_sim import Failure, LLMSim
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.backend_link import connect_backend, retrieve_predictions
 from judgelab.sync.bulk_predict import push_predictions
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
 from judgelab.sync.preannotate import PreannotateOptions
@@ -137,7 +138,7 @@ def test_a_failing_endpoint_loses_no_task_and_duplicates_none(llm_stack):
     link = connect_backend(client, project_id, llm_stack["backend_url"])
     sim.script.extend([Failure("500"), Failure("html"), Failure("empty"), Failure("garbage")])
     retrieve_predictions(client, project_id)  # 4 of 6 answers are bad: those tasks stay without a prediction
-    assert httpx.get(f"{llm_stack['backend_url']}/health", timeout=1).status_code == 200
+    assert httpx.get(f"{llm_stack['backend_url']}/health", timeout=1, verify=tls_context()).status_code == 200
 
     def versions():
         return [

@@ -20,6 +20,7 @@ from judgelab.backend.llm.usage import SQLiteUsage
 from judgelab.backend.settings import BackendSettings, LLMSettings
 from judgelab.configs.schema import get_schema
 from judgelab.configs.task_data import prepare_task_data
+from judgelab.sync.http_retry import tls_context
 
 HOTEL = get_schema("hotel_spans")
 IMPRESSIONS = [4, 4, 2, 4, 5]  # the five samples' ratings: 4 wins, 3 of 5 agree
@@ -73,10 +74,14 @@ def test_the_prediction_carries_the_scores_to_label_studio(closing):
         app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
         with ServerThread(app) as url:
             setup = httpx.post(
-                f"{url}/setup", json={"project": "3.1717", "schema": HOTEL_XML, "extra_params": {"samples": 5}}
+                f"{url}/setup",
+                json={"project": "3.1717", "schema": HOTEL_XML, "extra_params": {"samples": 5}},
+                verify=tls_context(),
             ).json()
             tasks = [{"id": 1, "data": dubai()}]
-            [prediction] = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=30).json()["results"]
+            [prediction] = httpx.post(
+                f"{url}/predict", json=predict_body(tasks), timeout=30, verify=tls_context()
+            ).json()["results"]
     assert setup["model_version"].startswith("judgelab-llm-sim-model-k5-")
     assert prediction["model_version"] == setup["model_version"]
     assert prediction["score"] == pytest.approx(0.8)
@@ -98,17 +103,23 @@ def test_several_judges_give_one_prediction_each_with_its_own_model_version(clos
         annotator = llm(closing, sim, model="judge-a", models=("judge-a", "judge-b"))
         app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
         with ServerThread(app) as url:
-            setup = httpx.post(f"{url}/setup", json={"project": "3.1717", "schema": HOTEL_XML}).json()
+            setup = httpx.post(
+                f"{url}/setup", json={"project": "3.1717", "schema": HOTEL_XML}, verify=tls_context()
+            ).json()
             tasks = hotel_tasks(3)
             tasks[2]["data"]["summary"] = "a broken summary."
-            results = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=30).json()["results"]
+            results = httpx.post(f"{url}/predict", json=predict_body(tasks), timeout=30, verify=tls_context()).json()[
+                "results"
+            ]
             refused = httpx.post(
                 f"{url}/setup",
                 json={"project": "4.1717", "schema": HOTEL_XML, "extra_params": {"models": ["gpt-4o"]}},
+                verify=tls_context(),
             )
             only_b = httpx.post(
                 f"{url}/setup",
                 json={"project": "5.1717", "schema": HOTEL_XML, "extra_params": {"models": ["judge-b"]}},
+                verify=tls_context(),
             ).json()
     a, b = setup["model_versions"]
     assert setup["model_version"] == a and a != b
@@ -200,12 +211,20 @@ def test_usage_over_http(closing):
         app = create_app(BackendSettings(annotator="llm", predict_deadline=10), annotator=annotator)
         with ServerThread(app) as url:
             extra = {"price_in": 1.5, "price_out": 3.0}
-            httpx.post(f"{url}/setup", json={"project": "3.1717", "schema": HOTEL_XML, "extra_params": extra})
-            before = httpx.get(f"{url}/usage", params={"project": "3"}).json()
-            httpx.post(f"{url}/predict", json=predict_body(hotel_tasks(2)), timeout=30)
-            after = httpx.get(f"{url}/usage", params={"project": "3", "after": before["last_id"]}).json()
-            per_task = httpx.get(f"{url}/usage", params={"project": "3", "per": "task"}).json()["rows"]
-            bad = httpx.get(f"{url}/usage", params={"per": "task"})
+            httpx.post(
+                f"{url}/setup",
+                json={"project": "3.1717", "schema": HOTEL_XML, "extra_params": extra},
+                verify=tls_context(),
+            )
+            before = httpx.get(f"{url}/usage", params={"project": "3"}, verify=tls_context()).json()
+            httpx.post(f"{url}/predict", json=predict_body(hotel_tasks(2)), timeout=30, verify=tls_context())
+            after = httpx.get(
+                f"{url}/usage", params={"project": "3", "after": before["last_id"]}, verify=tls_context()
+            ).json()
+            per_task = httpx.get(f"{url}/usage", params={"project": "3", "per": "task"}, verify=tls_context()).json()[
+                "rows"
+            ]
+            bad = httpx.get(f"{url}/usage", params={"per": "task"}, verify=tls_context())
     assert before["total"]["requests"] == 0
     assert after["total"]["requests"] == 2 and after["total"]["cost"] > 0
     assert sorted(r["task_id"] for r in per_task) == [0, 1]

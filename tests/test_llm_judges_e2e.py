@@ -19,6 +19,7 @@ from llm_sim import LLMSim, SimCall
 from judgelab.configs.schema import all_schemas
 from judgelab.sync.cli import main
 from judgelab.sync.export import read_tables
+from judgelab.sync.http_retry import tls_context
 from judgelab.sync.importers import rows_from_records
 from judgelab.sync.local_stack import StackSettings, start_backend, stop_stack
 from judgelab.sync.projects import ensure_project, import_rows, project_schema_name
@@ -215,7 +216,9 @@ def test_budget_stops_before_it_is_passed_and_a_later_run_finishes(judges_stack)
     project_id = fresh_project(client, dubai_tasks(6, "B"))
     options = "--model gpt-4o --samples 3 --price-in 2.5 --price-out 10"
     probe = judgelab(judges_stack, f"judgelab preannotate --schema hotel_spans --push {options} --budget 1000").output
-    per_task = httpx.get(f"{url}/usage", params={"project": project_id, "per": "task"}).json()["rows"]
+    per_task = httpx.get(f"{url}/usage", params={"project": project_id, "per": "task"}, verify=tls_context()).json()[
+        "rows"
+    ]
     costs = {round(r["cost"], 12) for r in per_task}
     assert len(per_task) == 6 and len(costs) == 1, per_task  # equal tasks, equal costs
     task_cost = costs.pop()
@@ -227,7 +230,7 @@ def test_budget_stops_before_it_is_passed_and_a_later_run_finishes(judges_stack)
         judges_stack, f"judgelab preannotate --schema hotel_spans --push {options} --budget {budget!r}"
     ).output
     assert "stopped before passing the budget" in out and "3 task(s) left for a later run" in out, out
-    spent = httpx.get(f"{url}/usage", params={"project": project_id}).json()["total"]["cost"]
+    spent = httpx.get(f"{url}/usage", params={"project": project_id}, verify=tls_context()).json()["total"]["cost"]
     assert spent == pytest.approx(3 * task_cost) and spent <= budget
     assert sum(1 for v in versions_per_task(client, project_id) if v) == 3
 

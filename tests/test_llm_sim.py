@@ -6,11 +6,15 @@ from __future__ import annotations
 import httpx
 from llm_sim import LLMSim, Reply, SimCall, prompt_tokens, tokens_of
 
+from judgelab.sync.http_retry import tls_context
+
 MESSAGES = [{"role": "user", "content": "Rate this text from 1 to 5, please."}]
 
 
 def ask(sim: LLMSim, **body) -> httpx.Response:
-    return httpx.post(f"{sim.url}/chat/completions", json={"model": "sim-model", "messages": MESSAGES, **body})
+    return httpx.post(
+        f"{sim.url}/chat/completions", json={"model": "sim-model", "messages": MESSAGES, **body}, verify=tls_context()
+    )
 
 
 def sample_by_number(messages, call: SimCall) -> str:
@@ -55,7 +59,7 @@ def test_samples_differ_across_n_and_across_repeated_calls():
 
 def test_several_model_names_are_served_and_others_refused():
     with LLMSim(answer=sample_by_number, models=("judge-a", "judge-b")) as sim:
-        listed = httpx.get(f"{sim.url}/models").json()["data"]
+        listed = httpx.get(f"{sim.url}/models", verify=tls_context()).json()["data"]
         assert [m["id"] for m in listed] == ["judge-a", "judge-b"]
         b = ask(sim, model="judge-b").json()
         assert b["model"] == "judge-b" and '"judge-b"' in b["choices"][0]["message"]["content"]
