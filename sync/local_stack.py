@@ -356,6 +356,15 @@ SETUP_TIMEOUT = 30  # s: Label Studio's ML_TIMEOUT_SETUP for the stack it starts
 HEALTH_TIMEOUT = 10  # s: Label Studio's ML_TIMEOUT_HEALTH for the stack it starts (its default is 1)
 
 
+#: The names Label Studio 1.23 reads its analytics switch under (core/settings/base.py, get_env).
+ANALYTICS_ENV_NAMES = (
+    "LABEL_STUDIO_COLLECT_ANALYTICS",
+    "HEARTEX_COLLECT_ANALYTICS",
+    "COLLECT_ANALYTICS",
+    "collect_analytics",
+)
+
+
 def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -377,6 +386,13 @@ def label_studio_env(settings: StackSettings, creds: Credentials) -> dict[str, s
     # exports about 20% slower (bench/sync_scale.py). Set SENTRY_DSN to keep it.
     for key in ("SENTRY_DSN", "FRONTEND_SENTRY_DSN"):
         env.setdefault(key, "")
+    # Its default also posts a record of most requests (the user's email and id, the client's
+    # address, the URL with its query) to HumanSignal's telemetry server, from a thread started for
+    # each request: 6-7 ms of Label Studio's CPU on a 12 ms request where the machine is offline
+    # (the name lookup fails), a connection to the outside on each where it is not. Off, unless
+    # set under any of the names Label Studio reads.
+    if not any(name in env for name in ANALYTICS_ENV_NAMES):
+        env["COLLECT_ANALYTICS"] = "false"
     # Label Studio gives the backend's /setup 3 s when a backend is connected or its settings are
     # saved, then calls it "not a valid ML backend". On a busy machine (the backend predicting on
     # the same cores, a test run) /setup took longer than that; 30 s, unless set.

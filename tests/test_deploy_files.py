@@ -33,6 +33,7 @@ LABEL_STUDIO_ENV = {
     "ML_TIMEOUT_HEALTH",
     "SENTRY_DSN",
     "FRONTEND_SENTRY_DSN",
+    "COLLECT_ANALYTICS",
 }
 BACKEND_ENV = {
     "JUDGELAB_ANNOTATOR",
@@ -82,6 +83,7 @@ def test_compose_environment(services):
     assert ls_env["DJANGO_DB"] == "default"
     assert ls_env["POSTGRE_HOST"] == "postgres"
     assert ls_env["SENTRY_DSN"] == "${SENTRY_DSN:-}"  # no telemetry unless the user sets a DSN
+    assert ls_env["COLLECT_ANALYTICS"] == "${COLLECT_ANALYTICS:-false}"  # nor analytics unless turned on
     # the prediction import that updates only the request's tasks, as the local stack runs it
     from judgelab.sync.local_stack import PREDICTION_IMPORT_FLAG, Credentials, StackSettings, label_studio_env
 

@@ -269,13 +269,15 @@ def test_report_figures_match_the_annotations(study, annotated, tmp_path):
 
 
 def test_the_local_label_studio_sends_nothing_to_sentry(study):
-    """Neither the server (its process environment) nor the page it serves has a Sentry DSN."""
+    """Neither the server (its process environment) nor the page it serves has a Sentry DSN; the
+    server's analytics are off."""
     import httpx
 
     stack = study["stack"]
     pid = int((stack.settings.home / "label-studio.pid").read_text())
     environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
     assert environ.get("SENTRY_DSN") == "" and environ.get("FRONTEND_SENTRY_DSN") == ""
+    assert environ.get("COLLECT_ANALYTICS") == "false"  # nor a record of each request to its telemetry
     with httpx.Client(base_url=stack.url, follow_redirects=True, timeout=60, verify=tls_context()) as browser:
         browser.get("/user/login/")
         login = {"email": stack.creds.username, "password": stack.creds.password}

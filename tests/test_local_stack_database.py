@@ -74,6 +74,23 @@ def test_label_studio_reports_nothing_to_sentry_unless_asked(tmp_path, monkeypat
     assert env["SENTRY_DSN"] == "https://key@sentry.example/1" and env["FRONTEND_SENTRY_DSN"] == ""
 
 
+def test_label_studio_sends_no_analytics_unless_asked(tmp_path, monkeypatch):
+    """Label Studio's default posts a record of most requests (the user's email among them) to
+    HumanSignal's telemetry server; the local stack turns that off, and keeps the user's setting
+    under any name Label Studio reads it by."""
+    from judgelab.sync.local_stack import ANALYTICS_ENV_NAMES
+
+    for name in ANALYTICS_ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    env = label_studio_env(StackSettings(home=tmp_path), CREDS)
+    assert env["COLLECT_ANALYTICS"] == "false"
+    for name in ("COLLECT_ANALYTICS", "LABEL_STUDIO_COLLECT_ANALYTICS"):
+        monkeypatch.setenv(name, "true")
+        env = label_studio_env(StackSettings(home=tmp_path), CREDS)
+        assert env[name] == "true" and (name == "COLLECT_ANALYTICS" or "COLLECT_ANALYTICS" not in env)
+        monkeypatch.delenv(name)
+
+
 def test_label_studio_imports_predictions_updating_only_their_tasks_unless_the_user_says_otherwise(
     tmp_path, monkeypatch
 ):

@@ -36,7 +36,7 @@ def self_signed(folder) -> tuple[str, str]:
     """A certificate for 127.0.0.1 that signs itself (no authority knows it): its and its key's files."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
