@@ -187,7 +187,8 @@ def _written(rows, out):
 
 
 class Database:
-    """Read-only counts straight from Label Studio's database (PostgreSQL or SQLite)."""
+    """Counts straight from Label Studio's database (PostgreSQL or SQLite), read only; :meth:`settle`
+    vacuums it between two timings."""
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -202,6 +203,21 @@ class Database:
         db = self.settings.database
         with psycopg.connect(host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name) as conn:
             return conn.execute(sql, args).fetchall()
+
+    def settle(self) -> None:
+        """PostgreSQL's tables of predictions and tasks vacuumed and analysed now, so that the
+        dead rows a deletion left are not cleaned by autovacuum in the middle of the next timing
+        (it starts once a fifth of a table changed, with whichever import runs then)."""
+        if self.settings.database is None:
+            return
+        import psycopg
+
+        db = self.settings.database
+        with psycopg.connect(
+            host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name, autocommit=True
+        ) as conn:
+            conn.execute("VACUUM (ANALYZE) prediction")
+            conn.execute("VACUUM (ANALYZE) task")
 
     def key_expr(self) -> str:
         if self.settings.database is None:
@@ -587,6 +603,7 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
             for again in range(1, bench.repeat):  # both projects' predictions deleted, both pushes again
                 delete_predictions(bench, project)
                 delete_predictions(bench, base)
+                bench.db.settle()
                 ls_first = again % 2 == 1  # Label Studio's import first in every other pair
                 if ls_first:
                     ls_again = bulk_import()
