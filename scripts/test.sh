@@ -47,7 +47,7 @@ unset PYTHONDONTWRITEBYTECODE
 # Much of a test's time is spent waiting (on Label Studio, a backend, a browser): with three
 # workers two cores were idle a fifth of the run, with four a tenth (the suite then 384 s -> 350 s);
 # six were slower than four (767 s against 634-739 s on a machine with shared cores, where four now
-# take about 485 s: docs/development.md says what made each test cheaper).
+# take 485-597 s: docs/development.md says what made each test cheaper).
 # Files go out in the order tests/conftest.py sets (long integration files early), not by count.
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${JUDGELAB_TEST_WORKERS:-4}" --dist loadfile \
   --no-loadscope-reorder "$@"
