@@ -193,15 +193,20 @@ class Database:
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
 
+    def _postgres(self, autocommit: bool = False):
+        import psycopg
+
+        db = self.settings.database
+        return psycopg.connect(
+            host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name, autocommit=autocommit
+        )
+
     def _rows(self, sql: str, args: tuple) -> list[tuple]:
         if self.settings.database is None:
             path = self.settings.home / "label-studio" / "label_studio.sqlite3"
             with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as conn:
                 return conn.execute(sql.replace("%s", "?"), args).fetchall()
-        import psycopg
-
-        db = self.settings.database
-        with psycopg.connect(host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name) as conn:
+        with self._postgres() as conn:
             return conn.execute(sql, args).fetchall()
 
     def settle(self) -> None:
@@ -210,12 +215,7 @@ class Database:
         (it starts once a fifth of a table changed, with whichever import runs then)."""
         if self.settings.database is None:
             return
-        import psycopg
-
-        db = self.settings.database
-        with psycopg.connect(
-            host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.name, autocommit=True
-        ) as conn:
+        with self._postgres(autocommit=True) as conn:  # VACUUM runs outside a transaction
             conn.execute("VACUUM (ANALYZE) prediction")
             conn.execute("VACUUM (ANALYZE) task")
 

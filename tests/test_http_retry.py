@@ -5,6 +5,7 @@ failing Label Studio; the fault-injection test does the same against the real on
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,9 +16,17 @@ from judgelab.sync.ls_api import LabelStudioAPI
 
 
 class Flaky:
-    """Answers each path's first ``failures`` requests with 500 (or by closing the connection)."""
+    """Answers each path's first ``failures`` requests with 500 (or by closing the connection).
+    ``tls``: (certificate file, key file) to serve HTTPS with."""
 
-    def __init__(self, failures: int, drop: bool = False, truncate: bool = False, payload: object = None) -> None:
+    def __init__(
+        self,
+        failures: int,
+        drop: bool = False,
+        truncate: bool = False,
+        payload: object = None,
+        tls: tuple[str, str] | None = None,
+    ) -> None:
         self.failures, self.drop, self.truncate = failures, drop, truncate
         self.payload = payload if payload is not None else {"id": 1, "email": "a@b.c", "username": "a", "ok": True}
         self.seen: dict[str, int] = {}
@@ -61,7 +70,13 @@ class Flaky:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:

@@ -8,12 +8,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
-import json
 import ssl
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -21,6 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from test_http_retry import Flaky  # answers 200 with a JSON object
 
 from judgelab.backend.http_tls import tls_context as backend_tls_context
 from judgelab.backend.llm.client import ChatClient
@@ -61,30 +59,8 @@ def self_signed(folder) -> tuple[str, str]:
 def https_server(tmp_path_factory):
     """An HTTPS server on 127.0.0.1 answering every GET and POST with 200 and a JSON object."""
     cert_file, key_file = self_signed(tmp_path_factory.mktemp("tls"))
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = json.dumps({"status": "UP", "ok": True}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"https://127.0.0.1:{server.server_address[1]}", cert_file
-    server.shutdown()
-    server.server_close()
+    with Flaky(0, tls=(cert_file, key_file)) as server:
+        yield server.url, cert_file
 
 
 def test_the_shared_context_verifies_certificates_and_host_names():
