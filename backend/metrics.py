@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import threading
@@ -48,6 +49,23 @@ PREDICTION_OUTCOMES = ("predicted", "no_answer_yet", "failed")
 FILE_OUTCOMES = ("fetched", "cached", "failed", "refused")
 
 prometheus_client.disable_created_metrics()  # no *_created series beside each counter
+
+
+class WorkersCollector(MultiProcessCollector):
+    """prometheus-client's collector of every worker's files, but for a file a starting worker has
+    created and not sized yet (empty: it holds no count). Read in that moment, it failed the whole
+    scrape with a ``struct.error`` (``/metrics`` answered 500 just after ``serve --workers 2``
+    answered ``/health``)."""
+
+    def collect(self):
+        files = []
+        for path in glob.glob(os.path.join(self._path, "*.db")):
+            try:
+                if os.path.getsize(path) > 0:
+                    files.append(path)
+            except FileNotFoundError:  # a worker's file removed meanwhile
+                pass
+        return self.merge(files, accumulate=True)
 
 
 def multiprocess_mode() -> bool:
@@ -94,7 +112,7 @@ class Metrics:
         self._lock = threading.Lock()
         self.registry = CollectorRegistry()
         if multiprocess_mode():
-            MultiProcessCollector(self.registry)
+            WorkersCollector(self.registry)
             counted_in = None  # counted in the files, read back by the collector
         else:
             counted_in = self.registry

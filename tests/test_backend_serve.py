@@ -557,6 +557,23 @@ def test_metrics_count_requests_predictions_and_durations(tmp_path):
     assert samples(text, "process_resident_memory_bytes")[""] > 10e6
 
 
+def test_a_scrape_while_a_worker_starts_counts_the_others(tmp_path):
+    """A starting worker creates its file of counts empty, then sizes it: a scrape reading it in
+    between failed whole (500). It counts the other workers' files."""
+    script = (
+        "from pathlib import Path; import sys; from judgelab.backend.metrics import Metrics\n"
+        "m = Metrics(); m.request_started('/predict'); m.request_finished('/predict', 200, 0.3)\n"
+        "(Path(sys.argv[1]) / 'counter_999999.db').touch()  # a worker starting\n"
+        "print(m.render())"
+    )
+    env = clean_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert samples(out.stdout, "judgelab_requests_total") == {'{path="/predict",status="200"}': 1.0}
+
+
 def test_metrics_count_the_requests_of_every_worker(tmp_path):
     """Two workers: a scrape, whichever of them answers it, counts the predicts both answered
     (each on a connection of its own, so either worker may take it)."""
