@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter, deque
 from dataclasses import replace
 from operator import attrgetter
@@ -251,11 +252,23 @@ def test_readme_serve_command_runs_as_written(command, tmp_path):
                 (request,) = sim.chat_requests
                 assert request.body["model"] == flag["--llm-model"]
             if "--workers" in flag:
-                pids = {pid_of(backend) for _ in range(60)}
+                pids = workers_answering(backend, int(flag["--workers"]))
                 assert len(pids) == int(flag["--workers"]), pids
     finally:
         if sim is not None:
             sim.stop()
+
+
+def workers_answering(backend: BackendProcess, wanted: int, within: float = 60.0) -> set[str]:
+    """The pids of the workers answering new connections, asked until ``wanted`` answered or
+    ``within`` seconds passed: the first worker answers ``/health`` while the others may still be
+    starting (a new connection costing a millisecond, 60 in a row could all reach the first)."""
+    pids: set[str] = set()
+    deadline = time.monotonic() + within
+    while len(pids) < wanted and time.monotonic() < deadline:
+        pids.add(pid_of(backend))
+        time.sleep(0.05)
+    return pids
 
 
 def pid_of(backend: BackendProcess) -> str:
