@@ -163,6 +163,12 @@ def configs_dir() -> Path:
     env = os.environ.get("JUDGELAB_CONFIGS_DIR")
     if env:
         return Path(env)
+    return _own_dir()
+
+
+@cache
+def _own_dir() -> Path:
+    """This package's folder (resolved once: a schema lookup per task asked the file system each time)."""
     return Path(__file__).resolve().parent
 
 
@@ -223,7 +229,7 @@ def builtin_schema(name: str) -> Schema:
 
 @cache
 def _builtin(name: str) -> Schema:
-    folder = Path(__file__).resolve().parent / name
+    folder = _own_dir() / name
     if not (folder / "schema.yaml").exists():
         raise SchemaError(f"no built-in schema {name!r}")
     return load_schema(folder)

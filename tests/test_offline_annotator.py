@@ -6,8 +6,12 @@ All texts are small hand-written fixtures; the label config of each schema is re
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from pathlib import Path
 
@@ -188,6 +192,68 @@ def test_annotation_is_deterministic(annotator: OfflineAnnotator, schema: str) -
     data = sample(schema)
     assert annotator.annotate(schema, data) == annotator.annotate(schema, dict(data))
 
+
+
+#: Summaries of one source each (an article with every model's summary, a hotel's descriptions with
+#: each aspect's): the annotator indexes a source once for all of them.
+OTHER_SUMMARIES = {
+    "summary_flaws": [
+        "Boyfriend of 10 years forgot my birthday again; he says birthdays are just a day.",
+        "My (27F) boyfriend forgot my birthday on Tuesday. Are birthdays just a day?",
+        "He apologized for the 3rd time in Paris. Am I overreacting?",
+    ],
+    "likert_rubric_es": [
+        "Zaragoza rehabilitará 1.800 viviendas de Delicias con 42 millones de fondos europeos.",
+        "Marta Lacasa anunció un plan de 50 millones para el barrio de Torrero en 2030.",
+        "¡Claro! Aquí tienes un resumen: el plan es magnífico y los vecinos están encantados.",
+    ],
+    "hotel_spans": [
+        "Stay 3 km from Marina Beach, a 5-minute walk from Central Station, with a spa.",
+        "The hotel has two outdoor pools and is a 40-minute walk from Dublin Airport.",
+        "Relax at the rooftop bar, 10 km from the beach; free parking for every guest.",
+    ],
+}
+
+
+def with_summary(schema: str, summary: str) -> dict:
+    return {**sample(schema), "summary": summary}
+
+
+def shared_source_tasks() -> list[tuple[str, dict]]:
+    """Tasks of every schema, several of them showing one source with different summaries."""
+    tasks = [(schema, with_summary(schema, text)) for schema, texts in OTHER_SUMMARIES.items() for text in texts]
+    story = sample("story_consistency")
+    tasks += [("story_consistency", {**story, "lines": lines}) for lines in (story["lines"], story["lines"][:1])]
+    return tasks + [(schema, sample(schema)) for schema in SCHEMAS]
+
+
+def drafts_in_a_new_process(order: list[int]) -> list[str]:
+    """The drafts of ``shared_source_tasks()`` in ``order``, made by a new process (nothing kept)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import json, test_offline_annotator as t; "
+        "tasks, annotator = t.shared_source_tasks(), t.OfflineAnnotator(); "
+        "print(json.dumps([repr(annotator.annotate(*tasks[i])) for i in json.loads(sys.argv[2])]))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent), json.dumps(order)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(run.stdout)
+
+
+def test_a_source_shown_with_several_summaries_gives_each_its_own_answer(annotator: OfflineAnnotator) -> None:
+    """The annotator keeps the last sources it indexed (several summaries show one source): every
+    summary's draft is the same whichever summary of its source came first, and from four threads
+    at once."""
+    tasks = shared_source_tasks()
+    forward = list(range(len(tasks)))
+    first, last = drafts_in_a_new_process(forward), drafts_in_a_new_process(forward[::-1])[::-1]
+    assert first == last
+    assert len(set(first)) == len(tasks) - 1  # told apart (the story's first two lines repeat its sample)
+    order = forward * 2 + forward[::-1]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda i: repr(annotator.annotate(*tasks[i])), order))
+    assert together == [first[i] for i in order]
 
 def test_annotator_identity() -> None:
     assert OfflineAnnotator.name == "offline"

@@ -632,7 +632,10 @@ def trim_span(text: str, start: int, end: int, keep_end_punct: bool = False) -> 
 
 
 class SourceIndex:
-    """What a source text contains, for asking "is this word/number/name grounded?"."""
+    """What a source text contains, for asking "is this word/number/name grounded?".
+
+    Made once and only read after (:func:`shared_index` hands one to every task that shows the
+    same source, from several threads of the backend)."""
 
     def __init__(self, texts: Iterable[str], lang: str = "en", stem_size: int = STEM_SIZE):
         self.lang = lang
@@ -647,9 +650,9 @@ class SourceIndex:
         self.length = 0  # tokens indexed
         self._next_position = 0
         for text in texts:
-            self.add(text)
+            self._add(text)
 
-    def add(self, text: str) -> None:
+    def _add(self, text: str) -> None:
         tokens = _tokens(text)
         offset = self._next_position
         for i, token in enumerate(tokens):
@@ -670,13 +673,14 @@ class SourceIndex:
         """The initials of every run of 2 to ``ACRONYM_MAX_WORDS`` words of one text ("ong" for
         "organizzazioni non governative"): made the first time an acronym is looked up, as most
         sources are never asked for one."""
-        if self._initials is None:
-            self._initials = set()
+        if self._initials is None:  # made whole, then kept: a thread never sees it half made
+            made = set()
             for firsts in self._firsts:
                 for i, initials in enumerate(firsts):
                     for first in firsts[i + 1 : i + ACRONYM_MAX_WORDS]:
                         initials += first
-                        self._initials.add(initials)
+                        made.add(initials)
+            self._initials = made
         return self._initials
 
     def has_word(self, word: str) -> bool:
@@ -734,6 +738,14 @@ class SourceIndex:
         if not tokens:
             return 1.0
         return sum(self.has_word(t.text) for t in tokens) / len(tokens)
+
+
+@lru_cache(maxsize=RECENT_TEXTS)
+def shared_index(texts: tuple[str, ...], lang: str = "en") -> SourceIndex:
+    """The :class:`SourceIndex` of ``texts``, kept for the last sources seen: tasks often show one
+    source with several summaries (an article with each model's, a hotel's descriptions with each
+    aspect's, a story, a post), and a source was indexed again for each of them. Only read it."""
+    return SourceIndex(texts, lang=lang)
 
 
 def stem_set(text: str, stopwords: frozenset[str] = STOPWORDS, size: int = STEM_SIZE) -> set[str]:

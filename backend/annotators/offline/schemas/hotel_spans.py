@@ -8,6 +8,8 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
@@ -19,6 +21,7 @@ from judgelab.backend.annotators.offline.hotel_measures import (
     Measure,
     context_stems,
     find_measures,
+    hotel_source,
 )
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
@@ -205,7 +208,7 @@ def error_candidates(data: dict) -> list[SpanDraft]:
     """Every error span the rules find (no overlaps), before scoring and the threshold."""
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
-    source = HotelSource(read_text(data, "descriptions"))
+    source = hotel_source(read_text(data, "descriptions"))
     candidates: list[SpanDraft] = []
     if isinstance(value, str) and source.text.strip():
         candidates += measure_errors(summary, source)
@@ -433,10 +436,6 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
     spans = []
     tokens = g.tokenize(summary)
     starts = [t.start for t in tokens]
-    source_counts = [
-        (n, _nouns_after(source.text, source.tokens, source.starts, n.end))
-        for n in g.extract_numbers(source.text, "en")
-    ]
     for number in g.extract_numbers(summary, "en"):
         if any(s.start <= number.start < s.end for s in taken) or number.value < 2:
             continue
@@ -454,7 +453,7 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
                 )
             continue
         noun_stems = {g.stem(t.text) for t in nouns}
-        counted = [n for n, after in source_counts if noun_stems & {g.stem(t.text) for t in after}]
+        counted = [n for n, after in counted_numbers(source.text) if noun_stems & after]
         end = nouns[-1].end
         if any(_close(n.value, number.value) for n in counted):
             continue
@@ -463,6 +462,17 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
         else:
             spans.append(_hotel(number.start, end, NOT_CHECKABLE, "the descriptions do not give this count"))
     return spans
+
+
+@lru_cache(maxsize=g.RECENT_TEXTS)
+def counted_numbers(descriptions: str) -> tuple[tuple[g.NumberMention, frozenset[str]], ...]:
+    """The numbers of the descriptions, each with the stems of the words right after it (what it
+    counts: ``3 restaurants``); kept for the last descriptions seen, as :func:`hotel_source`."""
+    source = hotel_source(descriptions)
+    return tuple(
+        (n, frozenset(g.stem(t.text) for t in _nouns_after(descriptions, source.tokens, source.starts, n.end)))
+        for n in g.extract_numbers(descriptions, "en")
+    )
 
 
 _NOT_COUNTED = {
@@ -488,7 +498,7 @@ _NOT_COUNTED = {
 }
 
 
-def _nouns_after(text: str, tokens: list[g.Token], starts: list[int], position: int) -> list[g.Token]:
+def _nouns_after(text: str, tokens: Sequence[g.Token], starts: Sequence[int], position: int) -> list[g.Token]:
     """Up to two content words right after a number, before any punctuation."""
     first = bisect_left(starts, position)
     following = tokens[first : first + 3]

@@ -8,6 +8,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
@@ -206,7 +207,7 @@ def annotate_likert_rubric_es(data: dict) -> Draft:
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
     if not summary.strip():
         return Draft(info={"empty_summary": True})
-    index = g.SourceIndex([article, read_text(data, "title")], lang="es")
+    index = g.shared_index((article, read_text(data, "title")), lang="es")
     schema = get_schema(SCHEMA)
     copy = is_near_copy(article, summary)
     coherence, coherence_info = coherence_score(summary)
@@ -450,8 +451,10 @@ def five_w_score(article: str, summary: str, copy: bool) -> tuple[int, dict[str,
     return score, info
 
 
-def key_facts(article: str) -> list[tuple[str, Callable[[g.SourceIndex], bool]]]:
-    """The article's W's: its most frequent names, the numbers and dates of its lead."""
+@lru_cache(maxsize=g.RECENT_TEXTS)
+def key_facts(article: str) -> tuple[tuple[str, Callable[[g.SourceIndex], bool]], ...]:
+    """The article's W's: its most frequent names, the numbers and dates of its lead (kept for
+    the last articles seen: an article comes with several summaries)."""
     entities = g.extract_entities(article, g.STOPWORDS_ES)
     counts = Counter(e.keys for e in entities)
     first: dict[tuple[str, ...], g.Entity] = {}
@@ -472,7 +475,7 @@ def key_facts(article: str) -> list[tuple[str, Callable[[g.SourceIndex], bool]]]
     months = [t.folded for t in g.tokenize(lead) if t.folded in _ES_MONTHS]
     if months:
         facts.append((months[0], lambda idx, m=months[0]: m in idx.words))
-    return facts
+    return tuple(facts)
 
 
 def _entity_present(keys: tuple[str, ...]) -> Callable[[g.SourceIndex], bool]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.alignment import Passages, dispersion
@@ -126,16 +127,22 @@ def story_window(index: g.SourceIndex) -> int:
     return max(STORY_WINDOW_MIN, round(STORY_WINDOW_SHARE * index.length))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Story:
-    """A story indexed once for checking all the lines of its summary."""
+    """A story indexed once for checking all the lines of its summary, and of the other summaries
+    of it: :meth:`of` keeps the last stories seen (only read once made)."""
 
     index: g.SourceIndex
     passages: Passages
 
     @classmethod
     def of(cls, text: str) -> Story:
-        return cls(g.SourceIndex([text], lang="en"), Passages(text))
+        return _story(text)
+
+
+@lru_cache(maxsize=g.RECENT_TEXTS)
+def _story(text: str) -> Story:
+    return Story(g.SourceIndex([text], lang="en"), Passages(text))
 
 
 def check_line(line: str, story: Story) -> LineCheck:

@@ -77,8 +77,8 @@ def flaw_candidates(data: dict) -> tuple[list[SpanDraft], dict[str, object]]:
     """Every flaw span the rules find, before scoring and the threshold (and counters for the logs)."""
     value = data.get("summary")
     summary = read_text(data, "summary", MAX_TARGET_CHARS)
-    source = [read_text(data, k) for k in ("title", "post", "subreddit")]
-    index = g.SourceIndex(source, lang="en")
+    source = tuple(read_text(data, k) for k in ("title", "post", "subreddit"))
+    index = g.shared_index(source, lang="en")
     tokens = g.tokenize(summary)
     content = [t for t in tokens if g.is_content(t, g.STOPWORDS_EN)]
     overlap_score = as_float(data.get("score"))
