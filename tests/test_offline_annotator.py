@@ -193,7 +193,6 @@ def test_annotation_is_deterministic(annotator: OfflineAnnotator, schema: str) -
     assert annotator.annotate(schema, data) == annotator.annotate(schema, dict(data))
 
 
-
 #: Summaries of one source each (an article with every model's summary, a hotel's descriptions with
 #: each aspect's): the annotator indexes a source once for all of them.
 OTHER_SUMMARIES = {
@@ -254,6 +253,7 @@ def test_a_source_shown_with_several_summaries_gives_each_its_own_answer(annotat
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda i: repr(annotator.annotate(*tasks[i])), order))
     assert together == [first[i] for i in order]
+
 
 def test_annotator_identity() -> None:
     assert OfflineAnnotator.name == "offline"
