@@ -49,7 +49,10 @@ end, and the same counts are checked; its time is then the killed run plus the r
 project's and the baseline project's predictions deleted before each push again, Label Studio's
 bulk import first in every other pair; each sync again into a new folder, between two exports),
 and the pair of median ratio is kept, every pair's ratio in its note: one pair's ratio moves more
-between runs of one revision than its distance to the targets.
+between runs of one revision than its distance to the targets. On PostgreSQL the database is
+vacuumed (``VACUUM (ANALYZE)``) before the pre-annotation, before the sync and between two
+pushes: the rows the baselines' deletions leave would otherwise be cleaned by autovacuum in the
+middle of the next timing.
 
     python bench/scale_workflow.py --sizes 10000 --database postgres
     python bench/scale_workflow.py --sizes 10000 --stages import,preannotate,sync --repeat 3
@@ -210,14 +213,14 @@ class Database:
             return conn.execute(sql, args).fetchall()
 
     def settle(self) -> None:
-        """PostgreSQL's tables of predictions and tasks vacuumed and analysed now, so that the
-        dead rows a deletion left are not cleaned by autovacuum in the middle of the next timing
-        (it starts once a fifth of a table changed, with whichever import runs then)."""
+        """PostgreSQL's tables vacuumed and analysed now, so that the dead rows a deletion left (the
+        import's baseline projects, the predictions deleted between two pushes) are not cleaned by
+        autovacuum in the middle of the next timing (it starts once a fifth of a table changed,
+        beside whichever command runs then)."""
         if self.settings.database is None:
             return
         with self._postgres(autocommit=True) as conn:  # VACUUM runs outside a transaction
-            conn.execute("VACUUM (ANALYZE) prediction")
-            conn.execute("VACUUM (ANALYZE) task")
+            conn.execute("VACUUM (ANALYZE)")
 
     def key_expr(self) -> str:
         if self.settings.database is None:
@@ -568,6 +571,7 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
     out = folder / "tables"
     if "preannotate" in stages:
         # the baseline needs the predictions: judgelab runs first, its predictions go to LS's bulk import
+        bench.db.settle()  # the import's two baseline projects were just deleted
         run = pushed(bench, project, n, bench.settings.backend_url, bench.backend_pid)
         got = bench.db.counts(project)
         check("judgelab preannotate", got, {"predictions": n, "predicted_tasks": n, "versions": 1})
@@ -625,6 +629,7 @@ def run_size(bench: Bench, client, n: int, stages: list[str], seed: int) -> None
         del bodies
 
     if "sync" in stages:
+        bench.db.settle()
         before = bench.export(project)
         run = bench.cli(
             "sync",
