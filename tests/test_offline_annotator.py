@@ -255,6 +255,35 @@ def test_a_source_shown_with_several_summaries_gives_each_its_own_answer(annotat
     assert together == [first[i] for i in order]
 
 
+def test_what_is_kept_of_recent_sources_is_bounded() -> None:
+    """At most ``RECENT_TEXTS`` sources and ``RECENT_SOURCE_CHARS`` characters of them are kept (a
+    backend fed sources at the 60,000-character cap keeps a few, not 32); the oldest go first."""
+    made: list[str] = []
+
+    @g.recent
+    def index(text: str, lang: str = "en") -> str:
+        made.append(text)
+        return text.upper()
+
+    small = [f"source {i}" for i in range(g.RECENT_TEXTS + 1)]
+    assert [index(text) for text in small] == [text.upper() for text in small]
+    index(small[-1]), index(small[1], lang="en")  # kept; a keyword is its own key: made again
+    assert made == [*small, small[1]]
+    index(small[0])  # the oldest was let go
+    assert made[-1] == small[0]
+    big = ["x" * (g.RECENT_SOURCE_CHARS // 3) + str(i) for i in range(4)]  # three: a character over the budget
+    for text in big:
+        index(text)
+    made.clear()
+    index(big[-1]), index(big[-2])
+    assert made == []
+    index(big[0])  # two are kept
+    assert made == [big[0]]
+    huge = "y" * (g.RECENT_SOURCE_CHARS + 1)
+    index(huge), index(huge)
+    assert made == [big[0], huge, huge]  # never kept
+
+
 def test_annotator_identity() -> None:
     assert OfflineAnnotator.name == "offline"
     assert isinstance(OfflineAnnotator.version, str) and OfflineAnnotator.version

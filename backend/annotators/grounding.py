@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import unicodedata
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, wraps
+from typing import Any, TypeVar
 
 STEM_SIZE = 5
 ACRONYM_MAX_WORDS = 5
@@ -356,6 +359,47 @@ def tokenize(text: str) -> list[Token]:
 # An annotator reads one source several times (its index, its numbers, its measures): the last
 # texts' tokens and numbers are kept, so a source is split once per task, not once per reader.
 RECENT_TEXTS = 32
+#: What :func:`recent` keeps in all, in characters of the sources: an index holds about 58 bytes a
+#: character, and 40 sources at the annotators' cap of 60,000 characters raised a process's RSS by
+#: 107 MiB with 32 of them kept, by 53 MiB with this bound; 32 sources of a few kB (a hotel's
+#: descriptions, a news article) are all kept.
+RECENT_SOURCE_CHARS = 500_000
+
+_R = TypeVar("_R")
+
+
+def recent(build: Callable[..., _R]) -> Callable[..., _R]:
+    """``build(*args)`` kept for the last sources it was asked about (the arguments are the key:
+    texts, a tuple of texts, a language): a study shows one source with several summaries (an
+    article with each model's, a hotel's descriptions with each aspect's, a story, a post), and
+    what is made of the source alone is made once for all of them. At most :data:`RECENT_TEXTS`
+    results, made of at most :data:`RECENT_SOURCE_CHARS` characters of text in all; safe from
+    several threads (a result is only read once made)."""
+    kept: OrderedDict[tuple[Any, ...], tuple[_R, int]] = OrderedDict()
+    lock = threading.Lock()
+    held = 0
+
+    def chars(values: Iterable[Any]) -> int:
+        return sum(len(v) if isinstance(v, str) else chars(v) if isinstance(v, tuple) else 0 for v in values)
+
+    @wraps(build)
+    def get(*args: Any, **named: Any) -> _R:
+        nonlocal held
+        key = (*args, *sorted(named.items()))
+        with lock:
+            if key in kept:
+                kept.move_to_end(key)
+                return kept[key][0]
+        made, size = build(*args, **named), chars(key)
+        with lock:
+            if key not in kept and size <= RECENT_SOURCE_CHARS:
+                kept[key] = (made, size)
+                held += size
+                while len(kept) > RECENT_TEXTS or held > RECENT_SOURCE_CHARS:
+                    held -= kept.popitem(last=False)[1][1]
+        return made
+
+    return get
 
 
 @lru_cache(maxsize=RECENT_TEXTS)
@@ -740,11 +784,10 @@ class SourceIndex:
         return sum(self.has_word(t.text) for t in tokens) / len(tokens)
 
 
-@lru_cache(maxsize=RECENT_TEXTS)
+@recent
 def shared_index(texts: tuple[str, ...], lang: str = "en") -> SourceIndex:
-    """The :class:`SourceIndex` of ``texts``, kept for the last sources seen: tasks often show one
-    source with several summaries (an article with each model's, a hotel's descriptions with each
-    aspect's, a story, a post), and a source was indexed again for each of them. Only read it."""
+    """The :class:`SourceIndex` of ``texts``, one for every task that shows the same source
+    (:func:`recent`); only read it."""
     return SourceIndex(texts, lang=lang)
 
 

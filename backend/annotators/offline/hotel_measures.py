@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 
@@ -193,7 +192,7 @@ class HotelSource:
         return None
 
 
-@lru_cache(maxsize=g.RECENT_TEXTS)
+@g.recent
 def hotel_source(text: str) -> HotelSource:
     """The :class:`HotelSource` of ``text``, kept for the last descriptions seen: a hotel's
     descriptions come with many summaries (its aspects, several models' summaries of each), and

@@ -9,7 +9,6 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
@@ -464,7 +463,7 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
     return spans
 
 
-@lru_cache(maxsize=g.RECENT_TEXTS)
+@g.recent
 def counted_numbers(descriptions: str) -> tuple[tuple[g.NumberMention, frozenset[str]], ...]:
     """The numbers of the descriptions, each with the stems of the words right after it (what it
     counts: ``3 restaurants``); kept for the last descriptions seen, as :func:`hotel_source`."""

@@ -8,7 +8,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import answer_score, prediction_score
@@ -451,7 +450,7 @@ def five_w_score(article: str, summary: str, copy: bool) -> tuple[int, dict[str,
     return score, info
 
 
-@lru_cache(maxsize=g.RECENT_TEXTS)
+@g.recent
 def key_facts(article: str) -> tuple[tuple[str, Callable[[g.SourceIndex], bool]], ...]:
     """The article's W's: its most frequent names, the numbers and dates of its lead (kept for
     the last articles seen: an article comes with several summaries)."""

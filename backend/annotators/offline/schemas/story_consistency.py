@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.alignment import Passages, dispersion
@@ -140,7 +139,7 @@ class Story:
         return _story(text)
 
 
-@lru_cache(maxsize=g.RECENT_TEXTS)
+@g.recent
 def _story(text: str) -> Story:
     return Story(g.SourceIndex([text], lang="en"), Passages(text))
 
