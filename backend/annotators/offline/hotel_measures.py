@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from judgelab.backend.annotators import grounding as g
@@ -124,6 +125,8 @@ class HotelSource:
     sentences: tuple[tuple[int, int], ...] = field(init=False)
     sentence_starts: tuple[int, ...] = field(init=False)
     measure_index: tuple[int, ...] = field(init=False)  # token position of each measure
+    # each number with the stems of the words right after it: what it counts (``3 restaurants``)
+    counted: tuple[tuple[g.NumberMention, frozenset[str]], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         self.index = g.SourceIndex([self.text], lang="en")
@@ -136,6 +139,10 @@ class HotelSource:
         self.sentences = tuple(g.split_sentences(self.text))
         self.sentence_starts = tuple(a for a, _ in self.sentences)
         self.measure_index = tuple(bisect_left(self.starts, m.start) for m in self.measures)
+        self.counted = tuple(
+            (n, frozenset(g.stem(t.text) for t in nouns_after(self.text, self.tokens, self.starts, n.end)))
+            for n in g.extract_numbers(self.text, "en")
+        )
 
     def mentions(self, phrase: str) -> bool:
         return re.search(rf"(?<!\w){re.escape(g.fold(phrase))}(?!\w)", self.folded) is not None
@@ -190,6 +197,22 @@ class HotelSource:
             if near:
                 return min(near, key=lambda pair: pair[0])[1]
         return None
+
+
+def nouns_after(text: str, tokens: Sequence[g.Token], starts: Sequence[int], position: int) -> list[g.Token]:
+    """Up to two content words right after a number, before any punctuation."""
+    first = bisect_left(starts, position)
+    following = tokens[first : first + 3]
+    nouns = []
+    for token in following:
+        gap_start = nouns[-1].end if nouns else position
+        if re.search(r"[.,;:!?()]", text[gap_start : token.start]) or token.has_digit:
+            break
+        if g.is_content(token, g.STOPWORDS_EN):
+            nouns.append(token)
+        if len(nouns) == 2:
+            break
+    return nouns
 
 
 @g.recent

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
 
 from judgelab.backend.annotators import grounding as g
 from judgelab.backend.annotators.offline.calibration import MOST_LIKELY, answer_score, prediction_score, score_spans
@@ -21,6 +19,7 @@ from judgelab.backend.annotators.offline.hotel_measures import (
     context_stems,
     find_measures,
     hotel_source,
+    nouns_after,
 )
 from judgelab.backend.annotators.offline.text import (
     MAX_TARGET_CHARS,
@@ -438,7 +437,7 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
     for number in g.extract_numbers(summary, "en"):
         if any(s.start <= number.start < s.end for s in taken) or number.value < 2:
             continue
-        nouns = _nouns_after(summary, tokens, starts, number.end)[:1]
+        nouns = nouns_after(summary, tokens, starts, number.end)[:1]
         unit = nouns[0] if nouns and g.stem(nouns[0].text) in _NOT_COUNTED else None
         if unit is not None or not nouns:
             if not source.index.has_number(number):
@@ -452,7 +451,7 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
                 )
             continue
         noun_stems = {g.stem(t.text) for t in nouns}
-        counted = [n for n, after in counted_numbers(source.text) if noun_stems & after]
+        counted = [n for n, after in source.counted if noun_stems & after]
         end = nouns[-1].end
         if any(_close(n.value, number.value) for n in counted):
             continue
@@ -461,17 +460,6 @@ def count_errors(summary: str, source: HotelSource, taken: list[SpanDraft]) -> l
         else:
             spans.append(_hotel(number.start, end, NOT_CHECKABLE, "the descriptions do not give this count"))
     return spans
-
-
-@g.recent
-def counted_numbers(descriptions: str) -> tuple[tuple[g.NumberMention, frozenset[str]], ...]:
-    """The numbers of the descriptions, each with the stems of the words right after it (what it
-    counts: ``3 restaurants``); kept for the last descriptions seen, as :func:`hotel_source`."""
-    source = hotel_source(descriptions)
-    return tuple(
-        (n, frozenset(g.stem(t.text) for t in _nouns_after(descriptions, source.tokens, source.starts, n.end)))
-        for n in g.extract_numbers(descriptions, "en")
-    )
 
 
 _NOT_COUNTED = {
@@ -495,22 +483,6 @@ _NOT_COUNTED = {
         "mile",
     )
 }
-
-
-def _nouns_after(text: str, tokens: Sequence[g.Token], starts: Sequence[int], position: int) -> list[g.Token]:
-    """Up to two content words right after a number, before any punctuation."""
-    first = bisect_left(starts, position)
-    following = tokens[first : first + 3]
-    nouns = []
-    for token in following:
-        gap_start = nouns[-1].end if nouns else position
-        if re.search(r"[.,;:!?()]", text[gap_start : token.start]) or token.has_digit:
-            break
-        if g.is_content(token, g.STOPWORDS_EN):
-            nouns.append(token)
-        if len(nouns) == 2:
-            break
-    return nouns
 
 
 def _hotel(start: int, end: int, label: str, note: str) -> SpanDraft:

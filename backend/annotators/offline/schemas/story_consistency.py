@@ -135,13 +135,9 @@ class Story:
     passages: Passages
 
     @classmethod
+    @g.recent
     def of(cls, text: str) -> Story:
-        return _story(text)
-
-
-@g.recent
-def _story(text: str) -> Story:
-    return Story(g.SourceIndex([text], lang="en"), Passages(text))
+        return cls(g.SourceIndex([text], lang="en"), Passages(text))
 
 
 def check_line(line: str, story: Story) -> LineCheck:
