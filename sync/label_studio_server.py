@@ -1,5 +1,5 @@
-"""Label Studio's own ``label-studio`` command, its server's connections with TCP_NODELAY and its
-garbage collector tuned for a server.
+"""Label Studio's own ``label-studio`` command, its server's connections with TCP_NODELAY, its
+garbage collector tuned for a server and its SQLite database in write-ahead-log mode.
 
 ``label-studio start`` serves with Django's development server, which writes a response's headers
 and its body in two sends on a socket with Nagle's algorithm on: the body waits until the client
@@ -12,8 +12,8 @@ when Label Studio is installed beside judgelab::
     python -m judgelab.sync.label_studio_server start --port 8080 ...
 
 takes the arguments of ``label-studio`` and runs it unchanged but for that option, the
-collector's settings (:func:`_tune_collector`) and where git looks for Label Studio's version
-(:func:`_no_repository_above_the_install`).
+collector's settings (:func:`_tune_collector`), SQLite's journal (:func:`_sqlite_write_ahead_log`)
+and where git looks for Label Studio's version (:func:`_no_repository_above_the_install`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,38 @@ def _tune_collector() -> None:
     gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
 
 
+# What each of Label Studio's connections to a SQLite database runs first: in write-ahead-log mode,
+# a commit waits for the disk only when the log is copied into the database (a checkpoint), not at
+# every commit. Durable against Label Studio being killed; a power cut or a crash of the system
+# may lose the last commits, never the database's consistency.
+SQLITE_CONNECTION_SETUP = "PRAGMA synchronous=NORMAL"
+
+
+def _sqlite_write_ahead_log() -> None:
+    """Once the server is ready to serve, a SQLite database (Label Studio's default) is put in
+    write-ahead-log mode (kept in the file: every later connection, any program's, uses it) and
+    each connection a request opens runs :data:`SQLITE_CONNECTION_SETUP`. In the default rollback
+    journal each commit created, synced and deleted a journal file, and a write kept every reader
+    out: an annotation's save took 44 ms, 37.5 ms now (``bench/label_studio_sqlite.py``); a read
+    no longer waits for a write (a sync while annotators work). PostgreSQL is left as it is."""
+    from django.conf import settings
+
+    if not settings.configured:  # not run by Django's runserver (a probe of the launcher)
+        return
+    from django.db import connections
+
+    for alias in connections:
+        database = connections.settings[alias]
+        if database["ENGINE"] != "django.db.backends.sqlite3" or database["NAME"] in ("", ":memory:"):
+            continue
+        options = database.setdefault("OPTIONS", {})
+        commands = [c.strip() for c in options.get("init_command", "").split(";") if c.strip()]
+        if SQLITE_CONNECTION_SETUP not in commands:
+            options["init_command"] = ";".join([*commands, SQLITE_CONNECTION_SETUP])
+        with connections[alias].cursor() as cursor:  # this thread's connection, opened before
+            cursor.execute("PRAGMA journal_mode=WAL")
+
+
 def _no_repository_above_the_install() -> None:
     """Keep git from taking a repository that holds Label Studio's install for Label Studio's own.
 
@@ -76,6 +108,7 @@ def main() -> None:
     serve = runserver.run  # what `runserver` calls once its checks ran and its handler is loaded
 
     def tuned_then_served(*args, **kwargs):
+        _sqlite_write_ahead_log()
         _tune_collector()
         return serve(*args, **kwargs)
 
