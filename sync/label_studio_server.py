@@ -65,7 +65,7 @@ def _sqlite_write_ahead_log() -> None:
 
     if not settings.configured:  # not run by Django's runserver (a probe of the launcher)
         return
-    from django.db import connections
+    from django.db import DatabaseError, connections
 
     for alias in connections:
         database = connections.settings[alias]
@@ -75,8 +75,11 @@ def _sqlite_write_ahead_log() -> None:
         commands = [c.strip() for c in options.get("init_command", "").split(";") if c.strip()]
         if SQLITE_CONNECTION_SETUP not in commands:
             options["init_command"] = ";".join([*commands, SQLITE_CONNECTION_SETUP])
-        with connections[alias].cursor() as cursor:  # this thread's connection, opened before
-            cursor.execute("PRAGMA journal_mode=WAL")
+        try:
+            with connections[alias].cursor() as cursor:  # this thread's connection, opened before
+                cursor.execute("PRAGMA journal_mode=WAL")
+        except DatabaseError as exc:  # a file system without shared memory, say: served as it was
+            print(f"judgelab: Label Studio's SQLite database stays in its journal mode ({exc})", file=sys.stderr)
 
 
 def _no_repository_above_the_install() -> None:
