@@ -283,6 +283,31 @@ def test_label_studio_through_the_launcher_keeps_its_sqlite_database_in_write_ah
         "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0",
     )
     assert "journal wal synchronous [1]" in shown, shown
+    # a database another program holds locked (or a file system without shared memory) cannot
+    # change its journal: Label Studio is served in the mode it has, and the launcher says so
+    held = tmp_path / "held.sqlite3"
+    with closing(sqlite3.connect(held, isolation_level=None)) as other:
+        other.execute("CREATE TABLE t (x)")
+        other.execute("BEGIN EXCLUSIVE")
+        probe = subprocess.run(
+            [sys.executable, "-c", "\n".join([
+                "import label_studio.server as server",
+                "import django",
+                "from django.conf import settings",
+                f"settings.configure(DATABASES={{'default': {{'ENGINE': 'django.db.backends.sqlite3', "
+                f"'NAME': {str(held)!r}, 'OPTIONS': {{'timeout': 0.2}}}}}})",
+                "django.setup()",
+                "from django.core.management.commands import runserver",
+                "runserver.run = lambda *args, **kwargs: print('serving')",
+                "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0",
+                "from judgelab.sync.label_studio_server import main",
+                "main()",
+            ])],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        other.execute("ROLLBACK")
+    assert probe.returncode == 0 and probe.stdout == "serving\n", probe.stderr
+    assert "Label Studio's SQLite database stays in its journal mode (database is locked)" in probe.stderr
 
 
 def _label_studio_folder() -> Path:
