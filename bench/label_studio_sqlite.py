@@ -6,7 +6,8 @@ round; each round starts Label Studio on its copy, once as ``judgelab up`` start
 the launcher's SQLite step left out (the copy's journal set back to ``delete`` first), in
 alternating order, and times through the REST API what annotators and judgelab do most: an
 annotation saved (``POST /api/tasks/{id}/annotations/``), predictions imported (requests of 300),
-a task read, a ``whoami``. Prints the time per request of each and the ratio of the two modes.
+a task read, a ``whoami``, and a task read while another client imports predictions. Prints the
+time per request of each and the ratio of the two modes.
 
     python bench/label_studio_sqlite.py --rounds 2
 """
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import closing
 from pathlib import Path
@@ -109,7 +111,38 @@ def timed(settings: StackSettings, token: str, n: int) -> dict[str, float]:
         for _ in range(len(ids)):
             http.get("/api/current-user/whoami").raise_for_status()
         out["whoami"] = (time.perf_counter() - started_at) / len(ids)
+        out["task read beside imports"] = _read_beside_imports(settings, token, project, ids)
     return {kind: seconds * 1000 for kind, seconds in out.items()}
+
+
+def _read_beside_imports(settings: StackSettings, token: str, project: int, ids: list[int]) -> float:
+    """Seconds per task read while another client imports predictions into the same project, one
+    request after another (a sync or an annotator's page while a pre-annotation writes)."""
+    stop = threading.Event()
+
+    def importing() -> None:
+        with httpx.Client(
+            base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
+        ) as writer:
+            version = 0
+            while not stop.is_set():
+                body = [{"task": task, "model_version": f"w{version}", "result": [CHOICE]} for task in ids[:300]]
+                writer.post(f"/api/projects/{project}/import/predictions", json=body).raise_for_status()
+                version += 1
+
+    writer = threading.Thread(target=importing)
+    writer.start()
+    try:
+        with httpx.Client(
+            base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
+        ) as reader:
+            started_at = time.perf_counter()
+            for task in ids:
+                reader.get(f"/api/tasks/{task}").raise_for_status()
+            return (time.perf_counter() - started_at) / len(ids)
+    finally:
+        stop.set()
+        writer.join()
 
 
 def main() -> None:

@@ -58,9 +58,8 @@ def _sqlite_write_ahead_log() -> None:
     """Once the server is ready to serve, a SQLite database (Label Studio's default) is put in
     write-ahead-log mode (kept in the file: every later connection, any program's, uses it) and
     each connection a request opens runs :data:`SQLITE_CONNECTION_SETUP`. In the default rollback
-    journal each commit created, synced and deleted a journal file, and a write kept every reader
-    out: an annotation's save took 44 ms, 37.5 ms now (``bench/label_studio_sqlite.py``); a read
-    no longer waits for a write (a sync while annotators work). PostgreSQL is left as it is."""
+    journal each commit created, synced and deleted a journal file: an annotation's save took
+    44-50 ms, 37.3-37.5 ms now (``bench/label_studio_sqlite.py``). PostgreSQL is left as it is."""
     from django.conf import settings
 
     if not settings.configured:  # not run by Django's runserver (a probe of the launcher)
