@@ -18,7 +18,6 @@ import argparse
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,8 +31,9 @@ from judgelab.sync.http_retry import tls_context
 from judgelab.sync.local_stack import (
     StackSettings,
     free_port,
-    label_studio_env,
+    label_studio_command,
     load_credentials,
+    spawn_label_studio,
     start_label_studio,
     stop_stack,
     wait_label_studio,
@@ -68,26 +68,21 @@ def started(template: Path, wal: bool) -> tuple[StackSettings, str]:
         db.execute("PRAGMA journal_mode=DELETE")  # the template's own mode is the launcher's
     settings = StackSettings(home=home, ls_port=free_port(), backend_port=free_port())
     creds = load_credentials(home)
-    launcher = ["-m", "judgelab.sync.label_studio_server"] if wal else ["-c", WITHOUT_WAL]
-    args = ["start", "--no-browser", "--debug", "--port", str(settings.ls_port), "--internal-host", settings.host]
-    log = (home / "label-studio.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, *launcher, *args],
-        env=label_studio_env(settings, creds),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    (home / "label-studio.pid").write_text(str(proc.pid))
+    command = label_studio_command() if wal else [sys.executable, "-c", WITHOUT_WAL]
+    proc = spawn_label_studio(settings, creds, command)
     wait_label_studio(settings, proc)
     return settings, creds.token
 
 
+def _client(settings: StackSettings, token: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
+    )
+
+
 def timed(settings: StackSettings, token: str, n: int) -> dict[str, float]:
     """Milliseconds per request of each kind, on a new project of ``n`` tasks."""
-    with httpx.Client(
-        base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
-    ) as http:
+    with _client(settings, token) as http:
         project = http.post("/api/projects/", json={"title": "SQLite bench", "label_config": CONFIG}).json()["id"]
         http.post(f"/api/projects/{project}/import", json=[{"text": f"task {i}"} for i in range(n)]).raise_for_status()
         listing = http.get("/api/tasks/", params={"project": project, "page_size": n, "include": "id", "fields": "all"})
@@ -121,9 +116,7 @@ def _read_beside_imports(settings: StackSettings, token: str, project: int, ids:
     stop = threading.Event()
 
     def importing() -> None:
-        with httpx.Client(
-            base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
-        ) as writer:
+        with _client(settings, token) as writer:
             version = 0
             while not stop.is_set():
                 body = [{"task": task, "model_version": f"w{version}", "result": [CHOICE]} for task in ids[:300]]
@@ -133,9 +126,7 @@ def _read_beside_imports(settings: StackSettings, token: str, project: int, ids:
     writer = threading.Thread(target=importing)
     writer.start()
     try:
-        with httpx.Client(
-            base_url=settings.ls_url, headers={"Authorization": f"Token {token}"}, timeout=600, verify=tls_context()
-        ) as reader:
+        with _client(settings, token) as reader:
             started_at = time.perf_counter()
             for task in ids:
                 reader.get(f"/api/tasks/{task}").raise_for_status()

@@ -71,9 +71,7 @@ def _sqlite_write_ahead_log() -> None:
         if database["ENGINE"] != "django.db.backends.sqlite3" or database["NAME"] in ("", ":memory:"):
             continue
         options = database.setdefault("OPTIONS", {})
-        commands = [c.strip() for c in options.get("init_command", "").split(";") if c.strip()]
-        if SQLITE_CONNECTION_SETUP not in commands:
-            options["init_command"] = ";".join([*commands, SQLITE_CONNECTION_SETUP])
+        options["init_command"] = ";".join(filter(None, [options.get("init_command"), SQLITE_CONNECTION_SETUP]))
         try:
             with connections[alias].cursor() as cursor:  # this thread's connection, opened before
                 cursor.execute("PRAGMA journal_mode=WAL")

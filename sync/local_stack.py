@@ -459,14 +459,17 @@ def label_studio_command() -> list[str]:
     return [exe]
 
 
-def spawn_label_studio(settings: StackSettings, creds: Credentials) -> subprocess.Popen:
+def spawn_label_studio(
+    settings: StackSettings, creds: Credentials, command: list[str] | None = None
+) -> subprocess.Popen:
     """Start Label Studio's process and return at once (its first boot migrates the database for a
-    minute or two: :func:`wait_label_studio` waits for it)."""
+    minute or two: :func:`wait_label_studio` waits for it). ``command``: how to run
+    ``label-studio`` (:func:`label_studio_command` unless given)."""
     log = settings.home / "label-studio.log"
     # --debug: Label Studio 1.23 then fails on a taken port instead of moving to the next one
     # unannounced (the flag does nothing else in `start`; Django's DEBUG is its own variable)
     args = ["start", "--no-browser", "--debug", "--port", str(settings.ls_port), "--internal-host", settings.host]
-    cmd = [*label_studio_command(), *args]
+    cmd = [*(command or label_studio_command()), *args]
     return _spawn(cmd, label_studio_env(settings, creds), log, settings.home / "label-studio.pid")
 
 

@@ -193,15 +193,33 @@ def test_the_stop_command_up_prints_works_as_printed_without_judgelab_on_the_pat
     assert stop_command(Path(".judgelab"), cwd=checkout, path=str(venv_bin)) == "judgelab --home .judgelab down"
 
 
-def _launched(*setup: str) -> str:
-    """What the launcher's ``main`` prints in a fresh Python after ``setup`` (lines run first, with
+def _probe(*setup: str) -> subprocess.CompletedProcess:
+    """The launcher's ``main`` run in a fresh Python after ``setup`` (lines run first, with
     ``label_studio.server`` imported as ``server``: they replace what Label Studio would run)."""
     probe = "\n".join(
         ["import label_studio.server as server", *setup, "from judgelab.sync.label_studio_server import main", "main()"]
     )
-    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+
+
+def _launched(*setup: str) -> str:
+    """What :func:`_probe` prints, the probe having succeeded."""
+    shown = _probe(*setup)
     assert shown.returncode == 0, shown.stderr
     return shown.stdout
+
+
+def _django_on(database: Path, **options: object) -> list[str]:
+    """Probe lines that set Django up on a SQLite database of its own (``options``: its OPTIONS)
+    and import `runserver`, whose ``run`` the launcher wraps."""
+    settings = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(database), "OPTIONS": options}
+    return [
+        "import django",
+        "from django.conf import settings",
+        f"settings.configure(DATABASES={{'default': {settings!r}}})",
+        "django.setup()",
+        "from django.core.management.commands import runserver",
+    ]
 
 
 def test_label_studio_runs_through_the_launcher_that_sets_tcp_nodelay_and_tunes_its_collector(live_stack):
@@ -262,12 +280,7 @@ def test_label_studio_through_the_launcher_keeps_its_sqlite_database_in_write_ah
     # is FULL, 2)
     shown = _launched(
         "import threading",
-        "import django",
-        "from django.conf import settings",
-        f"settings.configure(DATABASES={{'default': {{'ENGINE': 'django.db.backends.sqlite3', "
-        f"'NAME': {str(tmp_path / 'db.sqlite3')!r}}}}})",
-        "django.setup()",
-        "from django.core.management.commands import runserver",
+        *_django_on(tmp_path / "db.sqlite3"),
         "from django.db import connection",
         "def pragma(name):",
         "    cursor = connection.cursor()",
@@ -289,22 +302,11 @@ def test_label_studio_through_the_launcher_keeps_its_sqlite_database_in_write_ah
     with closing(sqlite3.connect(held, isolation_level=None)) as other:
         other.execute("CREATE TABLE t (x)")
         other.execute("BEGIN EXCLUSIVE")
-        probe = subprocess.run(
-            [sys.executable, "-c", "\n".join([
-                "import label_studio.server as server",
-                "import django",
-                "from django.conf import settings",
-                f"settings.configure(DATABASES={{'default': {{'ENGINE': 'django.db.backends.sqlite3', "
-                f"'NAME': {str(held)!r}, 'OPTIONS': {{'timeout': 0.2}}}}}})",
-                "django.setup()",
-                "from django.core.management.commands import runserver",
-                "runserver.run = lambda *args, **kwargs: print('serving')",
-                "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0",
-                "from judgelab.sync.label_studio_server import main",
-                "main()",
-            ])],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        probe = _probe(
+            *_django_on(held, timeout=0.2),
+            "runserver.run = lambda *args, **kwargs: print('serving')",
+            "server.main = lambda: runserver.run('127.0.0.1', 8080) or 0",
+        )
         other.execute("ROLLBACK")
     assert probe.returncode == 0 and probe.stdout == "serving\n", probe.stderr
     assert "Label Studio's SQLite database stays in its journal mode (database is locked)" in probe.stderr
