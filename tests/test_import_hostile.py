@@ -170,8 +170,8 @@ def test_a_big_json_lines_file_checked_in_parts_imports_every_task_once_or_nothi
     and is named."""
     from judgelab.sync.importers.generic import PARALLEL_CHECK_BYTES
 
-    raters, n = ("ana", "luis"), 1200
-    article = "El pleno aprobó el plan de 42 millones, con el voto en contra de la oposición. " * 45
+    raters, n = ("ana", "luis"), 300  # long articles: the size with few tasks to send
+    article = "El pleno aprobó el plan de 42 millones, con el voto en contra de la oposición. " * 180
     lines = []
     for i in range(n):
         rating = {"from_name": "coherence", "to_name": "summary", "type": "rating", "value": {"rating": 1 + i % 5}}
