@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -270,8 +271,6 @@ def test_label_studio_through_the_launcher_keeps_its_sqlite_database_in_write_ah
     (an annotation's save took 44-50 ms, 37.3-37.5 ms in this mode). Through the launcher, Label
     Studio's database is in write-ahead-log mode and each connection a request opens commits
     without waiting for the disk (synchronous NORMAL)."""
-    import sqlite3
-
     database = live_stack.settings.home / "label-studio" / "label_studio.sqlite3"
     with closing(sqlite3.connect(database)) as db:  # the mode is kept in the file: any program sees it
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
