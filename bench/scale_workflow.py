@@ -13,7 +13,7 @@ process (its Python start included) and its Label Studio baseline:
   one such import before judgelab's and one after (each import makes the database bigger);
 - **preannotate**: ``judgelab preannotate --push`` (the backend predicts, judgelab imports each
   chunk's predictions) | the same predictions, precomputed, POSTed to
-  ``/api/projects/{id}/import/predictions`` in requests of the push's (three chunks, 300
+  ``/api/projects/{id}/import/predictions`` in requests of the push's (five chunks, 500
   predictions: what the push imports at once when its backend keeps ahead of Label Studio) (the
   bare bulk import: the backend's own work is not in it; the note gives that work alone, the
   push's chunks sent to the backend's ``/predict`` one after another); and **push**, the part of that run the command

@@ -8,7 +8,7 @@ Three ways, chosen by the number of such tasks (``method="auto"``):
   tasks (``bench/preannotate_paths.py``); so it is used up to :data:`SINGLE_REQUEST_MAX` tasks,
   which finish within a minute even on the loaded machine, well inside :data:`RETRIEVE_TIMEOUT`.
 - ``push`` (more tasks, or ``--push``): judgelab sends the tasks to the backend in chunks
-  and imports the predictions of up to three chunks in one request (:mod:`sync.bulk_predict`), with a
+  and imports the predictions of up to five chunks in one request (:mod:`sync.bulk_predict`), with a
   progress bar. It needs the backend as judgelab reaches it (a
   :class:`~judgelab.sync.backend_client.BackendClient`).
 - ``chunks`` (more tasks, and judgelab cannot reach the backend, e.g. a Docker network only
