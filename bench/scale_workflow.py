@@ -110,7 +110,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judgelab.configs.schema import get_schema  # noqa: E402
-from judgelab.sync.bulk_predict import READ_TOGETHER  # noqa: E402
+from judgelab.sync.bulk_predict import chunks_per_group  # noqa: E402
 from judgelab.sync.client import Connection, connect  # noqa: E402
 from judgelab.sync.http_retry import tls_context  # noqa: E402
 from judgelab.sync.importers import rows_from_records  # noqa: E402
@@ -131,7 +131,7 @@ ANNOTATORS = ["rater.a@judgelab.local", "rater.b@judgelab.local", "rater.c@judge
 CHUNK = 100  # judgelab preannotate's default --chunk-size
 # the baseline's prediction requests: as many as a push imports in one request when its backend
 # keeps ahead of Label Studio (a group of chunks read together, checked and imported together)
-IMPORT_REQUEST = READ_TOGETHER * CHUNK
+IMPORT_REQUEST = chunks_per_group(CHUNK) * CHUNK
 INCREMENTAL_SHARE = 0.25  # within the incremental sync's time (0.34-0.45x the export's) for its kill point
 STAGES = ("import", "preannotate", "sync", "incremental", "report", "llm")
 LLM_MODEL = "sim-judge"

@@ -48,14 +48,14 @@ if TYPE_CHECKING:  # preannotate calls this module: only its options' type is na
 log = logging.getLogger("judgelab.sync")
 CHUNK_SIZE = 100  # tasks per /predict (an import takes up to READ_TOGETHER chunks' predictions)
 TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (PushReport.seconds)
-# Without a budget, the data of this many chunks is read in one Data Manager listing (500 tasks of
-# 100: the most one listing names, IDS_PER_QUERY); those of its chunks predicted by the time the
-# group before is imported are imported in one request (checked against the project first:
-# :class:`_Importer`), while the next group is read and predicted. Label Studio builds a bigger
-# page, and imports a bigger request, for less time per task, and each import is preceded by a
+# Without a budget, the data of up to this many chunks is read in one Data Manager listing (no more
+# ids than one listing names: :func:`chunks_per_group`); those of its chunks predicted by the time
+# the group before is imported are imported in one request (checked against the project first:
+# :class:`_Importer`), while the next group is read and predicted. Each import is preceded by a
 # count of the project's predictions, whose cost grows with the project (31 ms at 30,000 tasks on
-# PostgreSQL): at 30,000 tasks groups of three chunks imported in 1.17-1.23x the time Label
-# Studio's bulk import took for the same requests, groups of five in 1.09x
+# PostgreSQL), and Label Studio reads and imports bigger requests for less time per task: at
+# 30,000 tasks groups of three chunks imported in 1.17-1.23x the time Label Studio's bulk import
+# took for the same requests, groups of five in 1.09x
 READ_TOGETHER = 5
 # Seconds a predicted chunk waits for the rest of its group, to be imported with it. Waiting costs
 # nothing but the progress bar's steps: the chunks after it are predicted meanwhile. An LLM that
@@ -176,13 +176,12 @@ class _Strangers:
     elsewhere: an annotator opening a task makes Label Studio ask the backend for it, or another run
     pushes. Asking which of a group's tasks got one (a filtered listing of them) took Label Studio
     31-36 ms for 300 tasks on PostgreSQL at 10,000 tasks; the project's count of predictions 10-12
-    ms there, about what any request costs it (31 ms at 30,000 tasks: the count grows with the
-    project, which is why a group is five chunks). So the push counts: while the count is what it
-    expects (the count when the tasks were listed plus what it has imported since), nothing came
-    from elsewhere and the group is imported without a listing. Once the count differs, every group
-    of the round is listed before its import (the count does not say which tasks the strangers are
-    on); the next round counts and lists afresh. A Label Studio that does not answer the count has
-    every group listed.
+    ms there, about what any request costs it (it grows with the project: :data:`READ_TOGETHER`). So
+    the push counts: while the count is what it expects (the count when the tasks were listed plus
+    what it has imported since), nothing came from elsewhere and the group is imported without a
+    listing. Once the count differs, every group of the round is listed before its import (the count
+    does not say which tasks the strangers are on); the next round counts and lists afresh. A Label
+    Studio that does not answer the count has every group listed.
 
     Neither question is proof against everything. Both leave the moments between the answer and
     the import (a prediction made then is doubled). The count also misses a stranger whose
@@ -375,6 +374,12 @@ class _Ahead:
         self._readers.shutdown(cancel_futures=True)
 
 
+def chunks_per_group(chunk_size: int) -> int:
+    """How many chunks of ``chunk_size`` tasks a push reads, checks and imports together without a
+    budget: :data:`READ_TOGETHER`, fewer when their ids would not fit in one listing."""
+    return max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))
+
+
 def _push_round(queue: list[int], chunk_size: int, budget: Budget | None, ahead: _Ahead, importer: _Importer) -> None:
     """One pass over ``queue``: each chunk predicted and its new predictions imported.
 
@@ -385,7 +390,7 @@ def _push_round(queue: list[int], chunk_size: int, budget: Budget | None, ahead:
     the import in turn (``importer.turn``). With a budget, a chunk's size depends on what the
     previous one cost, so chunks go one after another."""
     pending: deque[list[Future]] = deque()  # groups of chunks, each a future per chunk
-    together = max(1, min(READ_TOGETHER, IDS_PER_QUERY // chunk_size))  # chunks per group, without a budget
+    together = chunks_per_group(chunk_size)
     report = importer.report
     try:
         while queue or pending:
