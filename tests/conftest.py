@@ -18,12 +18,14 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+import label_studio_cache
 import pytest
 from hypothesis import settings as hypothesis_settings
 
@@ -162,13 +164,17 @@ def _label_studio_up(settings, creds, proc, may_move: bool = True):
 
 def _template(shared: Path) -> Path:
     """A migrated Label Studio state folder for the workers to copy: made once per run (from
-    ``JUDGELAB_TEST_HOME`` when that one is migrated, else by a first start of Label Studio)."""
+    ``JUDGELAB_TEST_HOME`` when that one is migrated, else from the folder an earlier run on this
+    machine kept, ``tests/label_studio_cache.py``, else by a first start of Label Studio, whose
+    folder is then kept for the next run)."""
     from judgelab.sync.local_stack import StackSettings, load_credentials, spawn_label_studio
 
     template = shared / "ls-template"
     with _locked(shared / "ls-template.lock"):
         if not (shared / "ls-template.ready").exists():
             kept = Path(os.environ["JUDGELAB_TEST_HOME"]) if os.environ.get("JUDGELAB_TEST_HOME") else None
+            if kept is None or not _migrated(kept):
+                kept = label_studio_cache.kept(label_studio_cache.SQLITE)  # an earlier run's, on this machine
             if kept is not None and _migrated(kept):
                 _copy_home(kept, template)
             else:
@@ -182,6 +188,7 @@ def _template(shared: Path) -> Path:
                         os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=60)
                     (template / "label-studio.pid").unlink(missing_ok=True)
+                label_studio_cache.keep_sqlite(template, _copy_home)
             (shared / "ls-template.ready").touch()
     return template
 
@@ -247,12 +254,26 @@ def _postgres_stack():
 
 
 def _new_postgres_stack(server):
+    """A Label Studio starting on a new database of ``server``: the migrated database an earlier run
+    kept (``tests/label_studio_cache.py``), else a first boot that migrates it, waited for here so
+    that its database is kept for the next run."""
+    from judgelab.sync.client import SyncError
     from judgelab.sync.local_stack import StackSettings
 
     database = server.create_database("labelstudio")
     home = _made_home("judgelab-stack-postgres-")
+    try:
+        restored = label_studio_cache.restore_postgres(server, database, home)
+    except SyncError as exc:  # restored in one transaction: the database is still empty
+        label_studio_cache.forget(label_studio_cache.POSTGRES)
+        print(f"the kept PostgreSQL state did not restore, migrating instead: {exc}", file=sys.stderr)
+        restored = False
     settings = StackSettings(home=home, ls_port=free_port(), backend_port=free_port(), database=database)
-    return _spawn_stack(settings)
+    settings, creds, proc = _spawn_stack(settings)
+    if not restored and proc is not None:
+        settings, proc = _label_studio_up(settings, creds, proc)  # no worker waits on its port yet
+        label_studio_cache.keep_postgres(server, database, home)
+    return settings, creds, proc
 
 
 def _shared_postgres_stack(described: dict):

@@ -1,0 +1,150 @@
+"""Label Studio's migrated state, kept on this machine from one run of the suite to the next.
+
+Every run starts its Label Studio servers on new state: a SQLite folder that the workers copy
+(``tests/conftest.py``) and a database on a new PostgreSQL server. Their first boots migrate the
+database, about 40 s of CPU each on 2 cores, in every run, although nothing in them changes between
+two runs with the same packages. What such a boot leaves is kept here and a later run starts from a
+copy:
+
+- **SQLite**: the migrated state folder (the database and the preset login), copied as the
+  workers copy it;
+- **PostgreSQL**: a dump of the migrated database (``pg_dump -Fc``) and the login it holds,
+  restored into the new server's database before Label Studio starts on it.
+
+Each is kept under a key made of every installed distribution's name and version and of the code
+of judgelab's that starts Label Studio (``sync/local_stack.py``, ``sync/label_studio_server.py``,
+``tests/postgres_server.py``): a new Label Studio, Django or launcher finds no copy and migrates
+again, and the copies of other keys are removed. Only a state a boot finished is kept (written into
+a temporary folder and renamed into place), so a killed run leaves nothing half-kept.
+
+``JUDGELAB_TEST_CACHE`` sets the folder (default ``~/.cache/judgelab-tests``, or under
+``$XDG_CACHE_HOME``); ``JUDGELAB_TEST_CACHE=off`` keeps nothing and makes every run migrate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+CACHE_ENV = "JUDGELAB_TEST_CACHE"
+ROOT = Path(__file__).resolve().parents[1]
+# judgelab's code that decides what a first boot leaves (its settings, its login, its launcher)
+BOOT_CODE = ("sync/local_stack.py", "sync/label_studio_server.py", "tests/postgres_server.py")
+SQLITE = "sqlite"
+POSTGRES = "postgres"
+DUMP = "labelstudio.dump"
+CREDENTIALS = "credentials.json"
+
+
+def cache_folder() -> Path | None:
+    """This machine's folder for the current key (None: ``JUDGELAB_TEST_CACHE=off``)."""
+    value = os.environ.get(CACHE_ENV, "")
+    if value.lower() in ("off", "0", "no", "false"):
+        return None
+    if value:
+        base = Path(value)
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "judgelab-tests"
+    return base / key()
+
+
+def key() -> str:
+    """Label Studio's version and a digest of every installed distribution and of judgelab's boot code."""
+    digest = hashlib.sha256()
+    versions = sorted(
+        f"{dist.metadata['Name']}=={dist.version}".lower()
+        for dist in importlib.metadata.distributions()
+        if dist.metadata["Name"]
+    )
+    digest.update("\n".join(versions).encode())
+    for name in BOOT_CODE:
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
+    return f"label-studio-{importlib.metadata.version('label-studio')}-{digest.hexdigest()[:16]}"
+
+
+def kept(kind: str) -> Path | None:
+    """The kept state of ``kind`` (:data:`SQLITE`, :data:`POSTGRES`), when a run left one."""
+    folder = cache_folder()
+    if folder is None or not (folder / kind / CREDENTIALS).exists():
+        return None
+    return folder / kind
+
+
+def keep(kind: str, write: Callable[[Path], None]) -> None:
+    """Keep a state of ``kind``: ``write(folder)`` fills a new folder, which then takes the place
+    (a state kept meanwhile by another run stays; the other keys' states are removed). Nothing is
+    kept when the cache is off or its folder cannot be written."""
+    folder = cache_folder()
+    if folder is None or (folder / kind / CREDENTIALS).exists():
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for other in folder.parent.iterdir():
+            if other != folder and other.name.startswith("label-studio-"):
+                shutil.rmtree(other, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=folder))
+    except OSError:
+        return
+    try:
+        write(staging)
+        if not (staging / CREDENTIALS).exists():
+            raise OSError(f"{kind}: no {CREDENTIALS} written")
+        os.rename(staging, folder / kind)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def forget(kind: str) -> None:
+    """Drop the kept state of ``kind`` (one that did not restore): the next boot migrates and keeps anew."""
+    state = kept(kind)
+    if state is not None:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def keep_sqlite(home: Path, copy_home: Callable[[Path, Path], None]) -> None:
+    """Keep a migrated SQLite state folder (copied with ``copy_home``, as the workers copy it)."""
+    keep(SQLITE, lambda staging: copy_home(home, staging))
+
+
+def keep_postgres(server, database, home: Path) -> None:
+    """Keep a dump of the migrated PostgreSQL database ``database`` of ``server`` and ``home``'s login."""
+
+    def write(staging: Path) -> None:
+        dumped = server.root / DUMP  # the server's own folder: PostgreSQL's tools may run as its user
+        server._run("pg_dump", *_connection(server, database.name), "-Fc", "--no-owner", "-f", str(dumped))
+        shutil.move(dumped, staging / DUMP)
+        shutil.copy(home / CREDENTIALS, staging / CREDENTIALS)
+        (staging / "database.json").write_text(json.dumps({"name": database.name}))
+
+    keep(POSTGRES, write)
+
+
+def restore_postgres(server, database, home: Path) -> bool:
+    """Restore the kept dump into ``database`` (empty, just created) and put its login in ``home``;
+    False when none is kept (Label Studio's first boot then migrates)."""
+    state = kept(POSTGRES)
+    if state is None:
+        return False
+    dumped = server.root / DUMP
+    shutil.copy(state / DUMP, dumped)
+    if server._account is not None:
+        os.chown(dumped, server._account.pw_uid, server._account.pw_gid)
+    server._run(
+        "pg_restore", *_connection(server, database.name), "--no-owner", "--role", database.user,
+        "--exit-on-error", "--single-transaction", str(dumped),
+    )  # fmt: skip
+    dumped.unlink()
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(state / CREDENTIALS, home / CREDENTIALS)
+    (home / CREDENTIALS).chmod(0o600)
+    return True
+
+
+def _connection(server, name: str) -> list[str]:
+    return ["-h", server.host, "-p", str(server.port), "-U", server.superuser, "-d", name]
