@@ -52,10 +52,11 @@ TIMED = ("reading", "predicting", "importing")  # the parts of a push's time (Pu
 # ids than one listing names: :func:`chunks_per_group`); those of its chunks predicted by the time
 # the group before is imported are imported in one request (checked against the project first:
 # :class:`_Importer`), while the next group is read and predicted. Each import is preceded by a
-# count of the project's predictions, whose cost grows with the project (31 ms at 30,000 tasks on
-# PostgreSQL), and Label Studio reads and imports bigger requests for less time per task: at
-# 30,000 tasks groups of three chunks imported in 1.17-1.23x the time Label Studio's bulk import
-# took for the same requests, groups of five in 1.09x
+# count of the project's predictions (25-41 ms on PostgreSQL from 10,000 to 100,000 tasks, about
+# what any request costs Label Studio: bench/push_check_cost.py), and Label Studio reads and
+# imports bigger requests for less time per task: at 30,000 tasks groups of three chunks imported
+# in 1.17-1.23x the time Label Studio's bulk import took for the same requests, groups of five in
+# 1.09x
 READ_TOGETHER = 5
 # Seconds a predicted chunk waits for the rest of its group, to be imported with it. Waiting costs
 # nothing but the progress bar's steps: the chunks after it are predicted meanwhile. An LLM that
@@ -174,9 +175,9 @@ class _Strangers:
 
     A task must not get two predictions of one version, and while a push runs one may come from
     elsewhere: an annotator opening a task makes Label Studio ask the backend for it, or another run
-    pushes. Asking which of a group's tasks got one (a filtered listing of them) took Label Studio
-    31-36 ms for 300 tasks on PostgreSQL at 10,000 tasks; the project's count of predictions 10-12
-    ms there, about what any request costs it (it grows with the project: :data:`READ_TOGETHER`). So
+    pushes. Asking which of a group's 500 tasks got one (a filtered listing of them) took Label
+    Studio 48-88 ms on PostgreSQL at 10,000 to 100,000 tasks; the project's count of predictions
+    25-41 ms, about what any request costs it, at every size (``bench/push_check_cost.py``). So
     the push counts: while the count is what it expects (the count when the tasks were listed plus
     what it has imported since), nothing came from elsewhere and the group is imported without a
     listing. Once the count differs, every group of the round is listed before its import (the count
