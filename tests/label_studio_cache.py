@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import os
 import shutil
 import tempfile
@@ -113,38 +112,29 @@ def keep_sqlite(home: Path, copy_home: Callable[[Path, Path], None]) -> None:
 
 
 def keep_postgres(server, database, home: Path) -> None:
-    """Keep a dump of the migrated PostgreSQL database ``database`` of ``server`` and ``home``'s login."""
+    """Keep a dump of the migrated PostgreSQL database ``database`` of ``server`` and ``home``'s login
+    (a dump that fails keeps nothing: the next run migrates)."""
+    from judgelab.sync.client import SyncError
 
     def write(staging: Path) -> None:
-        dumped = server.root / DUMP  # the server's own folder: PostgreSQL's tools may run as its user
-        server._run("pg_dump", *_connection(server, database.name), "-Fc", "--no-owner", "-f", str(dumped))
-        shutil.move(dumped, staging / DUMP)
+        try:
+            server.dump(database.name, staging / DUMP)
+        except SyncError as exc:
+            raise OSError(str(exc)) from exc
         shutil.copy(home / CREDENTIALS, staging / CREDENTIALS)
-        (staging / "database.json").write_text(json.dumps({"name": database.name}))
 
     keep(POSTGRES, write)
 
 
 def restore_postgres(server, database, home: Path) -> bool:
     """Restore the kept dump into ``database`` (empty, just created) and put its login in ``home``;
-    False when none is kept (Label Studio's first boot then migrates)."""
+    False when none is kept (Label Studio's first boot then migrates). A dump that does not restore
+    raises ``SyncError`` and leaves the database empty."""
     state = kept(POSTGRES)
     if state is None:
         return False
-    dumped = server.root / DUMP
-    shutil.copy(state / DUMP, dumped)
-    if server._account is not None:
-        os.chown(dumped, server._account.pw_uid, server._account.pw_gid)
-    server._run(
-        "pg_restore", *_connection(server, database.name), "--no-owner", "--role", database.user,
-        "--exit-on-error", "--single-transaction", str(dumped),
-    )  # fmt: skip
-    dumped.unlink()
+    server.restore(database, state / DUMP)
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(state / CREDENTIALS, home / CREDENTIALS)
     (home / CREDENTIALS).chmod(0o600)
     return True
-
-
-def _connection(server, name: str) -> list[str]:
-    return ["-h", server.host, "-p", str(server.port), "-U", server.superuser, "-d", name]

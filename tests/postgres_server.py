@@ -197,6 +197,30 @@ class PostgresServer:
                 conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(user)))
         return PostgresSettings(name=name, user=user, password=password, host=self.host, port=self.port)
 
+    def dump(self, name: str, target: Path) -> None:
+        """``pg_dump -Fc`` of database ``name`` (owners left out) into the file ``target``."""
+        dumped = self.root / f"{name}.dump"  # the server's own folder: the tools may run as its user
+        self._run("pg_dump", *self._tool_connection(name), "-Fc", "--no-owner", "-f", str(dumped))
+        shutil.move(dumped, target)
+
+    def restore(self, database: PostgresSettings, source: Path) -> None:
+        """Restore the dump ``source`` into ``database`` (empty), its objects owned by its login role;
+        in one transaction: on an error (``SyncError``) the database is left as it was."""
+        copied = self.root / f"{database.name}.dump"
+        shutil.copy(source, copied)
+        if self._account is not None:
+            os.chown(copied, self._account.pw_uid, self._account.pw_gid)
+        try:
+            self._run(
+                "pg_restore", *self._tool_connection(database.name), "--no-owner", "--role", database.user,
+                "--exit-on-error", "--single-transaction", str(copied),
+            )  # fmt: skip
+        finally:
+            copied.unlink(missing_ok=True)
+
+    def _tool_connection(self, name: str) -> list[str]:
+        return ["-h", self.host, "-p", str(self.port), "-U", self.superuser, "-d", name]
+
     def stop(self) -> None:
         """Stop the server (fast: open sessions are ended) and remove its directory."""
         if self.root is None:
