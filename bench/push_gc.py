@@ -73,6 +73,7 @@ def main() -> None:
     subprocess.run(command, env=env, check=True)
     rows = [json.loads(line) for log in probe.glob("ls-*.jsonl") for line in log.read_text().splitlines()]
     report(rows)
+    print(f"the probe's request logs: {probe}")
 
 
 def report(rows: list[dict]) -> None:
