@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import parse_qs
 
 PROBE = r"""
 import os
@@ -77,12 +78,13 @@ def main() -> None:
 
 
 def report(rows: list[dict]) -> None:
-    read = {q.split("&")[0] for q in (r["query"] for r in rows if r["path"] == "/api/tasks/")}
+    # the push reads its own project's tasks (Data Manager listings); the baseline reads none
+    read = {parse_qs(r["query"]).get("project", [""])[0] for r in rows if r["path"] == "/api/tasks/"}
     imports: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r["method"] == "POST" and r["path"].endswith("/import/predictions"):
             imports[r["path"].split("/")[3]].append(r)
-    pushed = [p for p in imports if f"project={p}" in read]
+    pushed = [p for p in imports if p in read]
     if len(pushed) != 1 or len(imports) != 2:
         raise SystemExit(f"expected the push's project and the baseline's; found imports into {sorted(imports)}")
     (baseline,) = [p for p in imports if p != pushed[0]]
