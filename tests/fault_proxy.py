@@ -39,6 +39,8 @@ class FaultProxy:
         self.error_body = ("application/json", b'{"detail": "injected failure"}')  # what a 500 says
         self._in_a_row: Counter[str] = Counter()
         self._lock = threading.Lock()
+        # set to a list to keep every answer passed through: (method, path with query, status, body)
+        self.answers: list[tuple[str, str, int, bytes]] | None = None
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +55,8 @@ class FaultProxy:
                 status, reason, headers, payload = proxy._forward(self.command, self.path, self.headers, body)
                 if fault in ("500-after", "drop-after"):
                     return self._fail(fault)
+                if proxy.answers is not None:
+                    proxy.answers.append((self.command, self.path, status, payload))
                 self.send_response(status, reason)
                 for name, value in headers:
                     if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":

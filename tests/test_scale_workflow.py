@@ -15,9 +15,12 @@ import re
 import subprocess
 import sys
 import uuid
+from collections import Counter
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from fault_proxy import FaultProxy
 
 from judgelab.configs.schema import get_schema
 from judgelab.sync.backend_link import connect_backend
@@ -224,3 +227,38 @@ def test_predictions_made_elsewhere_during_a_push_are_never_doubled(live_stack, 
     assert [p.score for p in client.predictions.list(task=ids[-2])] == [0.125]
     assert versions[ids[-1]] == sorted([version, "made-by-hand"])
     assert all(versions[task_id] == [version] for task_id in ids[:-2]), versions
+
+
+def test_a_push_reads_each_tasks_data_from_label_studio_once(live_stack, tmp_path):
+    """``preannotate --push`` reads the data of the tasks it predicts from Label Studio a group at a
+    time and no task's twice (the tasks are listed by id first, without their data). Every request
+    goes through a proxy that keeps Label Studio's answers."""
+    schema = get_schema("hotel_spans")
+    samples = [s["data"] if "data" in s else s for s in schema.samples()]
+    tag, n = uuid.uuid4().hex[:8], 40
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"once-{tag}-{i}"}}) + "\n" for i in range(n))
+    )
+    title = f"Read once {tag}"
+    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    with FaultProxy(live_stack.url, rate=0.0) as proxy:
+        proxy.answers = []
+        env = {"JUDGELAB_LS_URL": proxy.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
+        args = ["preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url, "--chunk-size", "3"]
+        result = CliRunner().invoke(main, args, env=env)
+        assert result.exit_code == 0, result.output
+    read: Counter[int] = Counter()  # task id -> times its data was read
+    for method, path, status, body in proxy.answers:
+        parts = urlsplit(path)
+        if method != "GET" or parts.path != "/api/tasks/" or status != 200:
+            continue
+        listed = [task["id"] for task in json.loads(body).get("tasks") or []]
+        if "data" in parse_qs(parts.query).get("include", [""])[0].split(","):
+            read.update(listed)
+    client = live_stack.client
+    (project,) = [p for p in client.projects.list() if p.title == title]
+    ids = [t.id for t in client.tasks.list(project=project.id)]
+    assert sorted(read) == sorted(ids), "every task's data read"
+    assert set(read.values()) == {1}, {task_id: times for task_id, times in read.items() if times > 1}
+    assert all(len(client.predictions.list(task=task_id)) == 1 for task_id in ids)
