@@ -77,6 +77,20 @@ def _shown(bars: list, command: str) -> list[str]:
     return shown
 
 
+def _hotel_tasks_imported(stack, tmp_path, prefix: str, n: int) -> str:
+    """The title of a new project of ``n`` hotel tasks imported through the CLI (``prefix`` names
+    them and the project)."""
+    schema = get_schema("hotel_spans")
+    samples = [s["data"] if "data" in s else s for s in schema.samples()]
+    tag = uuid.uuid4().hex[:8]
+    tasks = tmp_path / "tasks.jsonl"
+    rows = ({"data": {**samples[i % len(samples)], "id": f"{prefix}-{tag}-{i}"}} for i in range(n))
+    tasks.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    title = f"{prefix} {tag}"
+    _run(stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    return title
+
+
 def test_import_preannotate_sync_and_report_show_a_rate_and_the_time_left(live_stack, bars, tmp_path):
     schema = get_schema("hotel_spans")
     samples = [s["data"] if "data" in s else s for s in schema.samples()]
@@ -155,16 +169,8 @@ def test_two_pushes_at_once_give_every_task_one_prediction(live_stack, tmp_path)
     first and then finds nothing left, so no task gets two predictions of the version. (Without
     the wait, runs that overlapped split the tasks between them, each only as safe as its check
     before an import.)"""
-    schema = get_schema("hotel_spans")
-    samples = [s["data"] if "data" in s else s for s in schema.samples()]
-    tasks = tmp_path / "tasks.jsonl"
-    tag = uuid.uuid4().hex[:8]
     n = 60
-    tasks.write_text(
-        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"two-{tag}-{i}"}}) + "\n" for i in range(n))
-    )
-    title = f"Two pushes {tag}"
-    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    title = _hotel_tasks_imported(live_stack, tmp_path, "Two-pushes", n)
     env = {**os.environ, "JUDGELAB_LS_URL": live_stack.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
     args = ["preannotate", "--title", title, "--push", "--backend-url", live_stack.backend_url, "--chunk-size", "3"]
     runs = [
@@ -196,15 +202,8 @@ def test_predictions_made_elsewhere_during_a_push_are_never_doubled(live_stack, 
     yet to import, and one of another version for another such task. The first task
     keeps that prediction alone; every other task gets the push's, the second beside its other
     version's."""
-    schema = get_schema("hotel_spans")
-    samples = [s["data"] if "data" in s else s for s in schema.samples()]
-    tag, n = uuid.uuid4().hex[:8], 30
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
-        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"str-{tag}-{i}"}}) + "\n" for i in range(n))
-    )
-    title = f"Strangers {tag}"
-    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    n = 30
+    title = _hotel_tasks_imported(live_stack, tmp_path, "Strangers", n)
     client = live_stack.client
     (project,) = [p for p in client.projects.list() if p.title == title]
     version = connect_backend(client, project.id, live_stack.backend_url).model_version
@@ -233,15 +232,7 @@ def test_a_push_reads_each_tasks_data_from_label_studio_once(live_stack, tmp_pat
     """``preannotate --push`` reads the data of the tasks it predicts from Label Studio a group at a
     time and no task's twice (the tasks are listed by id first, without their data). Every request
     goes through a proxy that keeps Label Studio's answers."""
-    schema = get_schema("hotel_spans")
-    samples = [s["data"] if "data" in s else s for s in schema.samples()]
-    tag, n = uuid.uuid4().hex[:8], 40
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
-        "".join(json.dumps({"data": {**samples[i % len(samples)], "id": f"once-{tag}-{i}"}}) + "\n" for i in range(n))
-    )
-    title = f"Read once {tag}"
-    _run(live_stack, "import", "--schema", schema.name, "--title", title, str(tasks))
+    title = _hotel_tasks_imported(live_stack, tmp_path, "Read-once", 40)
     with FaultProxy(live_stack.url, rate=0.0) as proxy:
         proxy.answers = []
         env = {"JUDGELAB_LS_URL": proxy.url, "JUDGELAB_LS_TOKEN": live_stack.creds.token}
