@@ -346,8 +346,10 @@ def _group_tables(
     problems: pd.DataFrame | None,
     usage: pd.DataFrame | None,
 ) -> dict[str, pd.DataFrame]:
-    """One report's tables: the rows of its ``projects``, with the whole run's problems and usage."""
-    subset = {key: frame[frame["project"].isin(projects)] for key, frame in frames.items()}
+    """One report's tables: the rows of its ``projects`` (not copied when they are every row: a
+    report of the run's one project holds its tables once, not twice), with the whole run's
+    problems and usage."""
+    subset = {key: _rows_of(frame, projects) for key, frame in frames.items()}
     if problems is not None:
         subset["problems"] = problems
     if usage is not None:
@@ -465,9 +467,9 @@ def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
 
 
 def _rows_of(frame: pd.DataFrame, project: object) -> pd.DataFrame:
-    """The rows of ``project``: all of ``frame``'s without copying them in a one-project run (a
-    shallow copy: a column a section adds stays its own)."""
-    mine = frame["project"] == project
+    """The rows of ``project`` (or of any of a list of projects): all of ``frame``'s without
+    copying them in a one-project run (a shallow copy: a column a section adds stays its own)."""
+    mine = frame["project"].isin(project) if isinstance(project, list) else frame["project"] == project
     return frame.copy(deep=False) if mine.all() else frame[mine]
 
 
