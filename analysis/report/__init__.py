@@ -347,8 +347,8 @@ def _group_tables(
     usage: pd.DataFrame | None,
 ) -> dict[str, pd.DataFrame]:
     """One report's tables: the rows of its ``projects`` (not copied when they are every row: a
-    report of the run's one project holds its tables once, not twice), with the whole run's
-    problems and usage."""
+    report of the run's one project shares the run's columns), with the whole run's problems and
+    usage."""
     subset = {key: _rows_of(frame, projects) for key, frame in frames.items()}
     if problems is not None:
         subset["problems"] = problems
