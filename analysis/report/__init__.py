@@ -349,7 +349,7 @@ def _group_tables(
     """One report's tables: the rows of its ``projects`` (not copied when they are every row: a
     report of the run's one project shares the run's columns), with the whole run's problems and
     usage."""
-    subset = {key: _rows_of(frame, projects) for key, frame in frames.items()}
+    subset = {key: _rows_where(frame, frame["project"].isin(projects)) for key, frame in frames.items()}
     if problems is not None:
         subset["problems"] = problems
     if usage is not None:
@@ -467,9 +467,13 @@ def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
 
 
 def _rows_of(frame: pd.DataFrame, project: object) -> pd.DataFrame:
-    """The rows of ``project`` (or of any of a list of projects): all of ``frame``'s without
-    copying them in a one-project run (a shallow copy: a column a section adds stays its own)."""
-    mine = frame["project"].isin(project) if isinstance(project, list) else frame["project"] == project
+    """The rows of ``project`` (:func:`_rows_where`)."""
+    return _rows_where(frame, frame["project"] == project)
+
+
+def _rows_where(frame: pd.DataFrame, mine: pd.Series) -> pd.DataFrame:
+    """The rows of ``frame`` that ``mine`` keeps: all of them without copying them when it keeps
+    every row, as in a one-project run (a shallow copy: a column a section adds stays its own)."""
     return frame.copy(deep=False) if mine.all() else frame[mine]
 
 
