@@ -11,10 +11,13 @@ copy:
 - **PostgreSQL**: a dump of the migrated database (``pg_dump -Fc``) and the login it holds,
   restored into the new server's database before Label Studio starts on it.
 
-Each is kept under a key made of every installed distribution's name and version and of the code
-of judgelab's that starts Label Studio (``sync/local_stack.py``, ``sync/label_studio_server.py``,
-``tests/postgres_server.py``): a new Label Studio, Django or launcher finds no copy and migrates
-again, and the copies of other keys are removed. Only a state a boot finished is kept (written into
+Each is kept under a key made of the name and version of Label Studio and of every distribution
+it requires, through their requirements, and of the code of judgelab's that starts Label Studio
+(``sync/local_stack.py``, ``sync/label_studio_server.py``, ``tests/postgres_server.py``): a new
+Label Studio, Django or launcher finds no copy and migrates again, and the copies of other keys
+are removed. A tool installed beside them (a profiler, say) keeps the key: keyed on every
+installed distribution, installing ``py-spy`` and ``memray`` made the next run migrate both
+databases again. Only a state a boot finished is kept (written into
 a temporary folder and renamed into place), so a killed run leaves nothing half-kept.
 
 ``JUDGELAB_TEST_CACHE`` sets the folder (default ``~/.cache/judgelab-tests``, or under
@@ -54,17 +57,39 @@ def cache_folder() -> Path | None:
 
 
 def key() -> str:
-    """Label Studio's version and a digest of every installed distribution and of judgelab's boot code."""
+    """Label Studio's version and a digest of what its first boot runs: the distributions of
+    :func:`boot_distributions` and judgelab's boot code."""
     digest = hashlib.sha256()
-    versions = sorted(
-        f"{dist.metadata['Name']}=={dist.version}".lower()
-        for dist in importlib.metadata.distributions()
-        if dist.metadata["Name"]
-    )
-    digest.update("\n".join(versions).encode())
+    digest.update("\n".join(boot_distributions()).encode())
     for name in BOOT_CODE:
         digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
     return f"label-studio-{importlib.metadata.version('label-studio')}-{digest.hexdigest()[:16]}"
+
+
+def boot_distributions() -> list[str]:
+    """``name==version`` of Label Studio and of every distribution it requires, their requirements'
+    too (those whose markers hold here, extras left out), sorted; ``name absent`` for one that is
+    required and not installed."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, str] = {}
+    todo = ["label-studio"]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in found:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = f"{name} absent"
+            continue
+        found[name] = f"{name}=={dist.version}"
+        for line in dist.requires or ():
+            required = Requirement(line)
+            if required.marker is None or required.marker.evaluate({"extra": ""}):
+                todo.append(required.name)
+    return sorted(found.values())
 
 
 def kept(kind: str) -> Path | None:

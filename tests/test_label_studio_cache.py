@@ -1,5 +1,6 @@
 """The suite's kept Label Studio state (tests/label_studio_cache.py): kept whole or not at all,
-under a key that changes with the packages and the boot code, and off when asked."""
+under a key that changes with Label Studio's packages and the boot code (not with a tool installed
+beside them), and off when asked."""
 
 from __future__ import annotations
 
@@ -69,3 +70,31 @@ def test_off_keeps_nothing(cache_dir, monkeypatch):
     cache.keep(cache.SQLITE, _state)
     assert cache.cache_folder() is None and cache.kept(cache.SQLITE) is None
     assert not cache_dir.exists()
+
+
+def _installed(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A distribution's metadata as pip leaves it in site-packages (``name-version.dist-info``)."""
+    info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {line}" for line in requires]
+    (info / "METADATA").write_text("\n".join(lines) + "\n")
+
+
+def test_a_tool_installed_beside_label_studio_keeps_the_key(monkeypatch, tmp_path):
+    before = cache.key()
+    _installed(tmp_path / "site", "some-profiler", "9.9", ("a-library-of-its-own>=1",))
+    _installed(tmp_path / "site", "a-library-of-its-own", "1.0")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert "some-profiler==9.9" not in cache.boot_distributions()
+    assert cache.key() == before
+
+
+@pytest.mark.parametrize("name", ["Django", "asgiref"])  # Label Studio's requirement, and one of Django's
+def test_another_version_of_what_label_studio_requires_changes_the_key(monkeypatch, tmp_path, name):
+    before = cache.key()
+    assert any(line.startswith(f"{name.lower()}==") for line in cache.boot_distributions())
+    _installed(tmp_path / "site", name, "0.0.1")  # found first on the path, as an upgrade would be
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert f"{name.lower()}==0.0.1" in cache.boot_distributions()
+    assert cache.key() != before
