@@ -15,10 +15,9 @@ Each is kept under a key made of the name and version of Label Studio and of eve
 it requires, through their requirements, and of the code of judgelab's that starts Label Studio
 (``sync/local_stack.py``, ``sync/label_studio_server.py``, ``tests/postgres_server.py``): a new
 Label Studio, Django or launcher finds no copy and migrates again, and the copies of other keys
-are removed. A tool installed beside them (a profiler, say) keeps the key: keyed on every
-installed distribution, installing ``py-spy`` and ``memray`` made the next run migrate both
-databases again. Only a state a boot finished is kept (written into
-a temporary folder and renamed into place), so a killed run leaves nothing half-kept.
+are removed, while a tool installed beside them (a profiler) keeps the key. Only a state a boot
+finished is kept (written into a temporary folder and renamed into place), so a killed run leaves
+nothing half-kept.
 
 ``JUDGELAB_TEST_CACHE`` sets the folder (default ``~/.cache/judgelab-tests``, or under
 ``$XDG_CACHE_HOME``); ``JUDGELAB_TEST_CACHE=off`` keeps nothing and makes every run migrate.
