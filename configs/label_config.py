@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+import types
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -205,30 +206,34 @@ def _parse(xml: str) -> LabelConfig:
     return _from_interface(xml, *_interface(xml))
 
 
-#: ``smart_open``'s transports for cloud storage. The SDK's label interface imports ``jsf`` (a JSON
-#: Schema faker), which imports ``smart_open``, which imports each of these to register it: Azure's,
-#: Google Cloud's and boto3's clients when installed (Label Studio's server brings all three), 0.6 s
-#: of the interface's 1.2 s of CPU at the first parse of every process (a backend's start, a CLI
-#: command). judgelab opens nothing through ``smart_open``: imported before the interface, it is
-#: imported without them (see :func:`_label_interface`).
-CLOUD_TRANSPORTS = ("smart_open.azure", "smart_open.gcs", "smart_open.s3")
+class _SampleDataFaker:
+    """Stands for ``jsf.JSF`` in the SDK's label interface, which imports it at the top of its
+    module only to make up sample task data (``LabelInterface.generate_sample_task``), which
+    judgelab never asks for. ``jsf`` imports ``faker`` and ``smart_open``, and ``smart_open`` each
+    of its cloud storage transports to register it (Azure's, Google Cloud's and boto3's clients,
+    which Label Studio's server brings): most of the interface's CPU at the first parse of every
+    process (a backend's start, a CLI command). Made, it is the real ``JSF``, imported then."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from jsf import JSF
+
+        return JSF(*args, **kwargs)
 
 
 def _label_interface() -> Any:
-    """The SDK's ``LabelInterface`` class; ``smart_open``, when nothing imported it before, imported
-    without its cloud transports (each marked missing while it imports, so that it skips them, then
-    unmarked: a later ``import smart_open.s3`` works as ever)."""
-    if "smart_open" not in sys.modules:
-        marked = [name for name in CLOUD_TRANSPORTS if name not in sys.modules]
-        sys.modules.update(dict.fromkeys(marked))
+    """The SDK's ``LabelInterface`` class, its module imported with :class:`_SampleDataFaker` as
+    ``jsf`` when nothing imported ``jsf`` before (the stand-in is in ``sys.modules`` only while
+    the SDK imports: a later ``import jsf`` imports the real one)."""
+    if "label_studio_sdk.label_interface.interface" not in sys.modules and "jsf" not in sys.modules:
+        stand_in = types.ModuleType("jsf", "judgelab's stand-in while the SDK's label interface imports")
+        stand_in.JSF = _SampleDataFaker
+        sys.modules["jsf"] = stand_in
         try:
-            import smart_open  # noqa: F401
-        except ImportError:
-            pass  # the SDK's own import says what is missing
+            from label_studio_sdk.label_interface import LabelInterface
         finally:
-            for name in marked:
-                if sys.modules.get(name, False) is None:
-                    del sys.modules[name]
+            if sys.modules.get("jsf") is stand_in:
+                del sys.modules["jsf"]
+        return LabelInterface
     from label_studio_sdk.label_interface import LabelInterface
 
     return LabelInterface
@@ -236,8 +241,8 @@ def _label_interface() -> Any:
 
 def preload_parser() -> None:
     """Import what parsing a config needs, for a process about to parse (a backend before it
-    serves): the SDK's label interface takes 0.6 s of CPU to import (:data:`CLOUD_TRANSPORTS`), which
-    would otherwise be paid by the first parse, inside its caller's deadline."""
+    serves): the SDK's label interface takes about 0.6 s of CPU to import (:class:`_SampleDataFaker`),
+    which would otherwise be paid by the first parse, inside its caller's deadline."""
     _label_interface()
 
 

@@ -3,6 +3,9 @@ and the structural fingerprint. Label configs are small hand-written XML."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from judgelab.configs.label_config import LabelConfigError, parse_label_config
@@ -170,3 +173,23 @@ def test_fingerprint_changes_when_a_control_is_renamed_or_retargeted():
 def test_a_config_that_does_not_parse_raises_label_config_error(bad):
     with pytest.raises(LabelConfigError):
         parse_label_config(bad)
+
+
+def test_a_parse_imports_no_sample_data_faker_and_the_sdks_sample_tasks_still_work():
+    """A process that parses a config (a backend's start, a CLI command) does not import the SDK's
+    JSON Schema faker (``jsf``) nor what it brings (``faker``, ``smart_open`` and its cloud
+    clients); the SDK's ``generate_sample_task``, which uses it, imports the real one then."""
+    script = (
+        "import sys\n"
+        "from judgelab.configs.label_config import _label_interface, parse_label_config\n"
+        "from judgelab.configs.schema import get_schema\n"
+        "xml = get_schema('likert_rubric_es').config_xml\n"
+        "assert parse_label_config(xml).controls\n"
+        "print(sorted(name for name in ('jsf', 'faker', 'smart_open', 'boto3') if name in sys.modules))\n"
+        "task = _label_interface()(xml).generate_sample_task()\n"
+        "import jsf\n"
+        "print(type(task).__name__, jsf.JSF.__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "dict jsf.parser"]
