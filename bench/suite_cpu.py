@@ -13,8 +13,10 @@ of what runs:
 
 Prints the run's CPU seconds by kind of process (the workers themselves, Label Studio, the
 backends, Chromium, CLI runs, ...), the files that cost most (their share of the run's CPU, by
-kind), and the tests whose worker spent most CPU in them. The suite is CPU-bound on 2 cores: its
-wall time is at least its CPU seconds over two, so this says what a quicker suite has to cut.
+kind), and the tests whose worker spent most CPU in them, each with the CPU of the processes it
+waited for (the commands it ran and theirs; a module's fixture counts on the first test that
+uses it). The suite is CPU-bound on 2 cores: its wall time is at least its CPU seconds over two,
+so this says what a quicker suite has to cut.
 A process that ends between two samples loses at most its last half second.
 
     .venv/bin/python bench/suite_cpu.py --top 40
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.monotonic() - started
         sampler.stopped.set()
         sampler.join()
-        starts, own, _ = read_tests(folder)
+        starts, own, waited = read_tests(folder)
     kinds, files = attribute(sampler.rows, starts, own)
     total = sum(kinds.values())
     busy = total / wall
@@ -195,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in by_file.most_common(args.top):
         parts = ", ".join(f"{kind} {s:.0f}" for kind, s in files[name].most_common(4))
         print(f"  {seconds:6.1f} s {seconds / total:6.1%}  {name}  ({parts})")
-    print(f"\nthe {args.top} tests whose worker spent most CPU in them (its own, children not included):")
+    print(f"\nthe {args.top} tests whose worker spent most CPU in them (its own; + the commands it waited for):")
     for node, seconds in own.most_common(args.top):
-        print(f"  {seconds:6.1f} s  {node}")
+        print(f"  {seconds:6.1f} s  (+{waited[node]:.1f} s)  {node}")
     if args.json:
         figures = {
             "exit": done.returncode,
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             "kinds": dict(kinds),
             "files": {name: dict(c) for name, c in files.items()},
             "tests": dict(own),
+            "tests_waited_for": dict(waited),
         }
         args.json.write_text(json.dumps(figures, indent=1))
     return done.returncode

@@ -226,18 +226,16 @@ def _label_interface() -> Any:
     """The SDK's ``LabelInterface`` class, its module imported with :class:`_SampleDataFaker` as
     ``jsf`` when nothing imported ``jsf`` before (the stand-in is in ``sys.modules`` only while
     the SDK imports: a later ``import jsf`` imports the real one)."""
+    stand_in = None
     if "label_studio_sdk.label_interface.interface" not in sys.modules and "jsf" not in sys.modules:
         stand_in = types.ModuleType("jsf", "judgelab's stand-in while the SDK's label interface imports")
         stand_in.JSF = _SampleDataFaker
         sys.modules["jsf"] = stand_in
-        try:
-            from label_studio_sdk.label_interface import LabelInterface
-        finally:
-            if sys.modules.get("jsf") is stand_in:
-                del sys.modules["jsf"]
-        return LabelInterface
-    from label_studio_sdk.label_interface import LabelInterface
-
+    try:
+        from label_studio_sdk.label_interface import LabelInterface
+    finally:
+        if stand_in is not None and sys.modules.get("jsf") is stand_in:
+            del sys.modules["jsf"]
     return LabelInterface
 
 
