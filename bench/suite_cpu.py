@@ -125,12 +125,20 @@ class Sampler(threading.Thread):
         return worker, process_kind(cmdline, comm)
 
 
+def _test_logs(folder: Path) -> list[Path]:
+    """The probe's logs: the xdist workers' (the controller writes one too, of the tests its workers
+    ran, with its own CPU: left out when there are workers), else the one process's."""
+    logs = sorted(folder.glob("tests-*.log"))
+    workers = [log for log in logs if log.stem != "tests-main"]
+    return workers or logs
+
+
 def read_tests(folder: Path) -> tuple[dict[str, list[tuple[float, str]]], Counter, Counter]:
     """Per worker, (start time, test file) of each test; each test's own and waited-for children's
     CPU seconds."""
     starts: dict[str, list[tuple[float, str]]] = {}
     own, children = Counter(), Counter()
-    for log in folder.glob("tests-*.log"):
+    for log in _test_logs(folder):
         worker, events, begun = log.stem.removeprefix("tests-"), [], {}
         for line in log.read_text().splitlines():
             at, what, cpu, waited, node = line.split(" ", 4)
@@ -143,6 +151,47 @@ def read_tests(folder: Path) -> tuple[dict[str, list[tuple[float, str]]], Counte
                 children[node] += float(waited) - waited0
         starts[worker] = sorted(events)
     return starts, own, children
+
+
+def read_spans(folder: Path) -> dict[str, list[tuple[float, float, str]]]:
+    """Per worker, (start, end, test id) of each test, by wall clock, in the order they ran."""
+    spans: dict[str, list[tuple[float, float, str]]] = {}
+    for log in _test_logs(folder):
+        begun, done = {}, []
+        for line in log.read_text().splitlines():
+            at, what, _cpu, _waited, node = line.split(" ", 4)
+            if what == "start":
+                begun[node] = float(at)
+            elif node in begun:
+                done.append((begun.pop(node), float(at), node))
+        spans[log.stem.removeprefix("tests-")] = sorted(done)
+    return spans
+
+
+def timeline(spans: dict[str, list[tuple[float, float, str]]], rows, started: float) -> dict:
+    """Where the run's wall time went: each worker's first start, last end and the time between
+    its tests (a worker's fixtures run inside its tests, so a gap is the worker waiting for xdist
+    or for nothing); each file's wall time on its worker; the cores busy in each minute."""
+    workers = {}
+    for worker, done in sorted(spans.items()):
+        if not done:
+            continue
+        in_tests = sum(end - start for start, end, _ in done)
+        workers[worker] = {
+            "first_start_s": done[0][0] - started,
+            "last_end_s": done[-1][1] - started,
+            "in_tests_s": in_tests,
+            "tests": len(done),
+        }
+    file_wall: Counter = Counter()
+    for done in spans.values():
+        for start, end, node in done:
+            file_wall[node.split("::")[0]] += end - start
+    minutes: Counter = Counter()
+    for at, _worker, _kind, seconds in rows:
+        minutes[int((at - started) // 60)] += seconds
+    busy = [round(minutes[m] / 60, 2) for m in range(max(minutes) + 1)] if minutes else []
+    return {"workers": workers, "file_wall_s": dict(file_wall), "cores_busy_per_minute": busy}
 
 
 def attribute(rows, starts, own: Counter) -> tuple[Counter, dict[str, Counter]]:
@@ -180,12 +229,14 @@ def main(argv: list[str] | None = None) -> int:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin_dir), env.get("PYTHONPATH")]))
         sampler = Sampler()
         sampler.start()
-        started = time.monotonic()
+        started, began = time.monotonic(), time.time()
         done = subprocess.run(["bash", "scripts/test.sh", "-p", PLUGIN_NAME, *args.pytest_args], cwd=ROOT, env=env)
         wall = time.monotonic() - started
         sampler.stopped.set()
         sampler.join()
         starts, own, waited = read_tests(folder)
+        spans = read_spans(folder)
+    line = timeline(spans, sampler.rows, began)
     kinds, files = attribute(sampler.rows, starts, own)
     total = sum(kinds.values())
     busy = total / wall
@@ -200,6 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nthe {args.top} tests whose worker spent most CPU in them (its own; + the commands it waited for):")
     for node, seconds in own.most_common(args.top):
         print(f"  {seconds:6.1f} s  (+{waited[node]:.1f} s)  {node}")
+    print("\nthe workers' wall time (from the command's start): first test, last test's end, in tests")
+    for worker, w in line["workers"].items():
+        print(
+            f"  {worker:6s} {w['first_start_s']:6.0f} s -> {w['last_end_s']:6.0f} s, "
+            f"{w['in_tests_s']:6.0f} s in {w['tests']} tests"
+        )
+    print(f"\nthe {args.top} test files that took longest on their worker (wall seconds in their tests):")
+    for name, seconds in Counter(line["file_wall_s"]).most_common(args.top):
+        print(f"  {seconds:6.1f} s  {name}")
+    print("\ncores busy in each minute of the run:", " ".join(f"{b:.1f}" for b in line["cores_busy_per_minute"]))
     if args.json:
         figures = {
             "exit": done.returncode,
@@ -209,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": {name: dict(c) for name, c in files.items()},
             "tests": dict(own),
             "tests_waited_for": dict(waited),
+            "timeline": line,
         }
         args.json.write_text(json.dumps(figures, indent=1))
     return done.returncode

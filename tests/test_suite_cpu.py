@@ -61,6 +61,19 @@ def test_the_probe_plugin_records_each_tests_cpu_in_a_real_session(tmp_path):
     assert children["test_burn.py::test_waits_for_a_child"] >= 0.55
     kinds, files = bench.attribute([], starts, own)
     assert files["test_burn.py"]["pytest worker"] == sum(own.values())
+    # under xdist the controller logs its workers' tests too: its log is not a worker's
+    (out / "tests-main.log").write_text((out / "tests-gw5.log").read_text().replace("test_burn", "test_main"))
+    assert bench.read_tests(out)[0].keys() == {"gw5"}
+    spans = bench.read_spans(out)
+    assert spans.keys() == {"gw5"}
+    assert [node for _, _, node in spans["gw5"]] == ["test_burn.py::test_burns", "test_burn.py::test_waits_for_a_child"]
+    first = spans["gw5"][0][0]
+    line = bench.timeline(spans, [(first + 61.0, "gw5", "backend", 30.0)], started=first - 1.0)
+    worker = line["workers"]["gw5"]
+    assert worker["tests"] == 2 and worker["first_start_s"] == 1.0
+    assert 1.1 <= worker["in_tests_s"] <= worker["last_end_s"] - worker["first_start_s"]  # each test burned 0.6 s
+    assert line["file_wall_s"]["test_burn.py"] == worker["in_tests_s"]
+    assert line["cores_busy_per_minute"] == [0.0, 0.5]  # 30 CPU seconds in the run's second minute
 
 
 def test_the_sampler_puts_a_processs_cpu_and_its_childs_on_the_worker_that_started_it():
