@@ -29,12 +29,15 @@ from judgelab.analysis.report.data import (
     number,
     percent,
     plural,
+    rater_spans,
     section_or_none,
     with_project,
 )
 from judgelab.analysis.report.sections.spans import comparison_table, span_inputs
 from judgelab.analysis.span_tables import alignment_paradox, model_majority_agreement
 from judgelab.analysis.tables import (
+    FLAG_CHECKED,
+    FLAG_UNCHECKED,
     HUMAN_SOURCE,
     MODEL_SOURCE_PREFIX,
     latest_rows,
@@ -154,8 +157,12 @@ def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
     own = None
     if humans.empty:
         return pd.DataFrame(), None
-    humans = _prepared(_latest(humans), data)
-    models = _prepared(_latest(models), data)
+    humans, models = _latest(humans), _latest(models)
+    flags = _flag_items(data, humans, models)
+    humans_answered = _answered(humans, "annotator", None if borrowed is not None else rater_spans(data), human=True)
+    models_answered = _answered(models, "source", rater_spans(data), human=False)
+    humans = _with_flag_units(_prepared(humans, data), humans, "annotator", humans_answered, flags)
+    models = _with_flag_units(_prepared(models, data), models, "source", models_answered, flags)
     rows = []
     for (source, group), predicted in models.groupby(["source", "group"], sort=True):
         answers = humans[humans["group"] == group]
@@ -164,6 +171,54 @@ def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
         kind = predicted["kind"].iloc[0]
         rows.append({"model": source, "item": group, "kind": kind, **_compare(predicted, answers, kind)})
     return pd.DataFrame(rows), borrowed
+
+
+def _flag_items(data: ProjectData, *frames: pd.DataFrame) -> list[str]:
+    """The tick-box items (kind ``flag``) somebody ticked, in the order first seen."""
+    items = pd.unique(pd.concat([frame["item"].astype(str) for frame in frames], ignore_index=True))
+    return [item for item in items if _group(item) == item and item_kind(data.meta, item) == "flag"]
+
+
+def _answered(rows: pd.DataFrame, rater: str, spans: pd.DataFrame | None, *, human: bool) -> pd.DataFrame:
+    """``task_id, rater, source``: who answered which task (a judgment of any item, or a span when
+    ``spans`` is given): humans by name, models by source."""
+    answered = [pd.DataFrame({"task_id": rows["task_id"], "rater": rows[rater], "source": rows["source"]})]
+    if spans is not None and not spans.empty:
+        source = spans["source"].fillna(HUMAN_SOURCE).astype(str)
+        mine = (source == HUMAN_SOURCE) if human else source.str.startswith(MODEL_SOURCE_PREFIX)
+        if mine.any():
+            answered.append(pd.DataFrame({"task_id": spans.loc[mine, "task_id"], "rater": spans.loc[mine, "rater"],
+                                          "source": source[mine]}))  # fmt: skip
+    return pd.concat(answered, ignore_index=True).astype({"rater": str}).drop_duplicates(["task_id", "rater"])
+
+
+def _with_flag_units(
+    prepared: pd.DataFrame, rows: pd.DataFrame, rater: str, answered: pd.DataFrame, flags: list[str]
+) -> pd.DataFrame:
+    """``prepared`` with each tick box of ``flags`` as a yes/no unit per task and rater who answered
+    it: ``checked`` where the rater ticked it, ``unchecked`` where they answered the task without
+    ticking it. A tick box has a row only where it was ticked: compared on those rows alone, every
+    model agreed with every majority."""
+    if not flags:
+        return prepared
+    units = [prepared[prepared["kind"] != "flag"]]
+    ticked = rows.assign(rater=rows[rater].astype(str), item=rows["item"].astype(str))
+    for item in flags:
+        hits = ticked.loc[ticked["item"] == item, ["task_id", "rater"]].drop_duplicates().assign(_hit=True)
+        found = answered.merge(hits, on=["task_id", "rater"], how="left")["_hit"].fillna(False).to_numpy(dtype=bool)
+        units.append(
+            pd.DataFrame(
+                {
+                    "task_id": answered["task_id"].to_numpy(),
+                    "item": item,
+                    "value": np.where(found, FLAG_CHECKED, FLAG_UNCHECKED).astype(object),
+                    "source": answered["source"].to_numpy(),
+                    "group": item,
+                    "kind": "flag",
+                }
+            )
+        )
+    return pd.concat(units, ignore_index=True)
 
 
 def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[str, object]:
@@ -202,19 +257,27 @@ def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[s
 
 
 def _human_baseline_nominal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
-    """Share of human answers equal to the strict majority of the other humans on the unit."""
-    hits = total = 0
-    for _, group in humans.groupby(units, sort=False):
-        values = group["value"].astype(str).tolist()
-        if len(values) < 2:
-            continue
-        for index, value in enumerate(values):
-            others = values[:index] + values[index + 1 :]
-            top = max(set(others), key=others.count)
-            if 2 * others.count(top) > len(others):
-                total += 1
-                hits += int(value == top)
-    return (hits / total if total else float("nan")), total
+    """Share of human answers equal to the strict majority of the other humans on the unit (over the
+    answers whose others have one). Counted on arrays: a tick box is a unit on every task, and the
+    loop over units took 10 s of CPU for 100,000 units of three answers, the arrays 0.1 s."""
+    if humans.empty:
+        return float("nan"), 0
+    unit = humans.groupby(units, sort=False).ngroup().to_numpy()
+    value, _ = pd.factorize(humans["value"].astype(str))
+    n_values = int(value.max()) + 1
+    counts = np.bincount(unit * n_values + value, minlength=(int(unit.max()) + 1) * n_values)
+    counts = counts.reshape(-1, n_values)
+    answers = counts.sum(axis=1)
+    ranked = np.sort(counts, axis=1)
+    first, second = ranked[:, -1], (ranked[:, -2] if n_values > 1 else np.zeros(len(counts), dtype=counts.dtype))
+    top = counts.argmax(axis=1)
+    others = answers[unit] - 1  # the other humans' answers on the row's unit
+    own = counts[unit, value] - 1  # the others' answers equal to the row's
+    best_other = np.where(value == top[unit], second[unit], first[unit])  # the most answered other value
+    hit = (others >= 1) & (2 * own > others)
+    total = hit | ((others >= 1) & (2 * best_other > others))
+    n = int(total.sum())
+    return (int(hit.sum()) / n if n else float("nan")), n
 
 
 def _human_baseline_ordinal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
