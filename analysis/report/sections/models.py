@@ -111,7 +111,7 @@ def _prepared(rows: pd.DataFrame, data: ProjectData) -> pd.DataFrame:
         item: ("nominal" if _group(item) == LINES else item_kind(data.meta, item)) for item in rows["item"].unique()
     }
     rows = rows.assign(kind=rows["item"].map(kinds))
-    rows = rows[rows["kind"].isin(["nominal", "ordinal", "flag"])]
+    rows = rows[rows["kind"].isin(["nominal", "ordinal"])]  # a tick box: _flag_comparisons
     parts = []
     for kind, part in rows.groupby("kind", sort=False):
         values = normalised_values(part["value"], "ordinal" if kind == "ordinal" else "nominal")
@@ -158,18 +158,23 @@ def rating_table(data: ProjectData) -> tuple[pd.DataFrame, object | None]:
     if humans.empty:
         return pd.DataFrame(), None
     humans, models = _latest(humans), _latest(models)
-    flags = _flag_items(data, humans, models)
-    humans_answered = _answered(humans, "annotator", None if borrowed is not None else rater_spans(data), human=True)
-    models_answered = _answered(models, "source", rater_spans(data), human=False)
-    humans = _with_flag_units(_prepared(humans, data), humans, "annotator", humans_answered, flags)
-    models = _with_flag_units(_prepared(models, data), models, "source", models_answered, flags)
     rows = []
+    flags = _flag_items(data, humans, models)
+    if flags:
+        human_spans = None if borrowed is not None else rater_spans(data)
+        rows += _flag_comparisons(
+            (humans, _answered(humans, "annotator", human_spans, human=True), "annotator"),
+            (models, _answered(models, "source", rater_spans(data), human=False), "source"),
+            flags,
+        )
+    humans, models = _prepared(humans, data), _prepared(models, data)
     for (source, group), predicted in models.groupby(["source", "group"], sort=True):
         answers = humans[humans["group"] == group]
         if answers.empty:
             continue
         kind = predicted["kind"].iloc[0]
         rows.append({"model": source, "item": group, "kind": kind, **_compare(predicted, answers, kind)})
+    rows.sort(key=lambda row: (str(row["model"]), str(row["item"])))  # by model, then item, the flags among them
     return pd.DataFrame(rows), borrowed
 
 
@@ -192,40 +197,76 @@ def _answered(rows: pd.DataFrame, rater: str, spans: pd.DataFrame | None, *, hum
     return pd.concat(answered, ignore_index=True).astype({"rater": str}).drop_duplicates(["task_id", "rater"])
 
 
-def _with_flag_units(
-    prepared: pd.DataFrame, rows: pd.DataFrame, rater: str, answered: pd.DataFrame, flags: list[str]
-) -> pd.DataFrame:
-    """``prepared`` with each tick box of ``flags`` as a yes/no unit per task and rater who answered
-    it: ``checked`` where the rater ticked it, ``unchecked`` where they answered the task without
-    ticking it. A tick box has a row only where it was ticked: compared on those rows alone, every
-    model agreed with every majority."""
-    if not flags:
-        return prepared
-    units = [prepared[prepared["kind"] != "flag"]]
-    ticked = rows.assign(rater=rows[rater].astype(str), item=rows["item"].astype(str))
+def _ticked(answered: pd.DataFrame, rows: pd.DataFrame, rater: str, items: list[str]) -> dict[str, np.ndarray]:
+    """For each tick box of ``items``, whether each (task, rater) row of ``answered`` ticked it: each
+    pair as one integer, the ticks' looked up among the answers' (a join copies both)."""
+    raters = pd.Categorical(answered["rater"])
+    width = len(raters.categories) + 1  # a rater not among them has code -1: no answer's pair
+    ticks = rows.loc[rows["item"].astype(str).isin(items).to_numpy(), ["task_id", rater, "item"]]
+    tasks, _ = pd.factorize(pd.concat([answered["task_id"], ticks["task_id"]], ignore_index=True))
+    pairs = tasks[: len(answered)] * width + raters.codes.astype(np.int64)
+    ticked = tasks[len(answered) :] * width + pd.Categorical(ticks[rater].astype(str), raters.categories).codes
+    item_of = ticks["item"].astype(str).to_numpy()
+    return {item: np.isin(pairs, ticked[item_of == item]) for item in items}
+
+
+def _flag_comparisons(
+    humans: tuple[pd.DataFrame, pd.DataFrame, str], models: tuple[pd.DataFrame, pd.DataFrame, str], flags: list[str]
+) -> list[dict[str, object]]:
+    """Each model against the humans on each tick box of ``flags``, as :func:`_compare` compares a
+    choice: a yes/no unit per task and rater who answered it (``checked`` where the rater ticked
+    it, ``unchecked`` where they answered the task without ticking it; its rows exist only where
+    it was ticked, and compared on those alone every model agreed with every majority). ``humans``
+    and ``models``: (latest rows, who answered which task, the rows' rater column). Counted on
+    arrays: a tick box is a unit on every task."""
+    (human_rows, human_answers, human_rater), (model_rows, model_answers, model_rater) = humans, models
+    if human_answers.empty or model_answers.empty:
+        return []
+    tasks, _ = pd.factorize(pd.concat([human_answers["task_id"], model_answers["task_id"]], ignore_index=True))
+    human_task, model_task = tasks[: len(human_answers)], tasks[len(human_answers) :]
+    n_tasks = int(tasks.max()) + 1
+    human_ticks = _ticked(human_answers, human_rows, human_rater, flags)
+    model_ticks = _ticked(model_answers, model_rows, model_rater, flags)
+    words = np.array([FLAG_UNCHECKED, FLAG_CHECKED], dtype=object)
+    sources = model_answers["source"].astype(str).to_numpy()
+    out = []
     for item in flags:
-        hits = ticked.loc[ticked["item"] == item, ["task_id", "rater"]].drop_duplicates().assign(_hit=True)
-        found = answered.merge(hits, on=["task_id", "rater"], how="left")["_hit"].fillna(False).to_numpy(dtype=bool)
-        units.append(
-            pd.DataFrame(
-                {
-                    "task_id": answered["task_id"].to_numpy(),
-                    "item": item,
-                    "value": np.where(found, FLAG_CHECKED, FLAG_UNCHECKED).astype(object),
-                    "source": answered["source"].to_numpy(),
-                    "group": item,
-                    "kind": "flag",
-                }
-            )
-        )
-    return pd.concat(units, ignore_index=True)
+        ticked = human_ticks[item]
+        total = np.bincount(human_task, minlength=n_tasks)
+        checked = np.bincount(human_task[ticked], minlength=n_tasks)
+        unchecked = total - checked
+        majority = (2 * checked > total) | (2 * unchecked > total)  # a strict majority of the humans
+        majority_checked = 2 * checked > total
+        # one human against the strict majority of the others on the task
+        others = total[human_task] - 1
+        same = np.where(ticked, checked[human_task], unchecked[human_task]) - 1
+        other = np.where(ticked, unchecked[human_task], checked[human_task])
+        hit = (others >= 1) & (2 * same > others)
+        counted = hit | ((others >= 1) & (2 * other > others))
+        n_baseline = int(counted.sum())
+        baseline = int(hit.sum()) / n_baseline if n_baseline else float("nan")
+        for source in sorted(set(sources)):
+            mine = sources == source
+            task, said = model_task[mine], model_ticks[item][mine]
+            kept = majority[task]
+            task, said = task[kept], said[kept]
+            row = {"model": source, "item": item, "kind": "flag", "n_units": len(task)}
+            if len(task):
+                row["agreement_with_majority"] = float((said == majority_checked[task]).mean())
+                row["cohen_kappa"] = cohen_kappa(
+                    words[said.astype(int)], words[majority_checked[task].astype(int)]
+                ).value
+            else:
+                row["agreement_with_majority"], row["cohen_kappa"] = np.nan, np.nan
+            out.append({**row, "human_baseline": baseline, "n_human_baseline": n_baseline})
+    return out
 
 
 def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[str, object]:
     units = ["task_id", "item"]
-    model = predicted.drop_duplicates(units, keep="last").set_index(units)["value"]
     result: dict[str, object] = {}
     if kind == "ordinal":
+        model = predicted.drop_duplicates(units, keep="last").set_index(units)["value"]
         reference = humans.groupby(units)["value"].agg(["mean", "size"])
         joined = pd.concat([model.rename("model"), reference], axis=1, join="inner")
         result["n_units"] = len(joined)
@@ -239,6 +280,7 @@ def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[s
         result["spearman_rho"] = float(rho) if not is_nan(rho) else np.nan
         baseline, n = _human_baseline_ordinal(humans, units)
     else:
+        model = predicted.drop_duplicates(units, keep="last").set_index(units)["value"]
         counts = humans.groupby([*units, "value"]).size().rename("n").reset_index()
         totals = counts.groupby(units)["n"].transform("sum")
         majority = counts[2 * counts["n"] > totals].set_index(units)["value"]
@@ -258,8 +300,8 @@ def _compare(predicted: pd.DataFrame, humans: pd.DataFrame, kind: str) -> dict[s
 
 def _human_baseline_nominal(humans: pd.DataFrame, units: list[str]) -> tuple[float, int]:
     """Share of human answers equal to the strict majority of the other humans on the unit (over the
-    answers whose others have one). Counted on arrays: a tick box is a unit on every task, and the
-    loop over units took 10 s of CPU for 100,000 units of three answers, the arrays 0.1 s."""
+    answers whose others have one). Counted on arrays: the loop over units took 10 s of CPU for
+    100,000 units of three answers, the arrays 0.1 s."""
     if humans.empty:
         return float("nan"), 0
     unit = humans.groupby(units, sort=False).ngroup().to_numpy()
