@@ -437,6 +437,20 @@ def test_judge_scores_auc():
     assert table.set_index("source").loc["model:s", "auc_faithful"] == 0.75
 
 
+@pytest.mark.parametrize(("n_faithful", "n_unfaithful", "levels"), [(7, 5, 3), (300, 200, 11), (60_000, 40_000, 50)])
+def test_judge_scores_auc_is_mann_whitneys_u_over_the_pairs(n_faithful, n_unfaithful, levels):
+    """Ties count half, as in Mann-Whitney's U (scipy's, counted over every pair); the largest case
+    has 2.4 billion pairs, which the AUC counts without a matrix of them."""
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(n_faithful)
+    faithful = rng.integers(0, levels, n_faithful) / levels  # few levels: many ties
+    unfaithful = rng.integers(0, levels, n_unfaithful) / levels - 0.1
+    u = mannwhitneyu(faithful, unfaithful, method="asymptotic").statistic
+    assert qc_story._auc(faithful, unfaithful) == pytest.approx(u / (n_faithful * n_unfaithful), abs=1e-12)
+    assert math.isnan(qc_story._auc(faithful, unfaithful[:0]))
+
+
 # --------------------------------------------------------------------------------------
 # seed 004: hotel spans
 # --------------------------------------------------------------------------------------

@@ -370,6 +370,19 @@ def _binary_scores(merged: pd.DataFrame, task_groups: Mapping[object, object] | 
     }
 
 
+def _auc(higher: np.ndarray, lower: np.ndarray) -> float:
+    """The share of (``higher``, ``lower``) pairs where the first is above the second, ties counting
+    half; NaN without a pair. Counted on the sorted ``lower`` scores, not on every pair: a matrix of
+    the pairs is a byte a pair, 2.5 GB for 50,000 summaries of each class."""
+    if not len(higher) or not len(lower):
+        return float("nan")
+    ranked = np.sort(lower)
+    below = np.searchsorted(ranked, higher, side="left")
+    greater = int(below.sum())
+    ties = int((np.searchsorted(ranked, higher, side="right") - below).sum())
+    return float((greater + 0.5 * ties) / (len(higher) * len(lower)))
+
+
 def judge_scores_vs_gold(
     judgments: pd.DataFrame,
     *,
@@ -396,12 +409,7 @@ def judge_scores_vs_gold(
         merged = group.drop_duplicates(subset=["task_id"], keep="last").merge(gold, on="task_id")
         faithful = merged.loc[merged["gold"] == FAITHFUL, "score"].to_numpy(dtype=float)
         unfaithful = merged.loc[merged["gold"] == UNFAITHFUL, "score"].to_numpy(dtype=float)
-        if len(faithful) and len(unfaithful):
-            greater = (faithful[:, None] > unfaithful[None, :]).sum()
-            ties = (faithful[:, None] == unfaithful[None, :]).sum()
-            auc = float((greater + 0.5 * ties) / (len(faithful) * len(unfaithful)))
-        else:
-            auc = float("nan")
+        auc = _auc(faithful, unfaithful)
         rows.append(
             {
                 "source": source,
