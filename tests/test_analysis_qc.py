@@ -581,6 +581,18 @@ def test_quick_submissions_thresholds():
         qc_hotel.quick_submissions(*tables, reading_chars_per_second=0)
 
 
+def test_quick_submissions_with_the_same_speed_keep_the_tables_order():
+    """Lead times tie often (hundredths of a second, texts of a few lengths): the tied rows keep the
+    order of the annotation table, whatever sort the machine's numpy picks for a long array."""
+    tasks = [{"task_id": f"t{i}", "descriptions": "x" * 900, "summary": "y" * 100} for i in range(600)]
+    annotations = [(f"t{i}", f"a{i:03d}", [], True, 5, [30, 10, 20][i % 3]) for i in range(600)]
+    table = qc_hotel.quick_submissions(*hotel_tables(annotations, tasks)).table
+    assert table["lead_time"].tolist() == [10] * 200 + [20] * 200 + [30] * 200
+    for lead, first in ((10, 1), (20, 2), (30, 0)):
+        tied = table.loc[table["lead_time"] == lead, "annotator"].tolist()
+        assert tied == [f"a{i:03d}" for i in range(first, 600, 3)]
+
+
 def test_group_comparison_welch():
     tasks = [{"task_id": f"t{i}", "group": "A" if i < 3 else "B"} for i in range(6)]
     spans_per_annotation = [0, 1, 2, 1, 3, 2]  # A: mean 1, var 1; B: mean 2, var 1

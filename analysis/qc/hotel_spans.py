@@ -447,7 +447,9 @@ def quick_submissions(
         threshold, rule = float("nan"), "no annotation with a lead time"
     usable["flagged"] = usable["seconds_per_100_chars"] < threshold
     columns = [*KEYS, "annotator", "lead_time", "n_chars", "seconds_per_100_chars", "flagged"]
-    table = usable[columns].sort_values("seconds_per_100_chars").reset_index(drop=True)
+    # stable: tied speeds (common: lead times in hundredths of a second) keep the table's order, the
+    # same on every machine (numpy's default sort is not stable and has per-CPU variants)
+    table = usable[columns].sort_values("seconds_per_100_chars", kind="stable").reset_index(drop=True)
     return QuickSubmissions(
         table=table, flagged=table[table["flagged"]].reset_index(drop=True), threshold=threshold, rule=rule
     )
