@@ -237,14 +237,8 @@ def _flag_comparisons(
         unchecked = total - checked
         majority = (2 * checked > total) | (2 * unchecked > total)  # a strict majority of the humans
         majority_checked = 2 * checked > total
-        # one human against the strict majority of the others on the task
-        others = total[human_task] - 1
-        same = np.where(ticked, checked[human_task], unchecked[human_task]) - 1
-        other = np.where(ticked, unchecked[human_task], checked[human_task])
-        hit = (others >= 1) & (2 * same > others)
-        counted = hit | ((others >= 1) & (2 * other > others))
-        n_baseline = int(counted.sum())
-        baseline = int(hit.sum()) / n_baseline if n_baseline else float("nan")
+        answers = pd.DataFrame({"task_id": human_task, "item": item, "value": words[ticked.astype(int)]})
+        baseline, n_baseline = _human_baseline_nominal(answers, ["task_id", "item"])
         for source in sorted(set(sources)):
             mine = sources == source
             task, said = model_task[mine], model_ticks[item][mine]
