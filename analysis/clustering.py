@@ -192,7 +192,7 @@ def _cluster_table(
     rows = []
     for cluster in range(n_clusters):
         members = np.flatnonzero(assigned == cluster)
-        closest = [unique[i] for i in members[np.argsort(distances[members])][:n_examples]]
+        closest = [unique[i] for i in members[np.argsort(distances[members], kind="stable")][:n_examples]]
         in_cluster = assignments[assignments["cluster"] == cluster]
         row = {
             "cluster": cluster,
@@ -204,4 +204,4 @@ def _cluster_table(
             for label, count in in_cluster["label"].value_counts().items():
                 row[f"n_{label}"] = int(count)
         rows.append(row)
-    return pd.DataFrame(rows).fillna(0).sort_values("count", ascending=False).reset_index(drop=True)
+    return pd.DataFrame(rows).fillna(0).sort_values("count", ascending=False, kind="stable").reset_index(drop=True)

@@ -781,7 +781,7 @@ def _allocate(budget: float, sizes: np.ndarray, spread: np.ndarray) -> np.ndarra
         remainder = share - np.floor(share)
         extra = int(target - alloc.sum())
         if extra > 0 and share.sum() >= extra:
-            for h in np.argsort(-remainder)[:extra]:
+            for h in np.argsort(-remainder, kind="stable")[:extra]:
                 if alloc[h] < sizes[h]:
                     alloc[h] += 1
     return alloc

@@ -163,7 +163,8 @@ def annotation_times(judgments: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFra
     rows = pd.concat(frames, ignore_index=True)
     rows = rows.assign(lead_time=pd.to_numeric(rows["lead_time"], errors="coerce"),
                        parent_prediction=pd.to_numeric(rows["parent_prediction"], errors="coerce"))  # fmt: skip
-    per = rows.sort_values("lead_time", na_position="first").drop_duplicates("annotation_id", keep="last")
+    per = rows.sort_values("lead_time", na_position="first", kind="stable")
+    per = per.drop_duplicates("annotation_id", keep="last")
     per = per[per["lead_time"].notna() & (per["lead_time"] > 0)]
     sources = prediction_sources(judgments, spans)
     keys = PREDICTION_PREFIX + per["parent_prediction"].astype("Int64").astype(str)

@@ -10,7 +10,7 @@ run it once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -232,6 +232,25 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     if count == 1:
         return f"{count} {noun}"
     return f"{count} {plural_form or noun + 's'}"
+
+
+def listed(names: Sequence[str], joiner: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + f" {joiner} {names[-1]}"
+
+
+def at_extreme(values: pd.Series, shown: Callable[[Any], str], highest: bool = True) -> pd.Series:
+    """The entries of ``values`` (missing ones left out) that read in the report as its highest
+    (or lowest) one does, ``shown`` printing them: a sentence names every one of them, not the
+    first by digits it does not show."""
+    values = values.dropna()
+    if values.empty:
+        return values
+    printed = shown(values.max() if highest else values.min())
+    return values[values.map(lambda value: shown(value) == printed)]
 
 
 def number(value: float, digits: int = 3) -> str:

@@ -34,7 +34,7 @@ from judgelab.analysis.facets import (
     split_by,
 )
 from judgelab.analysis.report.blocks import Block, Details, Figure, Gallery, Paragraph, Section, Table
-from judgelab.analysis.report.data import plural
+from judgelab.analysis.report.data import listed, plural
 
 COMMAND_LINE = "as asked"
 KEPT_CUT = "the cut kept with these tables"
@@ -77,9 +77,9 @@ def facet_plan(
         missing = [name for name in kept.by if name not in tasks.columns]
         if missing:
             notes.append(
-                f"The study is analysed by {_names(kept.by)} ({origin}), but these tasks have no "
-                f"{_names(missing, 'or')} field, so "
-                f"{'the tables are cut by ' + _names(chosen_by) + ' only' if chosen_by else 'nothing is cut'}."
+                f"The study is analysed by {listed(kept.by)} ({origin}), but these tasks have no "
+                f"{listed(missing, 'or')} field, so "
+                f"{'the tables are cut by ' + listed(chosen_by) + ' only' if chosen_by else 'nothing is cut'}."
             )
     expression, where_origin = None, origin
     if where is not None:
@@ -107,13 +107,6 @@ def facet_plan(
     return FacetPlan(chosen_by, expression, total, by_origin, where_origin, kept.by, notes, suggested)
 
 
-def _names(names: Sequence[str], joiner: str = "and") -> str:
-    names = list(names)
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + f" {joiner} {names[-1]}"
-
-
 def plan_sentences(
     plan: FacetPlan,
     cells: Sequence[FacetCell],
@@ -138,7 +131,7 @@ def plan_sentences(
         )
         empties = [f"{count} because their {name} is empty" for name, count in (empty_left_out or {}).items() if count]
         if empties:
-            text = text.rstrip(".") + f", {_names(empties)}."
+            text = text.rstrip(".") + f", {listed(empties)}."
         sentences.append(text)
     if cutting:
         sizes = [cell.n_tasks for cell in real]
@@ -148,7 +141,7 @@ def plan_sentences(
         else:
             counts = "tasks per cell: " + "; ".join(f"{cell.short_label}: {cell.n_tasks}" for cell in real)
         text = (
-            f"Every table and figure below is cut by {_names(plan.by)}{'' if shared else f' ({plan.by_origin})'}: "
+            f"Every table and figure below is cut by {listed(plan.by)}{'' if shared else f' ({plan.by_origin})'}: "
             f"{plural(len(real), 'cell')}, {counts}."
         )
         if any(cell.is_total for cell in cells):
@@ -157,12 +150,12 @@ def plan_sentences(
     elif plan.study_by:
         sentences.append(
             f"This report pools all {cells[0].n_tasks if cells else 0} tasks in one: it is not cut by "
-            f"{_names(plan.study_by)}, the study's factors."
+            f"{listed(plan.study_by)}, the study's factors."
         )
     elif plan.suggested_by:
         sentences.append(
             f"This report takes the project whole. The schema's guideline analyses its study by "
-            f"{_names(plan.suggested_by)}: `judgelab report --by {','.join(plan.suggested_by)} --keep-cut` cuts "
+            f"{listed(plan.suggested_by)}: `judgelab report --by {','.join(plan.suggested_by)} --keep-cut` cuts "
             "this project's reports by them from now on."
         )
     return sentences

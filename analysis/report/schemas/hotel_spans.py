@@ -28,7 +28,9 @@ from judgelab.analysis.qc.hotel_spans import (
 from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     is_nan,
+    listed,
     number,
     p_value,
     percent,
@@ -105,7 +107,7 @@ def qualification_section(data: ProjectData) -> Section | None:
     scores = qualification_scores(data.tasks, data.judgments, data.spans)
     if scores.per_annotator.empty:
         return None
-    table = scores.per_annotator.sort_values("score", ascending=False)
+    table = scores.per_annotator.sort_values("score", ascending=False, kind="stable")
     n_passed = int(table["passed"].sum())
     max_score = float(table["max_score"].iloc[0])
     blocks: list[Block] = [
@@ -266,11 +268,18 @@ def _impression_by_type(data: ProjectData, by_type: pd.DataFrame) -> list[Block]
     if worst.empty:
         blocks.append(Paragraph("No error type lowers the mean impression below that of the error-free annotations."))
         return blocks
-    top = worst.loc[worst["drop"].idxmax()]
-    blocks.append(
-        Paragraph(
+    tied = worst.loc[at_extreme(worst["drop"], lambda drop: number(drop, 2)).index]
+    top = tied.iloc[0]
+    if len(tied) == 1:
+        text = (
             f"{top['label']} costs the most: mean {number(top['mean'], 2)}, {number(top['drop'], 2)} points "
             f"below the no-error mean, over {plural(int(top['n']), 'annotation')}."
         )
-    )
+    else:
+        text = (
+            f"{listed(tied['label'].astype(str))} cost the most, each {number(top['drop'], 2)} points below the "
+            f"no-error mean (means {listed([number(m, 2) for m in tied['mean']])}, over "
+            f"{listed([str(int(n)) for n in tied['n']])} annotations respectively)."
+        )
+    blocks.append(Paragraph(text))
     return blocks

@@ -23,7 +23,9 @@ from judgelab.analysis.qc.likert_rubric_es import (
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     is_nan,
+    listed,
     number,
     percent,
     plural,
@@ -126,16 +128,31 @@ def by_model_section(data: ProjectData, criteria: list[str]) -> Section | None:
     ]
     defined = long.dropna(subset=["krippendorff_alpha_ordinal"])
     if not defined.empty:
-        low = defined.loc[defined["krippendorff_alpha_ordinal"].idxmin()]
-        high = defined.loc[defined["krippendorff_alpha_ordinal"].idxmax()]
-        blocks.append(
-            Paragraph(
-                f"Lowest: {low['item']} on {low['model']} summaries (alpha {number(low['krippendorff_alpha_ordinal'])}"
-                f", {low['n_units']} summaries); highest: {high['item']} on {high['model']} summaries (alpha "
-                f"{number(high['krippendorff_alpha_ordinal'])}, {high['n_units']} summaries)."
-            )
-        )
+        alpha = defined["krippendorff_alpha_ordinal"]
+        low = defined.loc[at_extreme(alpha, number, highest=False).index]
+        high = defined.loc[at_extreme(alpha, number).index]
+        if len(low) == len(defined):
+            text = f"Every criterion has the same alpha on every model's summaries: {number(alpha.iloc[0])}."
+        else:
+            text = f"Lowest: {_cells(low)}; highest: {_cells(high)}."
+        blocks.append(Paragraph(text))
     return Section("Agreement per criterion and model", blocks)
+
+
+def _cells(rows: pd.DataFrame) -> str:
+    """``Coherence on A summaries (alpha 0.412, 40 summaries)``; criteria and models tied at the
+    alpha shown named together, with the alpha once."""
+    alpha = number(rows["krippendorff_alpha_ordinal"].iloc[0])
+    cells = listed([f"{row['item']} on {row['model']} summaries" for _, row in rows.iterrows()])
+    sizes = [str(n) for n in rows["n_units"]]
+    if len(rows) == 1:
+        return f"{cells} (alpha {alpha}, {sizes[0]} summaries)"
+    counted = f"{sizes[0]} summaries each" if len(set(sizes)) == 1 else f"{listed(sizes)} summaries respectively"
+    return f"{cells} (alpha {alpha}, {counted})"
+
+
+def _mean(value: float) -> str:
+    return f"{value:.2f}"
 
 
 def distribution_section(data: ProjectData, criteria: list[str]) -> Section | None:
@@ -174,12 +191,15 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
     for item in means.columns:
         column = means[item].dropna()
         if len(column) >= 2:
-            blocks.append(
-                Paragraph(
-                    f"{item}: highest mean for {column.idxmax()} ({column.max():.2f}), lowest for "
-                    f"{column.idxmin()} ({column.min():.2f})."
+            high, low = at_extreme(column, _mean), at_extreme(column, _mean, highest=False)
+            if len(high) == len(column):
+                text = f"{item}: the same mean for every model ({_mean(column.max())})."
+            else:
+                text = (
+                    f"{item}: highest mean for {listed(high.index.astype(str))} ({_mean(column.max())}), lowest for "
+                    f"{listed(low.index.astype(str))} ({_mean(column.min())})."
                 )
-            )
+            blocks.append(Paragraph(text))
     return Section("Score distributions", blocks)
 
 

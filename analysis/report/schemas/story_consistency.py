@@ -43,11 +43,13 @@ from judgelab.analysis.report.data import (
     ProjectData,
     alpha_label,
     alpha_words,
+    at_extreme,
     coefficient,
     fragile,
     has_line_items,
     is_nan,
     kappa_label,
+    listed,
     number,
     percent,
     plural,
@@ -254,7 +256,7 @@ def _pairwise_line_blocks(data: ProjectData, rows: pd.DataFrame) -> list[Block]:
     pairs = pairwise_line_kappa(line_matrix(rows))
     if len(pairs) <= 1:
         return []
-    kept = pairs[pairs["n_units"] >= MIN_PAIR_UNITS].sort_values("n_units", ascending=False)
+    kept = pairs[pairs["n_units"] >= MIN_PAIR_UNITS].sort_values("n_units", ascending=False, kind="stable")
     blocks: list[Block] = [
         Paragraph(
             f"Cohen's kappa of each pair of annotators on the lines both judged (n_units); the "
@@ -608,6 +610,16 @@ def _best_judge_sentences(shown: pd.DataFrame) -> list[Paragraph]:
         if rows.empty:
             continue
         best = rows.iloc[0]
+        tied = at_extreme(rows["balanced_accuracy"], number)
+        if len(tied) > 1:
+            judges = listed(rows.loc[tied.index, "judge"].astype(str))
+            sentences.append(
+                Paragraph(
+                    f"At {level} level {judges} share the best balanced accuracy, {number(best['balanced_accuracy'])}"
+                    " (the table gives each one's units, precision and recall)."
+                )
+            )
+            continue
         units = (
             plural(int(best["n_units"]), "summary", "summaries")
             if level == "summary"

@@ -16,8 +16,10 @@ from judgelab.analysis.judges import EPSILONS, JUDGE_MAJORITY, JudgeCalibration,
 from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     coefficient,
     is_nan,
+    listed,
     number,
     percent,
     plural,
@@ -123,7 +125,12 @@ def _seen(row: pd.Series) -> bool:
     return bool(row["anchored_share"] > 0 and row["all_answers"])
 
 
-def _judge_words(row: pd.Series, ranked: bool) -> str:
+def _judge_words(row: pd.Series, ranked: bool, tied: list[str] | None = None) -> str:
+    """Who the alt-test ranks first; ``tied``: every judge at the same rho as shown (the first of
+    them, ``row``, described after)."""
+    if ranked and tied and len(tied) > 1:
+        names = listed([_name(judge) for judge in tied])
+        return f"the alt-test ranks {names} first, tied at rho {number(row['rho'], 2)}; {_name(row['judge'])}:"
     if ranked:
         return f"the best judge is {_name(row['judge'])} (rho {number(row['rho'], 2)}, the alt-test's ranking);"
     return f"no judge could be ranked by the alt-test; {_name(row['judge'])}:"
@@ -184,7 +191,7 @@ def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
     out = []
     lenient = []
     for group, rows in summary.groupby("group", sort=False):
-        independent = rows[~rows.apply(_seen, axis=1)].sort_values("rho", ascending=False)
+        independent = rows[~rows.apply(_seen, axis=1)].sort_values("rho", ascending=False, kind="stable")
         text = f"{group}: "
         if independent.empty:
             text += "every judge here was compared with annotators who had seen its suggestions, so none is judged."
@@ -194,7 +201,9 @@ def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
         best = (tested if not tested.empty else independent).iloc[0]
         ceiling = best["human_human_alpha"]
         loose = f"passes_{max(EPSILONS):g}"
-        text += f"{_judge_words(best, ranked=not tested.empty)} {_alpha_words(best)}; {_alt_test_words(best)}."
+        tied = list(tested.loc[at_extreme(tested["rho"], lambda rho: number(rho, 2)).index, "judge"])
+        words = _judge_words(best, ranked=not tested.empty, tied=tied)
+        text += f"{words} {_alpha_words(best)}; {_alt_test_words(best)}."
         passing = tested.iloc[1:]
         others = [_name(j) for j, ok in zip(passing["judge"], passing[loose], strict=True) if ok]
         if others:

@@ -25,7 +25,9 @@ from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     LINE_ITEM,
     ProjectData,
+    at_extreme,
     is_nan,
+    listed,
     number,
     percent,
     plural,
@@ -374,9 +376,7 @@ def rating_section(data: ProjectData) -> Section | None:
         name = "models_vs_humans" if nominal.empty else "models_vs_humans_ratings"
         blocks.append(Table(name, "Models against the human mean", shown, data=with_project(ordinal, data.project)))
         for item, rows in ordinal.groupby("item", sort=False):
-            rows = rows.sort_values("mean_abs_difference")
-            best = rows.iloc[0]
-            blocks.append(Paragraph(_rating_sentence(str(item), best)))
+            blocks.append(Paragraph(_rating_sentence(str(item), rows)))
     return Section("Rated items", blocks)
 
 
@@ -387,22 +387,38 @@ def _kappa(value: float, prefix: str) -> str:
     return f" ({prefix} {number(value)})"
 
 
+def _apiece(models: pd.DataFrame, each: list[str], word: str) -> str:
+    """``A of 40 units (...), B of 38 units (...)``: what each of models tied on a figure rests on."""
+    return ", ".join(f"{model} {word} {what}" for model, what in zip(models["model"].astype(str), each, strict=True))
+
+
 def _choice_sentence(item: str, rows: pd.DataFrame) -> str:
-    """The models closest to and farthest from the human majority on a choice, with the
-    single-human yardstick; only the numbers that exist."""
-    rows = rows.sort_values("agreement_with_majority", ascending=False)
-    best, worst = rows.iloc[0], rows.iloc[-1]
+    """The models closest to and farthest from the human majority on a choice (models tied at the
+    share shown named together), with the single-human yardstick; only the numbers that exist."""
+    rows = rows.sort_values("agreement_with_majority", ascending=False, kind="stable")
+    best = rows.iloc[0]
     if is_nan(best["agreement_with_majority"]):
         text = f"{item}: no unit has a human majority to compare the models with"
     else:
-        text = (
-            f"{item}: {best['model']} agrees most with the human majority, on "
-            f"{percent(best['agreement_with_majority'])} of {plural(int(best['n_units']), 'unit')}"
-            + _kappa(best["cohen_kappa"], "Cohen's kappa")
-        )
-        if len(rows) > 1 and not is_nan(worst["agreement_with_majority"]):
-            text += f"; {worst['model']} least, on {percent(worst['agreement_with_majority'])}"
-            text += _kappa(worst["cohen_kappa"], "kappa") if not is_nan(worst["cohen_kappa"]) else ""
+        share = percent(best["agreement_with_majority"])
+        top = rows.loc[at_extreme(rows["agreement_with_majority"], percent).index]
+        each = [
+            f"{plural(int(row['n_units']), 'unit')}" + _kappa(row["cohen_kappa"], "Cohen's kappa")
+            for _, row in top.iterrows()
+        ]
+        if len(top) == 1:
+            text = f"{item}: {best['model']} agrees most with the human majority, on {share} of {each[0]}"
+        else:
+            text = f"{item}: {listed(top['model'].astype(str))} agree with the human majority equally often, " + (
+                f"each on {share} of {each[0]}" if len(set(each)) == 1 else f"on {share}: " + _apiece(top, each, "of")
+            )
+        rest = rows[~rows.index.isin(top.index) & rows["agreement_with_majority"].notna()]
+        if not rest.empty:
+            worst = rest.iloc[-1]
+            bottom = rest.loc[at_extreme(rest["agreement_with_majority"], percent, highest=False).index]
+            text += f"; {listed(bottom['model'].astype(str))} least, on {percent(worst['agreement_with_majority'])}"
+            if len(bottom) == 1 and not is_nan(worst["cohen_kappa"]):
+                text += _kappa(worst["cohen_kappa"], "kappa")
     if is_nan(best["human_baseline"]) or not best["n_human_baseline"]:
         return text + ". No unit has three or more human answers, so there is no single-human yardstick."
     return text + (
@@ -411,13 +427,31 @@ def _choice_sentence(item: str, rows: pd.DataFrame) -> str:
     )
 
 
-def _rating_sentence(item: str, best: pd.Series) -> str:
-    text = (
-        f"{item}: {best['model']} comes closest to the human mean, {number(best['mean_abs_difference'], 2)} points "
-        f"away on average over {plural(int(best['n_units']), 'task')}"
-    )
-    if not is_nan(best["spearman_rho"]):
-        text += f" (Spearman's rho {number(best['spearman_rho'], 2)})"
+def _points(value: float) -> str:
+    return number(value, 2)
+
+
+def _rating_sentence(item: str, rows: pd.DataFrame) -> str:
+    """The model (or the models tied at the distance shown) closest to the human mean score."""
+    rows = rows.sort_values("mean_abs_difference", kind="stable")
+    best = rows.iloc[0]
+    top = rows.loc[at_extreme(rows["mean_abs_difference"], _points, highest=False).index]
+    top = top if not top.empty else rows[:1]
+    each = [
+        plural(int(row["n_units"]), "task")
+        + (f" (Spearman's rho {number(row['spearman_rho'], 2)})" if not is_nan(row["spearman_rho"]) else "")
+        for _, row in top.iterrows()
+    ]
+    distance = _points(best["mean_abs_difference"])
+    if len(top) == 1:
+        text = f"{item}: {best['model']} comes closest to the human mean, {distance} points away on average over "
+        text += each[0]
+    else:
+        text = f"{item}: {listed(top['model'].astype(str))} come equally close to the human mean, " + (
+            f"each {distance} points away on average over {each[0]}"
+            if len(set(each)) == 1
+            else f"{distance} points away on average: " + _apiece(top, each, "over")
+        )
     if is_nan(best["human_baseline"]):
         return text + "; no task has two or more human scores, so there is no single-human yardstick."
     return text + f"; a single human is {number(best['human_baseline'], 2)} points from the mean of the others."

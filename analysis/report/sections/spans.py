@@ -23,8 +23,10 @@ import pandas as pd
 from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     coverage,
     is_nan,
+    listed,
     number,
     percent,
     plural,
@@ -348,15 +350,16 @@ def unitizing_section(data: ProjectData) -> Section | None:
             )
     per_label = table[(table["label"] != ALL_LABELS)].dropna(subset=["alpha"])
     if len(per_label) >= 2:
-        best = per_label.loc[per_label["alpha"].idxmax()]
-        worst = per_label.loc[per_label["alpha"].idxmin()]
-        blocks.append(
-            Paragraph(
-                f"Per label it ranges from {number(worst['alpha'])} ({worst['label']}, "
-                f"{plural(int(worst['n_units']), 'span')}) to {number(best['alpha'])} ({best['label']}, "
-                f"{plural(int(best['n_units']), 'span')})."
+        best = per_label.loc[at_extreme(per_label["alpha"], number).index]
+        worst = per_label.loc[at_extreme(per_label["alpha"], number, highest=False).index]
+        if len(best) == len(per_label):
+            text = f"Every label has the same alpha, {number(per_label['alpha'].iloc[0])} ({_labels_of(best)})."
+        else:
+            text = (
+                f"Per label it ranges from {number(worst['alpha'].iloc[0])} ({_labels_of(worst)}) to "
+                f"{number(best['alpha'].iloc[0])} ({_labels_of(best)})."
             )
-        )
+        blocks.append(Paragraph(text))
     return Section("Unitizing alpha", blocks)
 
 
@@ -392,11 +395,7 @@ def confusion_section(data: ProjectData) -> Section | None:
         Paragraph(
             f"Of the {n_matched} matched span pairs (counted from both sides), {same} ({percent(same / n_matched)}) "
             "carry the same label."
-            + (
-                f" The most frequent mix-up is {off.idxmax()[0]} against {off.idxmax()[1]} ({int(off.max())})."
-                if len(off) and off.max() > 0
-                else ""
-            )
+            + (_mix_ups(off, labels) if len(off) and off.max() > 0 else "")
             + f" {plural(int(confusion.loc[labels, UNMATCHED].sum()), 'span')} found no overlapping span of the "
             "other annotator (counted once per other annotator)."
         ),
@@ -548,3 +547,23 @@ def campaign_section(data: ProjectData) -> Section | None:
             )
         )
     return Section("Spans per label and campaign", blocks)
+
+
+def _labels_of(rows: pd.DataFrame) -> str:
+    """``Misleading, 12 spans`` or ``Misleading and Incorrect, 12 and 9 spans``."""
+    sizes = [int(n) for n in rows["n_units"]]
+    if len(sizes) == 1:
+        return f"{rows['label'].iloc[0]}, {plural(sizes[0], 'span')}"
+    return f"{listed(rows['label'].astype(str))}, {listed([str(n) for n in sizes])} spans"
+
+
+def _mix_ups(off: pd.Series, labels: list[str]) -> str:
+    """The most frequent pair of different labels on matched spans (the matrix is symmetric: each
+    pair once), every pair tied at that count named."""
+    place = {label: i for i, label in enumerate(labels)}
+    pairs = off[[place[a] < place[b] for a, b in off.index]]
+    top = at_extreme(pairs, lambda count: str(int(count)))
+    named = listed([f"{a} against {b}" for a, b in top.index])
+    if len(top) == 1:
+        return f" The most frequent mix-up is {named} ({int(pairs.max())})."
+    return f" The most frequent mix-ups are {named} ({int(pairs.max())} each)."

@@ -14,6 +14,7 @@ import pandas as pd
 from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     fragile,
     is_nan,
     kappa_label,
@@ -80,7 +81,7 @@ def outcome_table(review: pd.DataFrame) -> pd.DataFrame:
 def _headline_parts(review: pd.DataFrame) -> list[tuple[str, dict[str, float]]]:
     per_model = outcome_counts(review, ["suggestion_source"])
     parts = []
-    for row in per_model.sort_values("n_suggested", ascending=False).to_dict("records"):
+    for row in per_model.sort_values("n_suggested", ascending=False, kind="stable").to_dict("records"):
         parts.append((_model(row["suggestion_source"]), row))
     return parts
 
@@ -243,13 +244,10 @@ def _direction_section(review: pd.DataFrame, data: ProjectData) -> Section | Non
         shown = changes.assign(model=changes["model"].map(_model)).rename(
             columns={"category": "label or item", "suggested": "suggested as", "final": "changed to"}
         )
-        top = changes.iloc[0]
         blocks.append(
             Paragraph(
                 "Which labels and choices reviewers turned into which (edited units whose label or answer changed; "
-                f"moved spans that kept their label are not listed). The most frequent: {top['suggested']} -> "
-                f"{top['final']} ({plural(int(top['n']), 'time')}, {_model(top['model'])}, "
-                f"{'spans' if top['unit'] == SPAN else top['category']})."
+                "moved spans that kept their label are not listed). " + _most_frequent_change(changes)
             )
         )
         blocks += short_table("suggestion_label_changes", "Suggested label or choice -> submitted", shown,
@@ -307,3 +305,25 @@ def _time_section(data: ProjectData) -> Section | None:
 
 
 __all__ = ["project_review", "suggestion_headline", "suggestions_section"]
+
+
+#: changes named in the sentence when several are the most frequent (the table has them all)
+NAMED_CHANGES = 3
+
+
+def _most_frequent_change(changes: pd.DataFrame) -> str:
+    """The change made most often over every model and unit; when several were made as often,
+    the first few in the table's order, with how many there are."""
+    tied = changes.loc[at_extreme(changes["n"], lambda n: str(int(n))).index]
+    times = plural(int(tied["n"].iloc[0]), "time")
+
+    def change(row: pd.Series, count: str = "") -> str:
+        where = "spans" if row["unit"] == SPAN else row["category"]
+        return f"{row['suggested']} -> {row['final']} ({count}{_model(row['model'])}, {where})"
+
+    if len(tied) == 1:
+        return f"The most frequent: {change(tied.iloc[0], times + ', ')}."
+    named = [change(row) for _, row in tied.head(NAMED_CHANGES).iterrows()]
+    more = len(tied) - len(named)
+    listing = "; ".join(named) + (f"; and {more} more" if more else "")
+    return f"{len(tied)} changes were made most often, {times} each: {listing}."
