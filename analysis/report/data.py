@@ -253,8 +253,25 @@ def at_extreme(values: pd.Series, shown: Callable[[Any], str], highest: bool = T
     return values[values.map(lambda value: shown(value) == printed)]
 
 
+def counts_of(counts: Sequence[int], noun: str, plural_form: str | None = None) -> str:
+    """What one or several tied entries rest on: ``40 summaries``, ``40 summaries each`` or
+    ``40 and 38 summaries respectively``."""
+    counts = [int(count) for count in counts]
+    if len(counts) == 1:
+        return plural(counts[0], noun, plural_form)
+    nouns = plural_form or noun + "s"
+    if len(set(counts)) == 1:
+        return f"{counts[0]} {nouns} each"
+    return f"{listed([str(count) for count in counts])} {nouns} respectively"
+
+
 def number(value: float, digits: int = 3) -> str:
     return "n/a" if is_nan(value) else f"{value:.{digits}f}"
+
+
+def two_places(value: float) -> str:
+    """A mean score, a distance in points or a rho as the sentences print them."""
+    return number(value, 2)
 
 
 def alpha_words(alpha: float, low: float, high: float, level: str) -> str:

@@ -29,6 +29,7 @@ from judgelab.analysis.report.blocks import Block, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
     at_extreme,
+    counts_of,
     is_nan,
     listed,
     number,
@@ -37,6 +38,7 @@ from judgelab.analysis.report.data import (
     plural,
     section_or_none,
     short_table,
+    two_places,
     welch_words,
     with_project,
 )
@@ -268,7 +270,7 @@ def _impression_by_type(data: ProjectData, by_type: pd.DataFrame) -> list[Block]
     if worst.empty:
         blocks.append(Paragraph("No error type lowers the mean impression below that of the error-free annotations."))
         return blocks
-    tied = worst.loc[at_extreme(worst["drop"], lambda drop: number(drop, 2)).index]
+    tied = worst.loc[at_extreme(worst["drop"], two_places).index]
     top = tied.iloc[0]
     if len(tied) == 1:
         text = (
@@ -278,8 +280,8 @@ def _impression_by_type(data: ProjectData, by_type: pd.DataFrame) -> list[Block]
     else:
         text = (
             f"{listed(tied['label'].astype(str))} cost the most, each {number(top['drop'], 2)} points below the "
-            f"no-error mean (means {listed([number(m, 2) for m in tied['mean']])}, over "
-            f"{listed([str(int(n)) for n in tied['n']])} annotations respectively)."
+            f"no-error mean (means {listed([two_places(m) for m in tied['mean']])}, over "
+            f"{counts_of(tied['n'], 'annotation')})."
         )
     blocks.append(Paragraph(text))
     return blocks

@@ -24,6 +24,7 @@ from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, T
 from judgelab.analysis.report.data import (
     ProjectData,
     at_extreme,
+    counts_of,
     is_nan,
     listed,
     number,
@@ -31,6 +32,7 @@ from judgelab.analysis.report.data import (
     plural,
     section_or_none,
     short_table,
+    two_places,
     welch_words,
     with_project,
 )
@@ -144,15 +146,7 @@ def _cells(rows: pd.DataFrame) -> str:
     alpha shown named together, with the alpha once."""
     alpha = number(rows["krippendorff_alpha_ordinal"].iloc[0])
     cells = listed([f"{row['item']} on {row['model']} summaries" for _, row in rows.iterrows()])
-    sizes = [str(n) for n in rows["n_units"]]
-    if len(rows) == 1:
-        return f"{cells} (alpha {alpha}, {sizes[0]} summaries)"
-    counted = f"{sizes[0]} summaries each" if len(set(sizes)) == 1 else f"{listed(sizes)} summaries respectively"
-    return f"{cells} (alpha {alpha}, {counted})"
-
-
-def _mean(value: float) -> str:
-    return f"{value:.2f}"
+    return f"{cells} (alpha {alpha}, {counts_of(rows['n_units'], 'summary', 'summaries')})"
 
 
 def distribution_section(data: ProjectData, criteria: list[str]) -> Section | None:
@@ -191,13 +185,13 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
     for item in means.columns:
         column = means[item].dropna()
         if len(column) >= 2:
-            high, low = at_extreme(column, _mean), at_extreme(column, _mean, highest=False)
+            high, low = at_extreme(column, two_places), at_extreme(column, two_places, highest=False)
             if len(high) == len(column):
-                text = f"{item}: the same mean for every model ({_mean(column.max())})."
+                text = f"{item}: the same mean for every model ({two_places(column.max())})."
             else:
                 text = (
-                    f"{item}: highest mean for {listed(high.index.astype(str))} ({_mean(column.max())}), lowest for "
-                    f"{listed(low.index.astype(str))} ({_mean(column.min())})."
+                    f"{item}: highest mean for {listed(high.index.astype(str))} ({two_places(column.max())}), "
+                    f"lowest for {listed(low.index.astype(str))} ({two_places(column.min())})."
                 )
             blocks.append(Paragraph(text))
     return Section("Score distributions", blocks)

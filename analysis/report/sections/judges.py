@@ -24,6 +24,7 @@ from judgelab.analysis.report.data import (
     percent,
     plural,
     short_table,
+    two_places,
     with_project,
 )
 from judgelab.analysis.tables import HUMAN_SOURCE
@@ -201,7 +202,7 @@ def _group_sentences(summary: pd.DataFrame) -> list[Paragraph]:
         best = (tested if not tested.empty else independent).iloc[0]
         ceiling = best["human_human_alpha"]
         loose = f"passes_{max(EPSILONS):g}"
-        tied = list(tested.loc[at_extreme(tested["rho"], lambda rho: number(rho, 2)).index, "judge"])
+        tied = list(tested.loc[at_extreme(tested["rho"], two_places).index, "judge"])
         words = _judge_words(best, ranked=not tested.empty, tied=tied)
         text += f"{words} {_alpha_words(best)}; {_alt_test_words(best)}."
         passing = tested.iloc[1:]

@@ -33,6 +33,7 @@ from judgelab.analysis.report.data import (
     plural,
     rater_spans,
     section_or_none,
+    two_places,
     with_project,
 )
 from judgelab.analysis.report.sections.spans import comparison_table, span_inputs
@@ -427,22 +428,18 @@ def _choice_sentence(item: str, rows: pd.DataFrame) -> str:
     )
 
 
-def _points(value: float) -> str:
-    return number(value, 2)
-
-
 def _rating_sentence(item: str, rows: pd.DataFrame) -> str:
     """The model (or the models tied at the distance shown) closest to the human mean score."""
     rows = rows.sort_values("mean_abs_difference", kind="stable")
     best = rows.iloc[0]
-    top = rows.loc[at_extreme(rows["mean_abs_difference"], _points, highest=False).index]
+    top = rows.loc[at_extreme(rows["mean_abs_difference"], two_places, highest=False).index]
     top = top if not top.empty else rows[:1]
     each = [
         plural(int(row["n_units"]), "task")
         + (f" (Spearman's rho {number(row['spearman_rho'], 2)})" if not is_nan(row["spearman_rho"]) else "")
         for _, row in top.iterrows()
     ]
-    distance = _points(best["mean_abs_difference"])
+    distance = two_places(best["mean_abs_difference"])
     if len(top) == 1:
         text = f"{item}: {best['model']} comes closest to the human mean, {distance} points away on average over "
         text += each[0]

@@ -24,6 +24,7 @@ from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Se
 from judgelab.analysis.report.data import (
     ProjectData,
     at_extreme,
+    counts_of,
     coverage,
     is_nan,
     listed,
@@ -550,11 +551,8 @@ def campaign_section(data: ProjectData) -> Section | None:
 
 
 def _labels_of(rows: pd.DataFrame) -> str:
-    """``Misleading, 12 spans`` or ``Misleading and Incorrect, 12 and 9 spans``."""
-    sizes = [int(n) for n in rows["n_units"]]
-    if len(sizes) == 1:
-        return f"{rows['label'].iloc[0]}, {plural(sizes[0], 'span')}"
-    return f"{listed(rows['label'].astype(str))}, {listed([str(n) for n in sizes])} spans"
+    """``Misleading, 12 spans`` or ``Misleading and Incorrect, 12 and 9 spans respectively``."""
+    return f"{listed(rows['label'].astype(str))}, {counts_of(rows['n_units'], 'span')}"
 
 
 def _mix_ups(off: pd.Series, labels: list[str]) -> str:
