@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from judgelab.analysis.facets import cell_groups, empty_left_out, facet_cells, filter_tables
-from judgelab.analysis.report.blocks import Paragraph, Section, Table
+from judgelab.analysis.report.blocks import Paragraph, Section, Table, spool_tables
 from judgelab.analysis.report.data import ProjectData, ReportOptions, with_project
 from judgelab.analysis.report.faceting import (
     FacetPlan,
@@ -131,8 +131,9 @@ def build_report(
     paths = ReportPaths(markdown=out_dir / "report.md", html=out_dir / "report.html", counts=counts)
     paths.markdown.write_text(render_markdown(title, sections), encoding="utf-8")
     paths.html.write_text(render_html(title, sections), encoding="utf-8")
-    for name, data in _csv_tables(sections).items():
+    for name, data in _csv_tables(sections):
         paths.csv[name] = write_csv(data, out_dir / f"{name}.csv")  # formulas neutralised
+        data = None  # a table read back from disk goes before the next is read
     return paths
 
 
@@ -169,15 +170,16 @@ def project_section(
     built: list[Section] = []
     for build in builders:
         if not faceted or getattr(build, "whole_project", False):
-            built += _as_list(build(whole))
+            made = _as_list(build(whole))
         else:
-            merged = merge_cell_sections(
+            made = merge_cell_sections(
                 [(cell, _as_list(build(part))) for cell, part in zip(cells, cell_data, strict=True)]
             )
             after_merge = getattr(build, "after_merge", None)
             if after_merge is not None:  # a builder's view across cells (agreement: a row per cell)
-                after_merge(merged, plan.by)
-            built += merged
+                after_merge(made, plan.by)
+        spool_tables(made, data.options.spool_rows)  # a row per annotation: on disk until written
+        built += made
         _release_cached(RELEASE_AFTER.get(build, ()), whole, cell_data)
         release_arrow_memory()
         if on_section is not None:
@@ -603,15 +605,17 @@ def project_title(project: object, tasks: pd.DataFrame) -> str:
     return str(project)
 
 
-def _csv_tables(sections: list[Section]) -> dict[str, pd.DataFrame]:
-    grouped: dict[str, list[pd.DataFrame]] = {}
+def _csv_tables(sections: list[Section]) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each CSV's name and data (the tables of that name from every project), one at a time:
+    a table kept on disk is read when its CSV is written."""
+    grouped: dict[str, list[Table]] = {}
     for section in sections:
         for table in section.tables():
-            grouped.setdefault(table.name, []).append(table.csv_data)
-    return {
-        name: pd.concat([frame for frame in parts if not frame.empty] or parts[:1], ignore_index=True)
-        for name, parts in grouped.items()
-    }
+            grouped.setdefault(table.name, []).append(table)
+    for name, tables in grouped.items():
+        parts = [table.csv_data for table in tables]
+        yield name, pd.concat([frame for frame in parts if not frame.empty] or parts[:1], ignore_index=True)
+        parts = None
 
 
 __all__ = [

@@ -6,8 +6,12 @@ Markdown and HTML, and ``analysis.report`` writes every table's data to CSV.
 
 from __future__ import annotations
 
+import os
+import pickle
+import tempfile
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -20,11 +24,37 @@ class Paragraph:
     text: str
 
 
+class SpooledFrame:
+    """A frame kept in a temporary file (a pickle, which gives back the same values and types)
+    until it is read; the file goes when the object does."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        fd, path = tempfile.mkstemp(prefix="judgelab-report-table-", suffix=".pickle")
+        self.path = path
+        self._remove = weakref.finalize(self, _remove_file, path)
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(frame, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        self.rows = len(frame)
+
+    def frame(self) -> pd.DataFrame:
+        """The frame, read from the file (each call its own copy)."""
+        with open(self.path, "rb") as handle:
+            return pickle.load(handle)  # noqa: S301 - the report's own file, written above
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 @dataclass(frozen=True)
 class Table:
     """A table shown in the report; ``data`` (default: ``shown``) goes to ``<name>.csv``.
 
     ``csv_only`` tables are written to CSV and not shown (a sentence should point to the file).
+    ``spooled``: the CSV's data waiting on disk (:func:`spool_tables`), in place of ``data``.
 
     Tables with the same ``name`` from different projects are concatenated into one CSV,
     so ``data`` should carry a ``project`` column.
@@ -35,10 +65,45 @@ class Table:
     shown: pd.DataFrame
     data: pd.DataFrame | None = None
     csv_only: bool = False  # written to <name>.csv but not shown on the page
+    spooled: SpooledFrame | None = field(default=None, compare=False, repr=False)
 
     @property
     def csv_data(self) -> pd.DataFrame:
+        if self.spooled is not None:
+            return self.spooled.frame()
         return self.shown if self.data is None else self.data
+
+    def with_csv_data_on_disk(self) -> Table:
+        """This table with its CSV's data in a temporary file; what the page shows stays (a table
+        written only to CSV keeps its columns, no rows)."""
+        if self.spooled is not None:
+            return self
+        if self.data is not None:
+            return replace(self, data=None, spooled=SpooledFrame(self.data))
+        if self.csv_only:
+            return replace(self, shown=self.shown.iloc[0:0], spooled=SpooledFrame(self.shown))
+        return self  # its rows are on the page
+
+
+def spool_tables(sections: list[Section], min_rows: int) -> None:
+    """Put the CSV data of every table of ``sections`` (and their subsections) with at least
+    ``min_rows`` rows on disk until the report writes it: the tables of every annotation (a quick
+    submission's speed, an attention check's answer) are hundreds of thousands of rows on a big
+    project, which every section after theirs would otherwise run beside. ``min_rows`` 0: none."""
+    if min_rows <= 0:
+        return
+    for section in sections:
+        section.blocks = [_spooled_block(block, min_rows) for block in section.blocks]
+        spool_tables(section.subsections, min_rows)
+
+
+def _spooled_block(block: Block, min_rows: int) -> Block:
+    if isinstance(block, Table):
+        rows = len(block.shown if block.data is None else block.data) if block.spooled is None else 0
+        return block.with_csv_data_on_disk() if rows >= min_rows else block
+    if isinstance(block, Details):
+        return replace(block, blocks=[_spooled_block(inner, min_rows) for inner in block.blocks])
+    return block
 
 
 @dataclass(frozen=True, eq=False)

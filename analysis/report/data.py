@@ -49,6 +49,9 @@ class ReportOptions:
     ``exclude_annotators`` and ``exclude_rubber_stampers`` leave annotators out of the study's
     estimates (every other section still counts them); ``stamp_kept_share`` and
     ``stamp_time_ratio`` are the rubber-stamping rule's thresholds (``analysis.rubber_stamping``).
+    ``spool_rows``: a table's CSV data of at least this many rows waits on disk, not in memory,
+    from its section until the report writes it (0: every table stays in memory; the files are
+    the same).
     """
 
     cluster: bool = False
@@ -65,6 +68,7 @@ class ReportOptions:
     exclude_rubber_stampers: bool = False
     stamp_kept_share: float = KEPT_SHARE_MIN
     stamp_time_ratio: float = TIME_RATIO_MAX
+    spool_rows: int = 20_000
 
 
 @dataclass(frozen=True)

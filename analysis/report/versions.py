@@ -102,7 +102,8 @@ def shorten(sections: list[Section], names: dict[str, str]) -> None:
                 if pd.api.types.is_object_dtype(shown[column]) or pd.api.types.is_string_dtype(shown[column]):
                     shown[column] = shown[column].map(lambda v: text(v) if isinstance(v, str) else v)
             shown.columns = [text(str(c)) for c in shown.columns]
-            return Table(item.name, text(item.caption), shown, data=item.csv_data, csv_only=item.csv_only)
+            data = item.shown if item.data is None and item.spooled is None else item.data  # the full versions
+            return replace(item, caption=text(item.caption), shown=shown, data=data)
         return replace(item, caption=text(item.caption)) if hasattr(item, "caption") else item
 
     for section in sections:
