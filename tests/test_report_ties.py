@@ -162,3 +162,36 @@ def test_label_mix_ups_made_as_often_are_named_together(tmp_path: Path) -> None:
     assert mix_ups, text
     pairs = {frozenset(mix_ups.group(1, 2)), frozenset(mix_ups.group(3, 4))}
     assert pairs == {frozenset({"Misleading", "Incorrect"}), frozenset({"Not Checkable", "Incorrect"})}, text
+
+
+def test_annotators_whose_means_shift_alike_are_named_together(tmp_path: Path) -> None:
+    """The augmentation study's drift: an annotator's copy (the same answers at the same times under
+    another name) shifts exactly as the annotator does, so the largest shift is at least theirs
+    twice, and the sentence names every shift as large, each once."""
+    study = Study("augmentation_quality", 60, 2, True, judges=1)
+    tables, _ = make_study(study)
+    first = report(tables, tmp_path / "first", study.schema)
+    judgments = tables["judgments"]
+    humans = judgments[judgments["source"] == "human"]
+    who = sorted(humans["annotator"].unique())[0]
+    mine = humans[humans["annotator"] == who]
+    copied = dict(tables, judgments=pd.concat(
+        [judgments, mine.assign(annotator=f"{who}-copy", annotation_id=mine["annotation_id"] + "-copy")],
+        ignore_index=True,
+    ))  # fmt: skip
+    for (prose, folder), copy in ((first, False), (report(copied, tmp_path / "second", study.schema), True)):
+        drift = pd.read_csv(folder / "annotator_drift.csv").dropna(subset=["change_vs_first_block"])
+        later = drift[drift["block"] > 0]
+        size = later["change_vs_first_block"].abs().round(2)
+        tied = later[size == size.max()]
+        (text,) = [s for s in prose if "shift" in s and "first block and block" in s]
+        if len(tied) == 1:
+            row = tied.iloc[0]
+            assert text.startswith(f"The largest shift: {row['annotator']}'s mean {row['item']} moved by "), text
+        else:
+            assert text.startswith(f"{len(tied)} means shifted the most, by {size.max():.2f} points each: "), text
+            for _, row in tied.head(4).iterrows():
+                clause = f"{row['annotator']}'s mean {row['item']} moved by {row['change_vs_first_block']:+.2f} "
+                assert text.count(clause) == 1, (clause, text)
+        if copy:
+            assert len(tied) >= 2 and {who, f"{who}-copy"} <= set(tied["annotator"]), tied

@@ -25,12 +25,14 @@ from judgelab.analysis.ratings import numeric_ratings_grouped
 from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
+    at_extreme,
     is_nan,
     number,
     percent,
     plural,
     section_or_none,
     short_table,
+    two_places,
     with_project,
 )
 from judgelab.analysis.report.plots import drift_cells_png, drift_png
@@ -300,6 +302,34 @@ def disagreement_section(data: ProjectData) -> Section | None:
     return Section("Disagreement rule", blocks)
 
 
+#: the shifts tied for the largest a sentence names before it points to the table
+NAMED_SHIFTS = 4
+
+
+def _largest_shifts(later: pd.DataFrame, block_size: int) -> str:
+    """The sentence on the largest shift of a mean score from an annotator's first block: every
+    shift as large at the two decimals it prints (an annotator's two items, or two annotators,
+    can move by the same), not the first of them in the table."""
+    size = later["change_vs_first_block"].abs()
+    tied = later.loc[at_extreme(size, two_places).index]
+
+    def moved(row: pd.Series, opening: str) -> str:
+        first = int(row["block"]) * block_size + 1
+        return (
+            f"{row['annotator']}'s mean {row['item']} moved by {row['change_vs_first_block']:+.2f}{opening} "
+            f"between their first block and block {int(row['block']) + 1} (annotations {first}-"
+            f"{first + int(row['n_annotations']) - 1}, {int(row['n_ratings'])} ratings)"
+        )
+
+    if len(tied) == 1:
+        return f"The largest shift: {moved(tied.iloc[0], ' points')}."
+    named = [moved(row, "") for _, row in tied.head(NAMED_SHIFTS).iterrows()]
+    more = len(tied) - len(named)
+    rest = f"; and {plural(more, 'other')} as large (annotator_drift.csv)" if more else ""
+    each = two_places(float(size.max()))
+    return f"{len(tied)} means shifted the most, by {each} points each: {'; '.join(named)}{rest}."
+
+
 def drift_section(data: ProjectData) -> Section | None:
     """Mean score per block of annotations per annotator: does an annotator drift over time?"""
     meta = data.schema_meta or {}
@@ -331,16 +361,7 @@ def drift_section(data: ProjectData) -> Section | None:
     else:
         later = drift[drift["block"] > 0].dropna(subset=["change_vs_first_block"])
         if not later.empty:
-            worst = later.loc[later["change_vs_first_block"].abs().idxmax()]
-            first_annotation = int(worst["block"]) * block_size + 1
-            blocks.append(
-                Paragraph(
-                    f"The largest shift: {worst['annotator']}'s mean {worst['item']} moved by "
-                    f"{worst['change_vs_first_block']:+.2f} points between their first block and block "
-                    f"{int(worst['block']) + 1} (annotations {first_annotation}-"
-                    f"{first_annotation + int(worst['n_annotations']) - 1}, {int(worst['n_ratings'])} ratings)."
-                )
-            )
+            blocks.append(Paragraph(_largest_shifts(later, block_size)))
         blocks.append(
             Figure(
                 f"Mean score per block of {block_size} annotations",
