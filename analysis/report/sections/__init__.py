@@ -80,11 +80,14 @@ SECTION_BUILDERS: list[SectionBuilder] = [
 ]
 #: cached results that no builder after the named one reads, let go once it has run: at 100,000
 #: tasks the span sections' inputs and the human rows are 180 MiB, otherwise held through the
-#: judges' and the estimates' sections, the report's largest. A builder moved after it would
-#: compute them again (the schema's kinds and scales, read later, are cached on their own).
+#: judges' and the estimates' sections, the report's largest; the review table (a row per
+#: suggestion and what became of it) and its agreement were held through the anchoring arms, the
+#: judges and the estimates. A builder moved after it would compute them again (the schema's
+#: kinds and scales, read later, are cached on their own; so is the rubber-stamping rule's verdict
+#: the estimates read).
 RELEASE_AFTER: dict[SectionBuilder, tuple[str, ...]] = {
     model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans", "coverage", "usable_human"),
-    rubber_stamping_section: ("annotation_times",),
+    rubber_stamping_section: ("annotation_times", "review", "suggestion_agreement"),
 }
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
 REVIEW_BUILDERS: list[SectionBuilder] = [suggestions_section, rubber_stamping_section, arms_section, judges_section]
