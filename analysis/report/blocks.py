@@ -34,7 +34,6 @@ class SpooledFrame:
         self._remove = weakref.finalize(self, _remove_file, path)
         with os.fdopen(fd, "wb") as handle:
             pickle.dump(frame, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        self.rows = len(frame)
 
     def frame(self) -> pd.DataFrame:
         """The frame, read from the file (each call its own copy)."""
