@@ -195,3 +195,30 @@ def test_annotators_whose_means_shift_alike_are_named_together(tmp_path: Path) -
                 assert text.count(clause) == 1, (clause, text)
         if copy:
             assert len(tied) >= 2 and {who, f"{who}-copy"} <= set(tied["annotator"]), tied
+
+
+def test_the_pilot_pair_says_when_other_pairs_share_as_many_tasks(tmp_path: Path) -> None:
+    """The augmentation study's pilot compares the pair of annotators sharing the most tasks. With
+    every annotator on every task all three pairs share them all: the sentence says the pair is
+    the first by name of three, not that it shares the most. With one annotator on fewer tasks,
+    one pair shares the most."""
+    study = Study("augmentation_quality", 12, 3, True, judges=1)
+    tables, _ = make_study(study)
+    judgments = tables["judgments"]
+    humans = judgments[judgments["source"] == "human"]
+    names = sorted(humans["annotator"].unique())
+    assert len(names) == 3
+
+    def pilot_sentence(tables: dict[str, pd.DataFrame], folder: Path) -> str:
+        prose, _ = report(tables, folder, study.schema)
+        (text,) = [s for s in prose if s.startswith("The guideline's pilot has two annotators")]
+        return text
+
+    text = pilot_sentence(tables, tmp_path / "all")
+    assert f"here they are {names[0]} and {names[1]}, the first by name of the 3 pairs sharing the most tasks," in text
+
+    last = humans[humans["annotator"] == names[2]]
+    dropped = last[last["task_id"].isin(sorted(last["task_id"].unique())[:4])]
+    fewer = dict(tables, judgments=judgments.drop(dropped.index))
+    text = pilot_sentence(fewer, tmp_path / "fewer")
+    assert f"here they are {names[0]} and {names[1]}, the pair sharing the most tasks," in text, text

@@ -89,14 +89,25 @@ def pilot_annotators_by_group(
     ratings: pd.DataFrame, groups: RowGroups | None, annotators: Sequence[str] | None = None
 ) -> list[tuple[str, str] | ValueError]:
     """The two annotators of the pilot in each group of ``ratings`` (``GROUP`` column when
-    ``groups`` is given): the given ones, else the pair sharing the most tasks; or the
-    ``ValueError`` that says why a group has no pair."""
+    ``groups`` is given): the given ones, else the pair sharing the most tasks (of pairs sharing
+    as many, the first by name); or the ``ValueError`` that says why a group has no pair."""
+    return [
+        choice if isinstance(choice, ValueError) else choice[0]
+        for choice in _pilot_choices(ratings, groups, annotators)
+    ]
+
+
+def _pilot_choices(
+    ratings: pd.DataFrame, groups: RowGroups | None, annotators: Sequence[str] | None
+) -> list[tuple[tuple[str, str], int] | ValueError]:
+    """:func:`pilot_annotators_by_group`'s pairs, each with how many pairs share as many tasks
+    (1: it alone; 0: the annotators were given)."""
     size = _size(groups)
     if annotators is not None:
         if len(annotators) != 2:
             error = ValueError(f"the pilot compares two annotators, got {len(annotators)}: {list(annotators)}")
             return [error] * size
-        return [(str(annotators[0]), str(annotators[1]))] * size
+        return [((str(annotators[0]), str(annotators[1])), 0)] * size
     keys = unit_keys(ratings)
     units = pd.Series(list(zip(*(ratings[k] for k in keys), strict=True)), index=ratings.index)
     by = ratings["annotator"] if groups is None else [ratings[GROUP], ratings["annotator"]]
@@ -105,30 +116,34 @@ def pilot_annotators_by_group(
     for key, tasks in tasks_of.items():
         group, name = (0, key) if groups is None else key
         per_group_tasks[int(group)][name] = tasks
-    pairs: list[tuple[str, str] | ValueError] = []
+    choices: list[tuple[tuple[str, str], int] | ValueError] = []
     for tasks_of_group in per_group_tasks:
         names = sorted(tasks_of_group, key=natural_key)
         if len(names) < 2:
-            pairs.append(ValueError(f"the pilot needs two annotators, the judgments have {len(names)}: {names}"))
+            choices.append(ValueError(f"the pilot needs two annotators, the judgments have {len(names)}: {names}"))
             continue
-        best = max(
-            ((a, b) for i, a in enumerate(names) for b in names[i + 1 :]),
-            key=lambda pair: len(tasks_of_group[pair[0]] & tasks_of_group[pair[1]]),
-        )
-        pairs.append((str(best[0]), str(best[1])))
-    return pairs
+        shared = {
+            (a, b): len(tasks_of_group[a] & tasks_of_group[b]) for i, a in enumerate(names) for b in names[i + 1 :]
+        }
+        best = max(shared, key=shared.__getitem__)  # the first by name of the pairs sharing the most
+        tied = sum(count == shared[best] for count in shared.values())
+        choices.append(((str(best[0]), str(best[1])), tied))
+    return choices
 
 
 @dataclass(frozen=True)
 class PilotAgreement:
     """``table``: one row per item with ``n_units``, the coefficients, their targets and a
     pass flag each, and ``passed`` (all three met). ``passed`` is True when every item passed.
-    ``annotators`` are the two compared; ``units`` the task ids they both rated."""
+    ``annotators`` are the two compared; ``units`` the task ids they both rated; ``tied_pairs``
+    how many pairs of annotators share as many tasks as they do (they are the first by name of
+    those; 0: the two were given)."""
 
     table: pd.DataFrame
     passed: bool
     annotators: tuple[str, str]
     units: list[object] = field(default_factory=list)
+    tied_pairs: int = 1
 
 
 def _only(results: list[Any]) -> Any:
@@ -188,18 +203,18 @@ def pilot_agreement_by_group(
     ratings = _ratings(judgments, criteria, source, ratings, groups)
     if tasks is not None:
         ratings = ratings[ratings["task_id"].isin(list(tasks))]
-    pairs = pilot_annotators_by_group(ratings, groups, annotators)
-    if not any(isinstance(pair, tuple) for pair in pairs):
-        return list(pairs)
+    choices = _pilot_choices(ratings, groups, annotators)
+    if not any(isinstance(choice, tuple) for choice in choices):
+        return list(choices)
     wide_of = {
         item: _pivot_per_group(ratings[ratings["item"] == item], groups, unit_keys(ratings)) for item in criteria
     }
     results: list[PilotAgreement | ValueError] = []
-    for group, pair in enumerate(pairs):
-        if isinstance(pair, ValueError):
-            results.append(pair)
+    for group, choice in enumerate(choices):
+        if isinstance(choice, ValueError):
+            results.append(choice)
             continue
-        first, second = pair
+        (first, second), tied = choice
         rows, shared_units = [], set()
         for item in criteria:
             scores, units = _both_scored(wide_of[item](group), first, second)
@@ -222,7 +237,9 @@ def pilot_agreement_by_group(
         table = pd.DataFrame(rows)
         passed = bool(len(table) and table["passed"].all())
         units = sorted(shared_units, key=str)
-        results.append(PilotAgreement(table=table, passed=passed, annotators=(first, second), units=units))
+        results.append(
+            PilotAgreement(table=table, passed=passed, annotators=(first, second), units=units, tied_pairs=tied)
+        )
     return results
 
 

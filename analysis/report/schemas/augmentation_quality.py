@@ -92,6 +92,15 @@ def _errors_kept(
     return kept
 
 
+def _pilot_pair_words(tied: int) -> str:
+    """How the pilot's two annotators were chosen: ``tied`` pairs share as many tasks as they do."""
+    if tied == 0:
+        return "the two named"
+    if tied == 1:
+        return "the pair sharing the most tasks"
+    return f"the first by name of the {tied} pairs sharing the most tasks"
+
+
 def pilot_section(data: ProjectData) -> Section | None:
     """The two pilot annotators' agreement against the targets, pass/fail per measure."""
     meta = data.schema_meta or {}
@@ -118,7 +127,7 @@ def pilot_section(data: ProjectData) -> Section | None:
     blocks: list[Block] = [
         Paragraph(
             f"The guideline's pilot has two annotators rate the same samples; here they are {first} and "
-            f"{second}, the pair sharing the most tasks, compared on every task both rated.{size_text} Each "
+            f"{second}, {_pilot_pair_words(pilot.tied_pairs)}, compared on every task both rated.{size_text} Each "
             "row is one measure of one item against its target (the guideline asks for more than the "
             "target); n_units is the tasks both gave a score for that item."
         ),
