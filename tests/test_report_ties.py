@@ -108,15 +108,13 @@ def test_models_tied_at_the_bottom_are_named_together(tmp_path: Path) -> None:
     assert not re.search(r"kappa [-\d.]+\)?\. A single", text), "a kappa after a tie: whose?"
 
 
-def test_two_summarisers_scored_alike_share_the_highest_and_the_lowest_mean(tmp_path: Path) -> None:
-    """The Likert rubric per summarising model: model m1's tasks are copies of m0's (another task
-    id, the same scores by the same annotators), so every mean and every alpha is the same for both."""
-    study = Study("likert_rubric_es", 40, 3, True, judges=1)
-    tables, _ = make_study(study)
+def summariser_copied(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The Likert study's tables with model m1's tasks made copies of m0's (another task id, the
+    same scores by the same annotators): every mean and every alpha is the same for both."""
     tasks, judgments = tables["tasks"], tables["judgments"]
     m0 = tasks[tasks["model"] == "m0"]
     scored = judgments[judgments["task_id"].isin(m0["task_id"])]
-    copied = {
+    return {
         "tasks": pd.concat([m0, m0.assign(task_id=m0["task_id"] + 1000, model="m1")], ignore_index=True),
         "judgments": pd.concat(
             [scored, scored.assign(task_id=scored["task_id"] + 1000, annotation_id=scored["annotation_id"] + "-m1")],
@@ -124,6 +122,14 @@ def test_two_summarisers_scored_alike_share_the_highest_and_the_lowest_mean(tmp_
         ),
         "spans": tables["spans"],
     }
+
+
+def test_two_summarisers_scored_alike_share_the_highest_and_the_lowest_mean(tmp_path: Path) -> None:
+    """The Likert rubric per summarising model: model m1's tasks are copies of m0's, so every mean
+    and every alpha is the same for both."""
+    study = Study("likert_rubric_es", 40, 3, True, judges=1)
+    tables, _ = make_study(study)
+    copied = summariser_copied(tables)
     prose, folder = report(copied, tmp_path, study.schema)
     means = pd.read_csv(folder / "likert_mean_scores.csv")
     for item in ("Coherence", "Fluency", "5W"):
@@ -222,3 +228,35 @@ def test_the_pilot_pair_says_when_other_pairs_share_as_many_tasks(tmp_path: Path
     fewer = dict(tables, judgments=judgments.drop(dropped.index))
     text = pilot_sentence(fewer, tmp_path / "fewer")
     assert f"here they are {names[0]} and {names[1]}, the pair sharing the most tasks," in text, text
+
+
+def test_cells_alike_on_the_front_page_are_not_ranked(tmp_path: Path) -> None:
+    """A report cut by the summarising model: its front page gives, per criterion, the lowest cell's
+    figure and the highest cell. With m1's summaries copies of m0's both cells print the same alpha,
+    and the front page says so rather than calling one the lowest and the other the highest."""
+    study = Study("likert_rubric_es", 40, 3, True, judges=1)
+    tables, _ = make_study(study)
+    schemas = {study.schema: get_schema(study.schema).meta}
+    for name, data in (("apart", tables), ("alike", summariser_copied(tables))):
+        folder = build_report(data, schemas, tmp_path / name, options=ReportOptions(n_boot=20, by=("model",)))
+        glance = pd.read_csv(folder.markdown.parent / "at_a_glance.csv")
+        by_cell = pd.read_csv(folder.markdown.parent / "agreement_by_cell.csv")
+        rows = glance[glance["topic"] == "Agreement"]
+        assert len(rows) >= 3, glance
+        # each cell's alpha as the table prints it (two decimals; a leading ' keeps a spreadsheet
+        # from reading a minus sign as a formula)
+        printed = {
+            item: by_cell.set_index("model")[item].astype(str).str.lstrip("'").str.split(" ").str[0]
+            for item in rows["subject"]
+        }
+        for _, row in rows.iterrows():
+            answer, alphas = row["answer"], printed[row["subject"]]
+            if alphas["m0"] == alphas["m1"]:
+                assert answer.startswith(f"2 cells; the same in every cell ({alphas['m0']}); in m"), answer
+                assert "lowest" not in answer and "highest" not in answer, answer
+            else:
+                low, high = sorted(alphas.index, key=lambda cell: float(alphas[cell]))
+                assert answer.startswith(f"2 cells; lowest in {low}: "), answer
+                assert answer.endswith(f"; highest in {high}: {alphas[high]}"), answer
+        if name == "alike":
+            assert all(printed[item]["m0"] == printed[item]["m1"] for item in printed), printed

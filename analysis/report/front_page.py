@@ -18,7 +18,7 @@ import pandas as pd
 from judgelab.analysis.estimates import linked_sample_rows
 from judgelab.analysis.facets import TOTAL_LABEL
 from judgelab.analysis.report.blocks import Block, Glance, GlanceTable, Paragraph, Section, Table
-from judgelab.analysis.report.data import GOLD_SOURCE, ProjectData, percent, plural, with_project
+from judgelab.analysis.report.data import GOLD_SOURCE, ProjectData, listed, percent, plural, with_project
 from judgelab.analysis.report.sections.suggestions import suggestion_headline
 from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, parsed_times
 
@@ -267,11 +267,26 @@ def _across_cells(rows: list[tuple[Glance, Section]]) -> list[tuple[Glance, Sect
             continue
         low = min(valued, key=lambda pair: pair[0].value)
         high = max(valued, key=lambda pair: pair[0].value)
-        answer = f"{len(mine)} cells; lowest in {low[0].cell}: {low[0].answer}"
-        if high[0] is not low[0]:
-            answer += f"; highest in {high[0].cell}: {high[0].value:.2f}"
-        out.append((Glance(low[0].topic, subject, answer, low[0].value), low[1]))
+        out.append((Glance(low[0].topic, subject, _cells_answer(mine, valued, low[0], high[0]), low[0].value), low[1]))
     return out
+
+
+def _cells_answer(mine: list, valued: list, low: Glance, high: Glance) -> str:
+    """``3 cells; lowest in A: <A's answer>; highest in B: 0.62``, the figure as it prints (two
+    decimals): cells that print as low or as high as those are named with them, and cells that all
+    print alike are said to ("the same in every cell"), not ranked by digits nobody sees."""
+    shown = lambda value: f"{value:.2f}"  # noqa: E731
+    if len(valued) == 1:
+        return f"{len(mine)} cells; a figure in {low.cell} alone: {low.answer}"
+    if shown(low.value) == shown(high.value):
+        where = "every cell" if len(valued) == len(mine) else f"the {len(valued)} with a figure"
+        return f"{len(mine)} cells; the same in {where} ({shown(low.value)}); in {low.cell}: {low.answer}"
+    as_low = [g.cell for g, _ in valued if g is not low and shown(g.value) == shown(low.value)]
+    highs = [g.cell for g, _ in valued if shown(g.value) == shown(high.value)]
+    also = f" (as low in {listed(as_low)})" if as_low else ""
+    return (
+        f"{len(mine)} cells; lowest in {low.cell}{also}: {low.answer}; highest in {listed(highs)}: {shown(high.value)}"
+    )
 
 
 def completion_glance(data: ProjectData, per_task: np.ndarray) -> Glance:
