@@ -260,3 +260,33 @@ def test_cells_alike_on_the_front_page_are_not_ranked(tmp_path: Path) -> None:
                 assert answer.endswith(f"; highest in {high}: {alphas[high]}"), answer
         if name == "alike":
             assert all(printed[item]["m0"] == printed[item]["m1"] for item in printed), printed
+
+
+def test_the_most_common_count_of_annotations_names_every_count_as_common(tmp_path: Path) -> None:
+    """Completion, with no overlap target recorded: the most common number of annotations per
+    annotated task. With one annotator's annotations gone from half the tasks, half the tasks have
+    three and half two: both numbers are named. With no task annotated there is no such number."""
+    study = Study("likert_rubric_es", 12, 3, True, judges=1)
+    tables, _ = make_study(study)
+    judgments = tables["judgments"]
+    humans = judgments[judgments["source"] == "human"]
+    last = humans[humans["annotator"] == sorted(humans["annotator"].unique())[-1]]
+    gone = last[last["task_id"].isin(sorted(last["task_id"].unique())[:6])]
+    prose, _ = report(dict(tables, judgments=judgments.drop(gone.index)), tmp_path / "half", study.schema)
+    (text,) = [s for s in prose if s.startswith("Completion: ")]
+    assert text.startswith(
+        "Completion: of the 12 tasks, 0 have no human annotation yet, 0 have one, 6 two and 6 three"
+    ), text
+    assert text.endswith("; the most common numbers of annotations per annotated task are 2 and 3, on 6 tasks each."), (
+        text
+    )
+
+    prose, _ = report(tables, tmp_path / "all", study.schema)
+    (text,) = [s for s in prose if s.startswith("Completion: ")]
+    assert text.endswith("; the most common number of annotations per annotated task is 3."), text
+
+    nobody = Study("hotel_spans", 6, 0, True, judges=2)
+    prose, _ = report(make_study(nobody)[0], tmp_path / "none", nobody.schema)
+    (text,) = [s for s in prose if s.startswith("Completion: ")]
+    assert "6 have no human annotation yet" in text and "most common" not in text, text
+    assert text.endswith("annotations-per-task setting)."), text

@@ -127,6 +127,22 @@ def sample_completion(data: ProjectData) -> str | None:
     return f"{len(labelled)} of its tasks labelled in the human-sample {project} {where}"
 
 
+def _typical_count(per_task: np.ndarray) -> str:
+    """``; the most common number of annotations per annotated task is 3``, every number as common
+    named (``are 2 and 3, on 6 tasks each``); nothing when no task is annotated."""
+    annotated = per_task[per_task > 0]
+    if not len(annotated):
+        return ""
+    modes = [int(value) for value in pd.Series(annotated).mode()]
+    if len(modes) == 1:
+        return f"; the most common number of annotations per annotated task is {modes[0]}"
+    each = int((annotated == modes[0]).sum())
+    return (
+        f"; the most common numbers of annotations per annotated task are {listed([str(m) for m in modes])}, "
+        f"on {each} tasks each"
+    )
+
+
 def completion_blocks(data: ProjectData, per_task: np.ndarray, completion: pd.DataFrame) -> list[Block]:
     n_tasks = len(per_task)
     if n_tasks == 0:
@@ -145,10 +161,9 @@ def completion_blocks(data: ProjectData, per_task: np.ndarray, completion: pd.Da
             f"{reached} tasks ({percent(reached / n_tasks)}) have reached it."
         )
     else:
-        typical = int(pd.Series(per_task[per_task > 0]).mode().iloc[0]) if (per_task > 0).any() else 0
         text += (
             " No overlap target is recorded for this project (judgelab sync reads Label Studio's annotations-per-task "
-            f"setting); the most common number of annotations per annotated task is {typical}."
+            f"setting){_typical_count(per_task)}."
         )
     sampled = sample_completion(data)
     if sampled:
