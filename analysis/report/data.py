@@ -257,6 +257,14 @@ def at_extreme(values: pd.Series, shown: Callable[[Any], str], highest: bool = T
     return values[values.map(lambda value: shown(value) == printed)]
 
 
+def highest_and_lowest(values: pd.Series, shown: Callable[[Any], str]) -> tuple[pd.Index, pd.Index] | None:
+    """The labels of the entries that read as the highest and of those that read as the lowest
+    (:func:`at_extreme`), or None when every entry reads alike: a sentence then says they are the
+    same, not that one is the highest and another the lowest."""
+    high, low = at_extreme(values, shown), at_extreme(values, shown, highest=False)
+    return None if len(high) == len(values.dropna()) else (high.index, low.index)
+
+
 def counts_of(counts: Sequence[int], noun: str, plural_form: str | None = None) -> str:
     """What one or several tied entries rest on: ``40 summaries``, ``40 summaries each`` or
     ``40 and 38 summaries respectively``."""

@@ -23,8 +23,8 @@ from judgelab.analysis.qc.likert_rubric_es import (
 from judgelab.analysis.report.blocks import Block, Figure, Paragraph, Section, Table
 from judgelab.analysis.report.data import (
     ProjectData,
-    at_extreme,
     counts_of,
+    highest_and_lowest,
     is_nan,
     listed,
     number,
@@ -131,12 +131,11 @@ def by_model_section(data: ProjectData, criteria: list[str]) -> Section | None:
     defined = long.dropna(subset=["krippendorff_alpha_ordinal"])
     if not defined.empty:
         alpha = defined["krippendorff_alpha_ordinal"]
-        low = defined.loc[at_extreme(alpha, number, highest=False).index]
-        high = defined.loc[at_extreme(alpha, number).index]
-        if len(low) == len(defined):
+        ends = highest_and_lowest(alpha, number)
+        if ends is None:
             text = f"Every criterion has the same alpha on every model's summaries: {number(alpha.iloc[0])}."
         else:
-            text = f"Lowest: {_cells(low)}; highest: {_cells(high)}."
+            text = f"Lowest: {_cells(defined.loc[ends[1]])}; highest: {_cells(defined.loc[ends[0]])}."
         blocks.append(Paragraph(text))
     return Section("Agreement per criterion and model", blocks)
 
@@ -185,13 +184,13 @@ def distribution_section(data: ProjectData, criteria: list[str]) -> Section | No
     for item in means.columns:
         column = means[item].dropna()
         if len(column) >= 2:
-            high, low = at_extreme(column, two_places), at_extreme(column, two_places, highest=False)
-            if len(high) == len(column):
+            ends = highest_and_lowest(column, two_places)
+            if ends is None:
                 text = f"{item}: the same mean for every model ({two_places(column.max())})."
             else:
                 text = (
-                    f"{item}: highest mean for {listed(high.index.astype(str))} ({two_places(column.max())}), "
-                    f"lowest for {listed(low.index.astype(str))} ({two_places(column.min())})."
+                    f"{item}: highest mean for {listed(ends[0].astype(str))} ({two_places(column.max())}), "
+                    f"lowest for {listed(ends[1].astype(str))} ({two_places(column.min())})."
                 )
             blocks.append(Paragraph(text))
     return Section("Score distributions", blocks)

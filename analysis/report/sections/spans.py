@@ -26,6 +26,7 @@ from judgelab.analysis.report.data import (
     at_extreme,
     counts_of,
     coverage,
+    highest_and_lowest,
     is_nan,
     listed,
     number,
@@ -351,11 +352,11 @@ def unitizing_section(data: ProjectData) -> Section | None:
             )
     per_label = table[(table["label"] != ALL_LABELS)].dropna(subset=["alpha"])
     if len(per_label) >= 2:
-        best = per_label.loc[at_extreme(per_label["alpha"], number).index]
-        worst = per_label.loc[at_extreme(per_label["alpha"], number, highest=False).index]
-        if len(best) == len(per_label):
-            text = f"Every label has the same alpha, {number(per_label['alpha'].iloc[0])} ({_labels_of(best)})."
+        ends = highest_and_lowest(per_label["alpha"], number)
+        if ends is None:
+            text = f"Every label has the same alpha, {number(per_label['alpha'].iloc[0])} ({_labels_of(per_label)})."
         else:
+            best, worst = per_label.loc[ends[0]], per_label.loc[ends[1]]
             text = (
                 f"Per label it ranges from {number(worst['alpha'].iloc[0])} ({_labels_of(worst)}) to "
                 f"{number(best['alpha'].iloc[0])} ({_labels_of(best)})."
