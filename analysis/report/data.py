@@ -265,6 +265,14 @@ def highest_and_lowest(values: pd.Series, shown: Callable[[Any], str]) -> tuple[
     return None if len(high) == len(values.dropna()) else (high.index, low.index)
 
 
+def first_of(clauses: Sequence[str], limit: int, rest: Callable[[int], str] = lambda n: f"{n} more") -> str:
+    """``a; b; and 2 more``: the first ``limit`` of tied entries' clauses, then ``rest`` of how many
+    are left unnamed (their table has them all)."""
+    named = list(clauses)[:limit]
+    more = len(clauses) - len(named)
+    return "; ".join(named) + (f"; and {rest(more)}" if more else "")
+
+
 def counts_of(counts: Sequence[int], noun: str, plural_form: str | None = None) -> str:
     """What one or several tied entries rest on: ``40 summaries``, ``40 summaries each`` or
     ``40 and 38 summaries respectively``."""

@@ -26,6 +26,7 @@ from judgelab.analysis.report.blocks import Block, Figure, Glance, Paragraph, Se
 from judgelab.analysis.report.data import (
     ProjectData,
     at_extreme,
+    first_of,
     is_nan,
     number,
     percent,
@@ -332,11 +333,12 @@ def _largest_shifts(later: pd.DataFrame, block_size: int) -> str:
 
     if len(tied) == 1:
         return f"The largest shift: {moved(tied.iloc[0], ' points')}."
-    named = [moved(row, "") for _, row in tied.head(NAMED_SHIFTS).iterrows()]
-    more = len(tied) - len(named)
-    rest = f"; and {plural(more, 'other')} as large (annotator_drift.csv)" if more else ""
-    each = two_places(float(size.max()))
-    return f"{len(tied)} means shifted the most, by {each} points each: {'; '.join(named)}{rest}."
+    listing = first_of(
+        [moved(row, "") for _, row in tied.iterrows()],
+        NAMED_SHIFTS,
+        lambda more: f"{plural(more, 'other')} as large (annotator_drift.csv)",
+    )
+    return f"{len(tied)} means shifted the most, by {two_places(float(size.max()))} points each: {listing}."
 
 
 def drift_section(data: ProjectData) -> Section | None:

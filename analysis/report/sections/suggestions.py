@@ -15,6 +15,7 @@ from judgelab.analysis.report.blocks import Block, Glance, Paragraph, Section, T
 from judgelab.analysis.report.data import (
     ProjectData,
     at_extreme,
+    first_of,
     fragile,
     is_nan,
     kappa_label,
@@ -323,7 +324,5 @@ def _most_frequent_change(changes: pd.DataFrame) -> str:
 
     if len(tied) == 1:
         return f"The most frequent: {change(tied.iloc[0], times + ', ')}."
-    named = [change(row) for _, row in tied.head(NAMED_CHANGES).iterrows()]
-    more = len(tied) - len(named)
-    listing = "; ".join(named) + (f"; and {more} more" if more else "")
+    listing = first_of([change(row) for _, row in tied.iterrows()], NAMED_CHANGES)
     return f"{len(tied)} changes were made most often, {times} each: {listing}."
