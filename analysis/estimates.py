@@ -142,6 +142,10 @@ def _gold_rows(frame: pd.DataFrame) -> pd.Series:
     return (source == GOLD) | ((source == HUMAN_SOURCE) & truth)
 
 
+#: the columns that tell an annotation made with a suggestion on screen (:func:`anchored_annotations`)
+ANCHOR_COLUMNS = ("parent_prediction", "origin")
+
+
 def anchored_annotations(*frames: pd.DataFrame) -> set[object]:
     """The human annotations made with a judge's suggestion on screen: a ``parent_prediction``, or a
     row whose ``origin`` is a prediction's (``prediction``, ``prediction-changed``).
@@ -175,7 +179,8 @@ def human_rows(
     judgments: pd.DataFrame, spans: pd.DataFrame, exclude_annotators: Collection[str] = frozenset()
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The human and gold rows that count as labels: human annotations made without a judge's
-    suggestion (gold rows always), without the ``exclude_annotators`` (gold rows stay)."""
+    suggestion (gold rows always), without the ``exclude_annotators`` (gold rows stay); every
+    column but the :data:`ANCHOR_COLUMNS`, which told the suggested ones."""
     anchored = anchored_annotations(judgments, spans)
     excluded = {str(name) for name in exclude_annotators}
 
@@ -187,7 +192,9 @@ def human_rows(
         human = (source == HUMAN_SOURCE) & ~gold
         annotator = frame["annotator"].astype(str) if "annotator" in frame.columns else pd.Series("", index=frame.index)
         usable = human & ~frame["annotation_id"].isin(anchored) & ~annotator.isin(excluded)
-        return frame[gold | usable]
+        # without the two columns that tell an anchored annotation, read above: the rows kept are a
+        # copy, held while the values are made
+        return frame.loc[gold | usable, [c for c in frame.columns if c not in ANCHOR_COLUMNS]]
 
     return keep(judgments), keep(spans)
 
@@ -281,15 +288,14 @@ def task_values(
     >>> v[["task_id", "quantity", "y"]].values.tolist()
     [[1, 'q (mean)', 4.0], [2, 'q (mean)', 2.0], [1, 'c = x', 1.0]]
     """
-    values, described = _values(judgments, spans, meta, labels=labels, spans_asked=spans_asked)
+    values, described = _values([judgments, spans], meta, labels=labels, spans_asked=spans_asked)
     if values.empty:
         return pd.DataFrame(columns=VALUE_COLUMNS)
     return values.join(described, on="quantity")[VALUE_COLUMNS]
 
 
 def _values(
-    judgments: pd.DataFrame,
-    spans: pd.DataFrame,
+    rows_read: list[pd.DataFrame],
     meta: Mapping[str, Any],
     *,
     labels: Mapping[str, Sequence[str]] | None = None,
@@ -298,7 +304,13 @@ def _values(
     """:func:`task_values` as ``(values, described)``: the rows ``task_id, rater, quantity, y``,
     and per quantity (the index, in order of first appearance) its ``description, item,
     statistic, low, high``. The words are the quantity's, not its rows': at 100,000 tasks the
-    values are over a million rows, and a column of the words is 8 bytes a row each."""
+    values are over a million rows, and a column of the words is 8 bytes a row each.
+
+    ``rows_read`` is ``[judgments, spans]``, taken: the list is emptied, so that a caller's rows,
+    filtered copies, go once the values are made rather than through their concatenation (at
+    100,000 tasks the human rows are about 60 MiB)."""
+    judgments, spans = rows_read
+    rows_read.clear()
     if judgments.empty and spans.empty:
         return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
     asked = not spans.empty if spans_asked is None else spans_asked
@@ -311,6 +323,7 @@ def _values(
     rows = part = None  # the answer rows are not needed past here
     if asked:
         found += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
+    judgments = spans = None  # read: the values below are made from the quantities' rows
     if not found:
         return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
     words: dict[str, list[object]] = {}  # a quantity's words: the first group's that has it
@@ -621,17 +634,19 @@ def estimate_table(
         _with_columns(answer_columns(sample_spans if sample_spans is not None else pd.DataFrame(), "origin")),
         exclude_annotators,
     )
-    people_j, people_s = _joined(own_j, extra_j), _joined(own_s, extra_s)
+    people = [_joined(own_j, extra_j), _joined(own_s, extra_s)]
+    own_j = own_s = extra_j = extra_s = None  # held by ``people`` alone, which _values empties
     asked = not spans.empty or bool(sample_spans is not None and not sample_spans.empty)
-    h_values, described = _values(people_j, people_s, meta, spans_asked=asked)
-    people_j = people_s = own_j = own_s = extra_j = extra_s = None
+    h_values, described = _values(people, meta, spans_asked=asked)
     if quantities is not None:
         h_values = h_values[h_values["quantity"].isin(quantities)]
     if h_values.empty or (model_j.empty and model_s.empty):
         return pd.DataFrame(columns=_columns(by))
     described = described.loc[pd.unique(h_values["quantity"])]  # in order of first appearance, as the labels go
     labels = _labels(described.reset_index())
-    m_values = _values(model_j, model_s, meta, labels=labels, spans_asked=asked)[0]
+    models = [model_j, model_s]
+    model_j = model_s = None
+    m_values = _values(models, meta, labels=labels, spans_asked=asked)[0]
     m_values = m_values[m_values["quantity"].isin(set(h_values["quantity"]))]
     truth = human_values(h_values)
     judges = judge_values(m_values)
