@@ -153,13 +153,13 @@ def _anchors(rows: pd.DataFrame, sources: Mapping[str, str]) -> pd.DataFrame:
     """``task_id, rater, anchored_to`` for human annotations that started from a prediction."""
     if "parent_prediction" not in rows.columns or rows.empty:
         return pd.DataFrame(columns=["task_id", "rater", "anchored_to"])
-    humans = rows[rows["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE]
-    parent = pd.to_numeric(humans["parent_prediction"], errors="coerce")
-    humans = humans[parent.notna()]
-    key = PREDICTION_PREFIX + parent[parent.notna()].astype("int64").astype(str)
-    return pd.DataFrame(
-        {"task_id": humans["task_id"], "rater": humans["rater"], "anchored_to": key.map(sources)}
-    ).drop_duplicates(["task_id", "rater"])
+    parent = pd.to_numeric(rows["parent_prediction"], errors="coerce")
+    anchored = (rows["source"].fillna(HUMAN_SOURCE) == HUMAN_SOURCE) & parent.notna()
+    # a rater's first row of each task is its anchor: the rest are left before any text is made
+    humans = rows.loc[anchored, ["task_id", "rater"]].assign(parent=parent[anchored])
+    humans = humans.drop_duplicates(["task_id", "rater"])
+    key = PREDICTION_PREFIX + humans["parent"].astype("int64").astype(str)
+    return pd.DataFrame({"task_id": humans["task_id"], "rater": humans["rater"], "anchored_to": key.map(sources)})
 
 
 def _item_rows(
@@ -290,6 +290,7 @@ def _span_groups(spans: pd.DataFrame, coverage: pd.DataFrame) -> Iterator[pd.Dat
     base_pairs = tasks[: len(base)] * width + base["rater"].cat.codes.to_numpy(dtype=np.int64)
     span_pairs = tasks[len(base) :] * width + codes.astype(np.int64)
     labels = spans["label"].astype(str)  # a span without a label counts in the "any" group alone
+    spans = None  # read: its pairs and labels are all the groups need
     yield _span_group(base, SPANS_ANY, np.isin(base_pairs, span_pairs))
     for label in sorted({str(label) for label in labels.dropna().unique()}):
         if label in ("nan", "None"):
@@ -328,8 +329,8 @@ def answer_pieces(
     rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
     yield _item_rows(rows_j, schema_meta or {}, coverage)
-    rows_j = None
-    for group in _span_groups(rows_s, coverage):
+    groups, rows_j, rows_s = _span_groups(rows_s, coverage), None, None  # each let go once read
+    for group in groups:
         yield group.astype(dict.fromkeys([*_CODED, "value"], str))[_ROW_COLUMNS]
 
 
@@ -354,13 +355,14 @@ def answer_groups(
         spans = pd.concat([spans[is_model_s], humans[1]], ignore_index=True)
     rows_j, rows_s = _usable(judgments), _usable(spans)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
-    wanted = ["task_id", "rater", "source", "parent_prediction"]  # what _anchors reads: not a copy of every column
-    anchors = _anchors(
-        pd.concat([frame[[c for c in wanted if c in frame.columns]] for frame in (rows_j, rows_s)], ignore_index=True),
-        sources,
-    )
+    # each table's anchors, then a rater's first of each task (the judgments' before the spans')
+    anchors = pd.concat([_anchors(frame, sources) for frame in (rows_j, rows_s)], ignore_index=True)
+    anchors = anchors.drop_duplicates(["task_id", "rater"])
+    # the pieces hold the rows they read, and each lets them go once read (the rows are copies, and
+    # the prediction ids' sources a dict of every prediction: about 65 MiB at 100,000 tasks)
+    pieces, rows_j, rows_s, sources = _pieces(rows_j, rows_s, meta, coverage), None, None, None
     out = []
-    for piece in _pieces(rows_j, rows_s, meta, coverage):
+    for piece in pieces:
         for (group, kind), rows in piece.groupby(["group", "kind"], sort=False):
             answers = _group_answers(str(group), str(kind), rows, anchors)
             if answers is not None:
@@ -376,7 +378,8 @@ def _pieces(
     100,000 tasks the span groups alone were millions of rows). A generator, not a chain over a
     list: the chain's list held the items' rows through every span group."""
     yield _item_rows(judgments, meta, coverage, coded=True)
-    yield from _span_groups(spans, coverage)
+    groups, judgments, spans = _span_groups(spans, coverage), None, None
+    yield from groups
 
 
 def _group_answers(group: str, kind: str, rows: pd.DataFrame, anchors: pd.DataFrame) -> GroupAnswers | None:
