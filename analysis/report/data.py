@@ -189,7 +189,9 @@ def rater_names(frame: pd.DataFrame) -> pd.Series:
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
     named = annotator.where(annotator.notna() & (annotator.astype(str).str.strip() != ""), None)
     fallback = "annotation " + frame["annotation_id"].astype(str)
-    human_name = named.where(named.notna(), fallback).astype(str)
+    # one Python string per name, shared by its rows: text per row (pandas' own) is the name's bytes
+    # again on every row, and the report keeps these columns (coverage, the span measures' examples)
+    human_name = named.where(named.notna(), fallback).astype(str).astype("category").astype(object)
     return human_name.where(source == HUMAN_SOURCE, source)
 
 
