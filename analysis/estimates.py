@@ -70,9 +70,9 @@ from judgelab.analysis.judges import (
     LINE_GROUP,
     SPANS_ANY,
     answer_columns,
-    answer_rows,
+    usable_answer_rows,
+    usable_rows,
 )
-from judgelab.analysis.judges import _usable as usable_rows
 from judgelab.analysis.kinds import effective_meta
 from judgelab.analysis.ppi import pool_estimates
 from judgelab.analysis.tables import FLAG_CHECKED, HUMAN_SOURCE, MODEL_SOURCE_PREFIX, MULTI_VALUE_SEPARATOR
@@ -314,16 +314,17 @@ def _values(
     if judgments.empty and spans.empty:
         return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
     asked = not spans.empty if spans_asked is None else spans_asked
-    judgments = _with_columns(judgments)
-    spans = _with_columns(spans)
-    rows = answer_rows(judgments, spans, meta, gold=True, with_spans=False)  # spans: _span_values
+    # the rows chosen and named once, for the rated items and the spans alike (each made its own)
+    rows_j, rows_s = usable_rows(_with_columns(judgments), gold=True), usable_rows(_with_columns(spans), gold=True)
+    judgments = spans = None
+    rows = usable_answer_rows(rows_j, rows_s, meta, with_spans=False)  # spans: _span_values
     found: list[_Quantity] = []
     for (group, kind), part in rows.groupby(["group", "kind"], sort=False):
         found += _group_values(str(group), str(kind), part, meta, labels)
     rows = part = None  # the answer rows are not needed past here
     if asked:
-        found += _span_values(judgments, spans, (labels or {}).get(SPANS_ANY))
-    judgments = spans = None  # read: the values below are made from the quantities' rows
+        found += _span_values(rows_j, rows_s, (labels or {}).get(SPANS_ANY))
+    rows_j = rows_s = None  # read: the values below are made from the quantities' rows
     if not found:
         return pd.DataFrame(columns=_VALUE_KEYS), pd.DataFrame(columns=_DESCRIBED)
     words: dict[str, list[object]] = {}  # a quantity's words: the first group's that has it
@@ -438,11 +439,11 @@ def _stated_over_derived(out: pd.DataFrame) -> pd.DataFrame:
     return out[~(derived.to_numpy() & own.isin(stated))].reset_index(drop=True)
 
 
-def _span_values(judgments: pd.DataFrame, spans: pd.DataFrame, labels: Sequence[str] | None) -> list[_Quantity]:
+def _span_values(rows_j: pd.DataFrame, rows_s: pd.DataFrame, labels: Sequence[str] | None) -> list[_Quantity]:
     """``spans: any`` and ``spans: <label>`` per (task, rater) the rater annotated (a judgment or a
-    span): 1 when it marked such a span, else 0. ``labels``: the span labels to count (default: the
+    span): 1 when it marked such a span, else 0. ``rows_j``, ``rows_s``: the judgments and spans that
+    count (:func:`usable_rows`, with gold). ``labels``: the span labels to count (default: the
     labels marked here)."""
-    rows_j, rows_s = usable_rows(judgments, gold=True), usable_rows(_with_columns(spans), gold=True)
     keys = ["task_id", "rater"]
     base = pd.concat([rows_j[keys], rows_s[keys]], ignore_index=True).drop_duplicates().set_index(keys).index
     if not len(base):
@@ -642,7 +643,7 @@ def estimate_table(
         h_values = h_values[h_values["quantity"].isin(quantities)]
     if h_values.empty or (model_j.empty and model_s.empty):
         return pd.DataFrame(columns=_columns(by))
-    described = described.loc[pd.unique(h_values["quantity"])]  # in order of first appearance, as the labels go
+    described = described.loc[_runs(h_values["quantity"])]  # in order of first appearance, as the labels go
     labels = _labels(described.reset_index())
     models = [model_j, model_s]
     model_j = model_s = None

@@ -136,7 +136,7 @@ def answer_columns(frame: pd.DataFrame, *also: str) -> pd.DataFrame:
 _CODED = ("item", "group", "kind", "rater")
 
 
-def _usable(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
+def usable_rows(frame: pd.DataFrame, gold: bool = False) -> pd.DataFrame:
     """Rows of humans and models (and with ``gold`` the reference rows), not cancelled, of each
     rater's latest annotation of a task; only the :data:`ANSWER_COLUMNS`."""
     frame = answer_columns(frame)
@@ -314,7 +314,16 @@ def answer_rows(
     """Every rater's answers as long rows ``task_id, item, group, kind, rater, value`` (the units
     of :func:`answer_groups`; raters are humans, model sources and, with ``gold``, ``gold``).
     ``with_spans=False`` leaves out the yes/no units made from spans (the rated items alone)."""
-    rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
+    return usable_answer_rows(
+        usable_rows(judgments, gold), usable_rows(spans, gold), schema_meta, with_spans=with_spans
+    )
+
+
+def usable_answer_rows(
+    rows_j: pd.DataFrame, rows_s: pd.DataFrame, schema_meta: Mapping[str, Any] | None = None, *, with_spans: bool = True
+) -> pd.DataFrame:
+    """:func:`answer_rows` of rows already chosen and named by :func:`usable_rows`: a caller that
+    reads them again keeps one copy of them, not two."""
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
     items = _item_rows(rows_j, schema_meta or {}, coverage)
     return pd.concat([items, _span_rows(rows_s, coverage)], ignore_index=True) if with_spans else items
@@ -326,7 +335,7 @@ def answer_pieces(
     """:func:`answer_rows` a piece at a time: the rated items' rows, then each span group's (any
     span, then each label), each as text; a caller that reads one group at a time never holds every
     group's rows at once (at 50,000 tasks with a tick box and three labels, 250 MiB)."""
-    rows_j, rows_s = _usable(judgments, gold), _usable(spans, gold)
+    rows_j, rows_s = usable_rows(judgments, gold), usable_rows(spans, gold)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
     yield _item_rows(rows_j, schema_meta or {}, coverage)
     groups, rows_j, rows_s = _span_groups(rows_s, coverage), None, None  # each let go once read
@@ -353,7 +362,7 @@ def answer_groups(
         is_model_s = spans["source"].fillna(HUMAN_SOURCE).astype(str).str.startswith(MODEL_SOURCE_PREFIX)
         judgments = pd.concat([judgments[is_model_j], humans[0]], ignore_index=True)
         spans = pd.concat([spans[is_model_s], humans[1]], ignore_index=True)
-    rows_j, rows_s = _usable(judgments), _usable(spans)
+    rows_j, rows_s = usable_rows(judgments), usable_rows(spans)
     coverage = pd.concat([rows_j[["task_id", "rater"]], rows_s[["task_id", "rater"]]]).drop_duplicates()
     # each table's anchors, then a rater's first of each task (the judgments' before the spans')
     anchors = pd.concat([_anchors(frame, sources) for frame in (rows_j, rows_s)], ignore_index=True)
