@@ -99,6 +99,7 @@ def annotation_table(
     impressions = judgment_rows[judgment_rows["item"] == impression_item]
     impressions = impressions.assign(_score=pd.to_numeric(impressions["value"], errors="coerce"))
     table[IMPRESSION_ITEM] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
+    box = impressions = None  # read: not held beside the times' grouping
     times = (
         judgment_rows[[*KEYS, "created_at"]]
         .assign(lead_time=pd.to_numeric(judgment_rows["lead_time"], errors="coerce"))
@@ -120,14 +121,24 @@ def _kept_rows(
     # the columns read, before the rows are filtered: every column's copy was most of the section's memory
     judgment_rows = _ensure(only_columns(judgments, *base_columns), base_columns)
     span_rows = _ensure(None if spans is None else only_columns(spans, *span_columns), span_columns)
-    if source is not None:
-        judgment_rows = judgment_rows[judgment_rows["source"].fillna(HUMAN_SOURCE) == source]
-        span_rows = span_rows[span_rows["source"].fillna(HUMAN_SOURCE) == source]
-    cancelled = set(judgment_rows.loc[cancelled_mask(judgment_rows), "annotation_id"])
+    mine_j, mine_s = _of_source(judgment_rows, source), _of_source(span_rows, source)
+    cancelled = set(judgment_rows.loc[mine_j & cancelled_mask(judgment_rows), "annotation_id"])
+    # one filter each, and none where every row stays: each filter copies the rows it keeps
     return (
-        judgment_rows[~judgment_rows["annotation_id"].isin(cancelled)],
-        span_rows[~span_rows["annotation_id"].isin(cancelled)],
+        _kept(judgment_rows, mine_j & ~judgment_rows["annotation_id"].isin(cancelled)),
+        _kept(span_rows, mine_s & ~span_rows["annotation_id"].isin(cancelled)),
     )
+
+
+def _of_source(rows: pd.DataFrame, source: str | None) -> pd.Series:
+    """Whether each row is of ``source`` (every row with None; a row without one is human's)."""
+    if source is None:
+        return pd.Series(True, index=rows.index)
+    return rows["source"].fillna(HUMAN_SOURCE) == source
+
+
+def _kept(rows: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    return rows if keep.all() else rows[keep]
 
 
 def _add_span_counts(table: pd.DataFrame, span_rows: pd.DataFrame) -> None:

@@ -82,11 +82,14 @@ SECTION_BUILDERS: list[SectionBuilder] = [
 #: tasks the span sections' inputs and the human rows are 180 MiB, otherwise held through the
 #: judges' and the estimates' sections, the report's largest; the review table (a row per
 #: suggestion and what became of it) and its agreement were held through the anchoring arms, the
-#: judges and the estimates. A builder moved after it would compute them again (the schema's
-#: kinds and scales, read later, are cached on their own; so is the rubber-stamping rule's verdict
-#: the estimates read).
+#: judges and the estimates. The human rows and who annotated which task are read last by the
+#: span measures' inputs, made by the span agreement: let go there, not held through the source
+#: counts and the model agreement (44 and 10 MiB at 100,000 tasks). A builder moved after it would
+#: compute them again (the schema's kinds and scales, read later, are cached on their own; so is
+#: the rubber-stamping rule's verdict the estimates read).
 RELEASE_AFTER: dict[SectionBuilder, tuple[str, ...]] = {
-    model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans", "coverage", "usable_human"),
+    span_agreement_section: ("coverage", "usable_human"),
+    model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans"),
     rubber_stamping_section: ("annotation_times", "review", "suggestion_agreement"),
 }
 # the review loop's sections: what reviewers did with suggestions, rubber-stamping, anchoring, judge calibration
