@@ -50,6 +50,7 @@ from judgelab.analysis.tables import (
     latest_rows,
     normalised_values,
     only_columns,
+    shared_text,
 )
 from judgelab.configs.items import item_kind
 from judgelab.configs.schema import line_flag_values, line_item_regex
@@ -100,9 +101,7 @@ def _rater(frame: pd.DataFrame, gold: bool = False) -> pd.Series:
     """A human's name, a model's source; with ``gold``, ``gold`` for reference rows (source
     ``gold``, or a Label Studio annotation marked as ground truth)."""
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
-    # a name one Python string for its rows (text per row is its bytes again on every row)
-    names = frame["annotator"].astype(str).astype("category").astype(object)
-    rater = names.where(source == HUMAN_SOURCE, source.astype("category").astype(object))
+    rater = shared_text(frame["annotator"]).where(source == HUMAN_SOURCE, shared_text(source))
     if gold and "ground_truth" in frame.columns:
         truth = frame["ground_truth"].fillna(False).astype(bool) & (source == HUMAN_SOURCE)
         rater = rater.where(~truth, GOLD)

@@ -82,6 +82,13 @@ def natural_key(text: object) -> tuple[object, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
 
 
+def shared_text(values: pd.Series) -> pd.Series:
+    """``values`` as text, one Python string for each distinct value, shared by its rows: pandas'
+    own text (``astype(str)``) is each row's bytes again, and a column of names or sources the
+    report keeps or joins has hundreds of thousands of rows at 100,000 tasks."""
+    return values.astype(str).astype("category").astype(object)
+
+
 def only_columns(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
     """``frame``'s columns among ``names``, in its order, not copied: narrowed before a filter,
     the filter copies only the columns read (at 100,000 tasks the tables' texts, times and ids

@@ -28,6 +28,7 @@ from judgelab.analysis.tables import (
     cancelled_mask,
     natural_key,
     only_columns,
+    shared_text,
     usable_judgments,
 )
 from judgelab.configs.schema import line_item_regex
@@ -189,9 +190,8 @@ def rater_names(frame: pd.DataFrame) -> pd.Series:
     source = frame["source"].fillna(HUMAN_SOURCE).astype(str)
     named = annotator.where(annotator.notna() & (annotator.astype(str).str.strip() != ""), None)
     fallback = "annotation " + frame["annotation_id"].astype(str)
-    # one Python string per name, shared by its rows: text per row (pandas' own) is the name's bytes
-    # again on every row, and the report keeps these columns (coverage, the span measures' examples)
-    human_name = named.where(named.notna(), fallback).astype(str).astype("category").astype(object)
+    # kept by the report (coverage, the span measures' examples): a name's one string for its rows
+    human_name = shared_text(named.where(named.notna(), fallback))
     return human_name.where(source == HUMAN_SOURCE, source)
 
 
