@@ -93,10 +93,11 @@ def annotation_table(
         )
     table = ids.set_index(KEYS)
     _add_span_counts(table, span_rows)
-    box = judgment_rows[judgment_rows["item"] == no_errors_item]
+    read = [*KEYS, "value"]  # of the rows of one item: a copy of each row's every column was 23 MiB
+    box = judgment_rows.loc[judgment_rows["item"] == no_errors_item, read]
     box = box[box["value"].map(_box_ticked).astype(bool)]
     table["no_errors_box"] = table.index.isin(box.set_index(KEYS).index)
-    impressions = judgment_rows[judgment_rows["item"] == impression_item]
+    impressions = judgment_rows.loc[judgment_rows["item"] == impression_item, read]
     impressions = impressions.assign(_score=pd.to_numeric(impressions["value"], errors="coerce"))
     table[IMPRESSION_ITEM] = impressions.groupby(KEYS)["_score"].last().reindex(table.index)
     box = impressions = None  # read: not held beside the times' grouping
