@@ -750,3 +750,38 @@ def test_real_basse_qc():
     assert (agreement["adjacent_agreement"] >= agreement["exact_agreement"]).all()
     cues = qc_likert.relevance_by_cue(tables["judgments"], tables["tasks"]).set_index("cue_kind")
     assert cues.loc["any", "n_tasks_with"] > 0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # scipy's t-test on groups without spread
+def test_hotel_checks_read_the_annotation_table_they_are_given():
+    """The report makes every annotation's row once for its five checks: given that table, each
+    check answers as when it makes its own, and reads the table it is given (one annotation left
+    out of it is left out of the answer)."""
+    tasks = [
+        {"task_id": "c1", "check": "error_free", "summary": "Fine.", "qualification": True, "group": "A"},
+        {"task_id": "c2", "check": "obvious_incorrect", "summary": SUMMARY, "reference_text": "Schiphol Airport",
+         "qualification": True, "group": "B"},
+        {"task_id": "t1", "check": "", "summary": "A long enough summary.", "qualification": False, "group": "A"},
+    ]  # fmt: skip
+    annotations = [
+        ("c1", "a", [], True, 5, 10),
+        ("c2", "a", [(0, 8, "Incorrect")], False, 2, 12),
+        ("t1", "a", [(3, 7, "Misleading")], False, 4, 3),
+        ("c1", "b", [(0, 4, "Misleading")], True, 5, 8),
+        ("c2", "b", [(20, 25, "Incorrect")], False, 2, 9),
+        ("t1", "b", [], True, 6, 20),
+    ]
+    tables = hotel_tables(annotations, tasks)
+    made = qc_hotel.annotation_table(tables[1], tables[2])
+    without_b_on_c1 = made[~((made["task_id"] == "c1") & (made["annotator"] == "b"))]
+    checks = {
+        "attention": (lambda **kw: qc_hotel.attention_checks(*tables, **kw).per_annotation),
+        "qualification": (lambda **kw: qc_hotel.qualification_scores(*tables, **kw).per_annotator),
+        "quick": (lambda **kw: qc_hotel.quick_submissions(*tables, **kw).table),
+        "groups": (lambda **kw: qc_hotel.group_comparison(*tables, **kw).per_group),
+        "impression": (lambda **kw: qc_hotel.impression_vs_errors(tables[1], tables[2], **kw).by_count),
+    }
+    for name, check in checks.items():
+        own = check()
+        pd.testing.assert_frame_equal(check(annotations=made), own, obj=name)
+        assert not check(annotations=without_b_on_c1).equals(own), name

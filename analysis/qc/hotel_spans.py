@@ -112,6 +112,13 @@ def annotation_table(
     return table.reset_index()
 
 
+def _annotations(
+    annotations: pd.DataFrame | None, judgments: pd.DataFrame, spans: pd.DataFrame | None, source: str | None
+) -> pd.DataFrame:
+    """``annotations`` when a caller made them, else :func:`annotation_table` of the rows."""
+    return annotations if annotations is not None else annotation_table(judgments, spans, source=source)
+
+
 def _kept_rows(
     judgments: pd.DataFrame, spans: pd.DataFrame | None, source: str | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -240,6 +247,7 @@ def attention_checks(
     check_column: str = "check",
     incorrect_label: str = INCORRECT,
     source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
 ) -> AttentionChecks:
     """Pass/fail of the attention checks.
 
@@ -247,10 +255,13 @@ def attention_checks(
     - ``obvious_incorrect``: passed when an ``Incorrect`` span overlaps the task's reference
       span (:func:`reference_span`), or, without a reference, when any ``Incorrect`` span
       was marked.
+
+    ``annotations``: the :func:`annotation_table` of ``judgments`` and ``spans`` for ``source``,
+    when the caller has it (the report makes it once for its five checks).
     """
     meta = _task_meta(tasks, [check_column, "reference_start", "reference_end", "reference_text", "summary"])
     meta = meta[meta[check_column].isin([ERROR_FREE, OBVIOUS_INCORRECT])]
-    annotations = annotation_table(judgments, spans, source=source).merge(
+    annotations = _annotations(annotations, judgments, spans, source).merge(
         _with_references(meta), on=["project", "task_id"]
     )
     found = _errors_found(annotations.assign(_label=incorrect_label), spans)
@@ -299,6 +310,7 @@ def qualification_scores(
     pass_mark: float = 3.0,
     partial_credit: float = 0.5,
     source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
 ) -> QualificationScores:
     """The qualification score (0 to the number of examples, 0-5 in the paper), pass at ``pass_mark``.
 
@@ -318,9 +330,12 @@ def qualification_scores(
     This reads the paper's "partial point assignment was possible for the consistent use of
     the no-errors checkbox" as: half of an example's point rests on using the box
     consistently, so answering "no errors" everywhere cannot reach the pass mark.
+
+    ``annotations``: the :func:`annotation_table` of ``judgments`` and ``spans`` for ``source``,
+    when the caller has it (the report makes it once for its five checks).
     """
     meta = _with_references(_qualification_examples(tasks, task_ids, qualification_column, check_column))
-    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    annotations = _annotations(annotations, judgments, spans, source).merge(meta, on=["project", "task_id"])
     # the error an example's answer must find: its reference label, else Incorrect on an
     # obvious-error check, else any label
     looked_for = [
@@ -420,6 +435,7 @@ def quick_submissions(
     reading_chars_per_second: float | None = None,
     quantile: float = 0.05,
     source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
 ) -> QuickSubmissions:
     """Annotations submitted implausibly quickly for the amount of text, listed for review.
 
@@ -436,9 +452,12 @@ def quick_submissions(
        flags the fastest few percent, to be reviewed by hand rather than rejected.
 
     Annotations without a positive ``lead_time`` or text are left out of ``table``.
+
+    ``annotations``: the :func:`annotation_table` of ``judgments`` and ``spans`` for ``source``,
+    when the caller has it (the report makes it once for its five checks).
     """
     meta = _task_meta(tasks, list(text_columns))
-    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    annotations = _annotations(annotations, judgments, spans, source).merge(meta, on=["project", "task_id"])
     n_chars = sum(annotations[c].map(lambda t: len(t) if isinstance(t, str) else 0) for c in text_columns)
     annotations = annotations.assign(
         n_chars=n_chars, lead_time=pd.to_numeric(annotations["lead_time"], errors="coerce")
@@ -486,13 +505,17 @@ def group_comparison(
     group_column: str = "group",
     groups: tuple[str, str] | None = None,
     source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
 ) -> GroupComparison:
     """Group A vs B: do the two wordings of the no-errors box change how much is marked?
 
     ``groups`` names the two groups to test (default: the first two in sorted order).
+
+    ``annotations``: the :func:`annotation_table` of ``judgments`` and ``spans`` for ``source``,
+    when the caller has it (the report makes it once for its five checks).
     """
     meta = _task_meta(tasks, [group_column])
-    annotations = annotation_table(judgments, spans, source=source).merge(meta, on=["project", "task_id"])
+    annotations = _annotations(annotations, judgments, spans, source).merge(meta, on=["project", "task_id"])
     annotations = annotations.dropna(subset=[group_column])
     annotations = annotations.assign(no_error=(annotations["n_spans"] == 0).astype(float))
     per_group = (
@@ -557,9 +580,17 @@ def impression_vs_errors(
     *,
     impression_item: str = IMPRESSION_ITEM,
     source: str | None = HUMAN_SOURCE,
+    annotations: pd.DataFrame | None = None,
 ) -> ImpressionVsErrors:
-    """Impression scores of annotations with and without errors, per error type, by count."""
-    annotations = annotation_table(judgments, spans, source=source, impression_item=impression_item)
+    """Impression scores of annotations with and without errors, per error type, by count.
+
+    ``annotations``: the :func:`annotation_table` of ``judgments`` and ``spans`` for ``source`` and
+    ``impression_item``, when the caller has it (the report makes it once for its five checks)."""
+    annotations = (
+        annotation_table(judgments, spans, source=source, impression_item=impression_item)
+        if annotations is None
+        else annotations
+    )
     rated = annotations.dropna(subset=[IMPRESSION_ITEM])
     clean = rated[rated["n_spans"] == 0][IMPRESSION_ITEM]
     errors = rated[rated["n_spans"] > 0][IMPRESSION_ITEM]

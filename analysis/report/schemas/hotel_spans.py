@@ -19,6 +19,7 @@ from judgelab.analysis.qc.hotel_spans import (
     ERROR_FREE,
     IMPRESSION_ITEM,
     OBVIOUS_INCORRECT,
+    annotation_table,
     attention_checks,
     group_comparison,
     impression_vs_errors,
@@ -52,6 +53,16 @@ def has_span_data(data: ProjectData) -> bool:
     return not data.spans.empty or bool((data.schema_meta or {}).get("span_controls"))
 
 
+#: the cache key of every human annotation's row (``annotation_table``), which the five checks
+#: read: made once, not once by each (at 100,000 tasks 1-2 s each), and let go after the schema's
+#: sections (``RELEASE_AFTER``)
+ANNOTATIONS_KEY = "hotel_annotations"
+
+
+def _annotations(data: ProjectData) -> pd.DataFrame:
+    return data.cached(ANNOTATIONS_KEY, lambda: annotation_table(data.judgments, data.spans))
+
+
 @SCHEMA_SECTIONS.register("hotel_spans", also_when=has_span_data)
 def span_quality_section(data: ProjectData) -> Section | None:
     if not has_span_data(data):
@@ -74,7 +85,7 @@ def span_quality_section(data: ProjectData) -> Section | None:
 def attention_section(data: ProjectData) -> Section | None:
     if "check" not in data.tasks.columns or not data.tasks["check"].isin([ERROR_FREE, OBVIOUS_INCORRECT]).any():
         return None
-    checks = attention_checks(data.tasks, data.judgments, data.spans)
+    checks = attention_checks(data.tasks, data.judgments, data.spans, annotations=_annotations(data))
     if checks.per_annotation.empty:
         return None
     per_annotation = checks.per_annotation
@@ -106,7 +117,7 @@ def attention_section(data: ProjectData) -> Section | None:
 def qualification_section(data: ProjectData) -> Section | None:
     if "qualification" not in data.tasks.columns:
         return None
-    scores = qualification_scores(data.tasks, data.judgments, data.spans)
+    scores = qualification_scores(data.tasks, data.judgments, data.spans, annotations=_annotations(data))
     if scores.per_annotator.empty:
         return None
     table = scores.per_annotator.sort_values("score", ascending=False, kind="stable")
@@ -138,7 +149,9 @@ def quick_section(data: ProjectData) -> Section | None:
     if not columns or not (lead > 0).any():
         return None
     columns = [c for c in columns if c in ("descriptions", "summary")] or columns[:1]
-    quick = quick_submissions(data.tasks, data.judgments, data.spans, text_columns=columns)
+    quick = quick_submissions(
+        data.tasks, data.judgments, data.spans, text_columns=columns, annotations=_annotations(data)
+    )
     if quick.table.empty:
         return None
     blocks: list[Block] = [
@@ -162,7 +175,7 @@ def group_section(data: ProjectData) -> Section | None:
         return None
     with warnings.catch_warnings():  # scipy warns on a group without spread; the p value says enough
         warnings.simplefilter("ignore", RuntimeWarning)
-        comparison = group_comparison(data.tasks, data.judgments, data.spans)
+        comparison = group_comparison(data.tasks, data.judgments, data.spans, annotations=_annotations(data))
     if comparison.per_group.empty:
         return None
     blocks: list[Block] = [
@@ -197,7 +210,7 @@ def impression_section(data: ProjectData) -> Section | None:
         return None
     with warnings.catch_warnings():  # scipy warns when one side has no spread
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = impression_vs_errors(data.judgments, data.spans)
+        result = impression_vs_errors(data.judgments, data.spans, annotations=_annotations(data))
     summary = result.summary
     if summary["n"].sum() == 0:
         return None
