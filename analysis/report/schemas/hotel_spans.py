@@ -54,8 +54,7 @@ def has_span_data(data: ProjectData) -> bool:
 
 
 #: the cache key of every human annotation's row (``annotation_table``), which the five checks
-#: read: made once, not once by each (at 100,000 tasks 1-2 s each), and let go after the schema's
-#: sections (``RELEASE_AFTER``)
+#: read: made once, not once by each (at 100,000 tasks 1-2 s each), and let go once they are made
 ANNOTATIONS_KEY = "hotel_annotations"
 
 
@@ -74,6 +73,7 @@ def span_quality_section(data: ProjectData) -> Section | None:
         group_section(data),
         impression_section(data),
     ]
+    data.cache.pop(ANNOTATIONS_KEY, None)  # the five checks are its only readers
     intro = Paragraph(
         "Checks on how the span annotation was done: planted attention checks, the qualification task, "
         "suspiciously quick submissions, the effect of the no-errors box's wording, and how errors relate to "

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from judgelab.analysis.report.blocks import Section
 from judgelab.analysis.report.data import ProjectData
 from judgelab.analysis.report.schemas import SCHEMA_SECTIONS
-from judgelab.analysis.report.schemas.hotel_spans import ANNOTATIONS_KEY
 from judgelab.analysis.report.sections.arms import arms_section
 from judgelab.analysis.report.sections.clustering import clustering_section
 from judgelab.analysis.report.sections.cost import cost_section
@@ -89,7 +88,6 @@ SECTION_BUILDERS: list[SectionBuilder] = [
 #: compute them again (the schema's kinds and scales, read later, are cached on their own; so is
 #: the rubber-stamping rule's verdict the estimates read).
 RELEASE_AFTER: dict[SectionBuilder, tuple[str, ...]] = {
-    schema_sections: (ANNOTATIONS_KEY,),
     span_agreement_section: ("coverage", "usable_human"),
     model_agreement_section: ("span_inputs", "span_pairwise", "rater_spans"),
     rubber_stamping_section: ("annotation_times", "review", "suggestion_agreement"),
