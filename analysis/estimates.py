@@ -75,7 +75,13 @@ from judgelab.analysis.judges import (
 )
 from judgelab.analysis.kinds import effective_meta
 from judgelab.analysis.ppi import pool_estimates
-from judgelab.analysis.tables import FLAG_CHECKED, HUMAN_SOURCE, MODEL_SOURCE_PREFIX, MULTI_VALUE_SEPARATOR
+from judgelab.analysis.tables import (
+    FLAG_CHECKED,
+    HUMAN_SOURCE,
+    MODEL_SOURCE_PREFIX,
+    MULTI_VALUE_SEPARATOR,
+    shared_strings,
+)
 from judgelab.configs.items import item_kind
 
 ALPHA = 0.1  # 90% intervals
@@ -535,7 +541,7 @@ def _frame(
     derived: bool = False,
 ) -> _Quantity:
     frame = y.rename("y").reset_index()
-    rater = frame["rater"].astype("category").astype(object)  # a rater's name: one string for its rows
+    rater = shared_strings(frame["rater"])  # a rater's name: one string for its rows
     rows = frame.assign(rater=rater)[["task_id", "rater", "y"]]
     return _Quantity(rows, quantity, item, statistic, description, low, high, derived)
 

@@ -82,11 +82,23 @@ def natural_key(text: object) -> tuple[object, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
 
 
+def shared_strings(values: pd.Series) -> pd.Series:
+    """``values`` with one Python object for each distinct value, shared by its rows (missing
+    values stay missing): pandas' own text is each row's bytes again, and a column of names or
+    sources the report keeps or joins has hundreds of thousands of rows at 100,000 tasks."""
+    return values.astype("category").astype(object)
+
+
 def shared_text(values: pd.Series) -> pd.Series:
-    """``values`` as text, one Python string for each distinct value, shared by its rows: pandas'
-    own text (``astype(str)``) is each row's bytes again, and a column of names or sources the
-    report keeps or joins has hundreds of thousands of rows at 100,000 tasks."""
-    return values.astype(str).astype("category").astype(object)
+    """``values`` as text (``astype(str)``), one Python string for each distinct one (:func:`shared_strings`)."""
+    return shared_strings(values.astype(str))
+
+
+def rows_where(frame: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
+    """The rows of ``frame`` that ``keep`` keeps: all of them without copying them when it keeps
+    every row (a filter copies every row it keeps; a shallow copy here, so that a column set on
+    it stays its own)."""
+    return frame.copy(deep=False) if keep.all() else frame[keep]
 
 
 def only_columns(frame: pd.DataFrame, *names: str) -> pd.DataFrame:
@@ -295,14 +307,12 @@ def per_item_agreement_by_group(
     rows: list[list[dict[str, object]]] = [[] for _ in range(size)]
     levels = alpha_levels or {}
     # the columns read below, narrowed before the filter copies the rows (every column of the
-    # judgments was 44 MiB at 100,000 tasks), and a project's rows the rows themselves when the
-    # table holds no other project (a filter keeping every row copies them all again)
+    # judgments was 44 MiB at 100,000 tasks); a one-project table's rows are not copied again
     usable = usable_judgments(only_columns(frame, *AGREEMENT_READS, *keys), source=source)
     resolved = _kinds_per_group(schema_meta, usable, kinds, groups)
     scales = _scales_per_group(schema_meta, usable, groups)
     for project in sorted(frame["project"].dropna().unique(), key=natural_key):
-        mine = usable["project"] == project
-        project_rows = usable if mine.all() else usable[mine]
+        project_rows = rows_where(usable, usable["project"] == project)
         annotations = latest_annotations(_annotation_rows(frame, span_frame, project, source, keys), keys=keys)
         by_item = project_rows.groupby("item", sort=False)  # an item's rows taken when it comes, not all at once
         for item in sorted(by_item.groups, key=natural_key):

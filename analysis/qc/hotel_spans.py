@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from judgelab.analysis.ratings import welch_t_test
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, only_columns
+from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, natural_key, only_columns, rows_where
 from judgelab.configs.schema import builtin_schema
 
 _HOTEL = builtin_schema("hotel_spans")
@@ -133,8 +133,8 @@ def _kept_rows(
     cancelled = set(judgment_rows.loc[mine_j & cancelled_mask(judgment_rows), "annotation_id"])
     # one filter each, and none where every row stays: each filter copies the rows it keeps
     return (
-        _kept(judgment_rows, mine_j & ~judgment_rows["annotation_id"].isin(cancelled)),
-        _kept(span_rows, mine_s & ~span_rows["annotation_id"].isin(cancelled)),
+        rows_where(judgment_rows, mine_j & ~judgment_rows["annotation_id"].isin(cancelled)),
+        rows_where(span_rows, mine_s & ~span_rows["annotation_id"].isin(cancelled)),
     )
 
 
@@ -143,10 +143,6 @@ def _of_source(rows: pd.DataFrame, source: str | None) -> pd.Series:
     if source is None:
         return pd.Series(True, index=rows.index)
     return rows["source"].fillna(HUMAN_SOURCE) == source
-
-
-def _kept(rows: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
-    return rows if keep.all() else rows[keep]
 
 
 def _add_span_counts(table: pd.DataFrame, span_rows: pd.DataFrame) -> None:

@@ -38,7 +38,15 @@ from judgelab.analysis.report.safe_text import write_csv
 from judgelab.analysis.report.sections import RELEASE_AFTER, SECTION_BUILDERS, SectionBuilder
 from judgelab.analysis.report.versions import short_names, shorten, versions_table
 from judgelab.analysis.review import foreign_parent_links, without_parents
-from judgelab.analysis.tables import HUMAN_SOURCE, cancelled_mask, human_annotations, natural_key, parsed_times
+from judgelab.analysis.tables import (
+    HUMAN_SOURCE,
+    cancelled_mask,
+    human_annotations,
+    natural_key,
+    parsed_times,
+    rows_where,
+    shared_strings,
+)
 
 REPORT_TITLE = "Human evaluation report"
 TABLE_NAMES = ("tasks", "judgments", "spans")
@@ -351,7 +359,7 @@ def _group_tables(
     """One report's tables: the rows of its ``projects`` (not copied when they are every row: a
     report of the run's one project shares the run's columns), with the whole run's problems and
     usage."""
-    subset = {key: _rows_where(frame, frame["project"].isin(projects)) for key, frame in frames.items()}
+    subset = {key: rows_where(frame, frame["project"].isin(projects)) for key, frame in frames.items()}
     if problems is not None:
         subset["problems"] = problems
     if usage is not None:
@@ -456,9 +464,7 @@ def _python_strings(frame: pd.DataFrame) -> pd.DataFrame:
     per row."""
     text = [column for column in frame.columns if pd.api.types.is_string_dtype(frame[column].dtype)]
     text = [column for column in text if frame[column].dtype != object]
-    return (
-        frame.assign(**{column: frame[column].astype("category").astype(object) for column in text}) if text else frame
-    )
+    return frame.assign(**{column: shared_strings(frame[column]) for column in text}) if text else frame
 
 
 def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
@@ -469,14 +475,8 @@ def _projects(frames: Mapping[str, pd.DataFrame]) -> list[object]:
 
 
 def _rows_of(frame: pd.DataFrame, project: object) -> pd.DataFrame:
-    """The rows of ``project`` (:func:`_rows_where`)."""
-    return _rows_where(frame, frame["project"] == project)
-
-
-def _rows_where(frame: pd.DataFrame, mine: pd.Series) -> pd.DataFrame:
-    """The rows of ``frame`` that ``mine`` keeps: all of them without copying them when it keeps
-    every row, as in a one-project run (a shallow copy: a column a section adds stays its own)."""
-    return frame.copy(deep=False) if mine.all() else frame[mine]
+    """The rows of ``project`` (:func:`analysis.tables.rows_where`)."""
+    return rows_where(frame, frame["project"] == project)
 
 
 def _project_data(

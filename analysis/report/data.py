@@ -28,6 +28,8 @@ from judgelab.analysis.tables import (
     cancelled_mask,
     natural_key,
     only_columns,
+    rows_where,
+    shared_strings,
     shared_text,
     usable_judgments,
 )
@@ -192,7 +194,7 @@ def rater_names(frame: pd.DataFrame) -> pd.Series:
     fallback = "annotation " + frame["annotation_id"].astype(str)
     # kept by the report (coverage, the span measures' examples): a name's one string for its rows
     human_name = shared_text(named.where(named.notna(), fallback))
-    return human_name.where(source == HUMAN_SOURCE, source)
+    return human_name.where(source == HUMAN_SOURCE, shared_strings(source))
 
 
 def rater_spans(data: ProjectData) -> pd.DataFrame:
@@ -202,7 +204,7 @@ def rater_spans(data: ProjectData) -> pd.DataFrame:
         cancelled = set(data.judgments.loc[cancelled_mask(data.judgments), "annotation_id"])
         kept = ~data.spans["annotation_id"].isin(cancelled)
         # with none cancelled, the table itself (a filter copies every column, texts included)
-        spans = data.spans if kept.all() else data.spans[kept]
+        spans = rows_where(data.spans, kept)
         return spans.assign(rater=rater_names(spans)) if not spans.empty else spans.assign(rater=pd.Series(dtype=str))
 
     return data.cached("rater_spans", compute)
